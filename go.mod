@@ -1,0 +1,14 @@
+module github.com/rmqtopo/rmqtopo
+
+go 1.24
+
+require (
+	github.com/alecthomas/kong v1.17.0 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/michaelklishin/rabbit-hole/v2 v2.12.0 // indirect
+	github.com/rabbitmq/amqp091-go v1.16.0 // indirect
+	github.com/rogpeppe/go-internal v1.16.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	golang.org/x/text v0.14.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+)
