@@ -1,0 +1,200 @@
+// Package contract is the single written-down agreement between the topology
+// that rmqtopo provisions and the services that fail messages through it
+// (usually via the retry package).
+//
+// It depends on the standard library only, because services import it.
+//
+// # Routing
+//
+// For a work queue Q, rmqtopo provisions:
+//
+//   - RetryExchange(Q) = "Q.retry", a headers exchange. A service that fails a
+//     delivery republishes it there with routing key Q (the work queue's own
+//     name) and HeaderAttempt set to the retry number as a decimal string
+//     ("1" for the first retry). One binding per retry number routes it:
+//     immediate retries straight back to Q, delayed retries to a TTL wait
+//     queue. The service never knows the delays or the maximum.
+//   - The retry exchange's alternate-exchange is DeadLetterExchange(Q), so an
+//     attempt past the last binding, or any unparseable attempt, falls into
+//     the DLQ without the service knowing where the schedule ends.
+//   - DeadLetterExchange(Q) = "Q.dlx", a fanout exchange bound to
+//     DeadLetterQueue(Q) = "Q.dlq". Q itself dead-letters there, so broker
+//     rejections, expiry and delivery-limit overflow also end in the DLQ.
+//   - ParkingLotQueue(Q) = "Q.parking-lot", optional, fed only by operators.
+//
+// Wait queues carry a per-queue TTL (x-message-ttl) and dead-letter to the
+// default exchange "". In the per-attempt layout each wait queue also names Q
+// as its x-dead-letter-routing-key; in the shared layout the wait queue keeps
+// the routing key the message was published with, which is why the retry
+// publish MUST use Q as its routing key. Either way the message returns to
+// exactly the queue it came from.
+//
+// # Why no message is dropped as a dead-letter cycle
+//
+// Broker-driven dead-lettering only ever goes from a wait queue back to Q
+// (reason "expired"), or from Q to its DLQ. A message enters a wait queue only
+// by a client publish, never by dead-lettering, and the client strips the
+// broker's death headers (DeathHeaders) when it republishes. So when a wait
+// queue expires a message into Q, its x-death names only that wait queue, and
+// RabbitMQ's cycle rule (target queue already in x-death) never fires. A DLQ
+// has no dead-letter exchange, so nothing leaves it except by an operator's
+// confirmed move.
+//
+// # Headers
+//
+// Every header the contract owns starts with "rmqtopo-", never "x-": a
+// headers exchange ignores x- headers when matching, and the x- namespace
+// belongs to the broker. Values are AMQP long strings, because headers
+// exchange matching is type-sensitive and a string survives every client.
+package contract
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Header names owned by the contract.
+const (
+	// HeaderAttempt is the retry number of the delivery that carries it, as a
+	// decimal string. Absent on a first delivery. The retry exchange routes on
+	// it, so it must be a string: a binding on "1" does not match integer 1.
+	HeaderAttempt = "rmqtopo-attempt"
+	// HeaderFirstFailure is the RFC 3339 time (UTC, nanoseconds) of the first
+	// failure of the message.
+	HeaderFirstFailure = "rmqtopo-first-failure"
+	// HeaderLastError is the last handler error, truncated to MaxErrorBytes.
+	HeaderLastError = "rmqtopo-last-error"
+	// HeaderOriginalExchange and HeaderOriginalRoutingKey record where the
+	// message was first published, before any retry rerouted it.
+	HeaderOriginalExchange   = "rmqtopo-original-exchange"
+	HeaderOriginalRoutingKey = "rmqtopo-original-routing-key"
+	// HeaderDeadLetterReason says why a client sent the message to the DLQ
+	// (one of the Reason* values). A message that reached the DLQ through the
+	// retry exchange's alternate exchange has no such header: it exhausted its
+	// retries.
+	HeaderDeadLetterReason = "rmqtopo-dead-letter-reason"
+	// HeaderReplayCount counts how many times an operator replayed the
+	// message from a DLQ; HeaderReplayedAt is the time of the last replay.
+	HeaderReplayCount = "rmqtopo-replay-count"
+	HeaderReplayedAt  = "rmqtopo-replayed-at"
+)
+
+// Dead-letter reasons set by clients in HeaderDeadLetterReason.
+const (
+	ReasonRejected   = "rejected"   // the handler called the failure permanent
+	ReasonUnroutable = "unroutable" // the retry publish could not be routed
+	ReasonExhausted  = "exhausted"  // the attempt counter was past any binding
+)
+
+// MaxErrorBytes bounds HeaderLastError so that a header table never comes
+// near the negotiated frame size (128 KiB by default, 4 KiB minimum).
+const MaxErrorBytes = 1024
+
+// DeathHeaders reports whether a header belongs to the broker's
+// dead-lettering bookkeeping and must be stripped before a client
+// republishes a message (see the package doc on cycles).
+func DeathHeaders(name string) bool {
+	return name == "x-death" || strings.HasPrefix(name, "x-first-death-") ||
+		strings.HasPrefix(name, "x-last-death-") || name == "x-delivery-count"
+}
+
+// RetryExchange names the headers exchange a service publishes a failed
+// delivery of queue to.
+func RetryExchange(queue string) string { return queue + ".retry" }
+
+// DeadLetterExchange names the fanout exchange in front of queue's DLQ.
+func DeadLetterExchange(queue string) string { return queue + ".dlx" }
+
+// DeadLetterQueue names queue's DLQ.
+func DeadLetterQueue(queue string) string { return queue + ".dlq" }
+
+// ParkingLotQueue names queue's parking lot.
+func ParkingLotQueue(queue string) string { return queue + ".parking-lot" }
+
+// PerAttemptWaitQueue names the wait queue of one retry of queue in the
+// per-attempt layout. The delay is part of the name because a queue's TTL is
+// immutable: a schedule change creates a new wait queue beside the old one,
+// which drains into the work queue instead of being destroyed.
+func PerAttemptWaitQueue(queue string, attempt int, delay time.Duration) string {
+	return queue + ".wait." + strconv.Itoa(attempt) + "." + FormatDelay(delay)
+}
+
+// SharedWaitQueuePrefix starts the name of every shared wait queue.
+const SharedWaitQueuePrefix = "rmqtopo.wait."
+
+// SharedWaitQueue names the vhost-wide wait queue for one delay in the
+// shared layout.
+func SharedWaitQueue(delay time.Duration) string {
+	return SharedWaitQueuePrefix + FormatDelay(delay)
+}
+
+// AttemptValue renders an attempt number as the header and binding value.
+func AttemptValue(attempt int) string { return strconv.Itoa(attempt) }
+
+// ParseAttempt reads HeaderAttempt defensively. It returns 0 (a first
+// delivery) for an absent header, and ok=false for a value that is not a
+// non-negative decimal below MaxAttempt, of either AMQP string or integer
+// type, so a malformed header can never make a message loop.
+func ParseAttempt(v any) (attempt int, ok bool) {
+	var n int64
+	switch x := v.(type) {
+	case nil:
+		return 0, true
+	case string:
+		p, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		n = p
+	case []byte:
+		return ParseAttempt(string(x))
+	case int:
+		n = int64(x)
+	case int8:
+		n = int64(x)
+	case int16:
+		n = int64(x)
+	case int32:
+		n = int64(x)
+	case int64:
+		n = x
+	case uint8:
+		n = int64(x)
+	case uint16:
+		n = int64(x)
+	case uint32:
+		n = int64(x)
+	default:
+		return 0, false
+	}
+	if n < 0 || n > MaxAttempt {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// MaxAttempt is the largest attempt number the contract accepts. A spec
+// cannot schedule more retries than this.
+const MaxAttempt = 1000
+
+// FormatDelay renders a delay the way names and schedules show it: the
+// largest whole unit among h, m, s and ms ("90s", "5m", "1500ms").
+func FormatDelay(d time.Duration) string {
+	ms := d.Milliseconds()
+	switch {
+	case ms%1000 != 0:
+		return strconv.FormatInt(ms, 10) + "ms"
+	case ms%3_600_000 == 0 && ms != 0:
+		return strconv.FormatInt(ms/3_600_000, 10) + "h"
+	case ms%60_000 == 0 && ms != 0:
+		return strconv.FormatInt(ms/60_000, 10) + "m"
+	default:
+		return strconv.FormatInt(ms/1000, 10) + "s"
+	}
+}
+
+// Binding arguments of the retry exchange for one attempt.
+func AttemptBindingArgs(attempt int) map[string]any {
+	return map[string]any{"x-match": "all", HeaderAttempt: AttemptValue(attempt)}
+}

@@ -1,0 +1,346 @@
+package brokertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Environment variables naming an external broker. When RMQTOPO_TEST_URL
+// (management API, e.g. http://127.0.0.1:15672) and RMQTOPO_TEST_AMQP_URL
+// (e.g. amqp://guest:guest@127.0.0.1:5672/) are both set, Get uses that
+// broker instead of starting one. The user is RMQTOPO_TEST_USER /
+// RMQTOPO_TEST_PASSWORD if set, else the AMQP URL's userinfo, else
+// guest/guest; it must be allowed to create vhosts (administrator tag).
+const (
+	EnvMgmtURL  = "RMQTOPO_TEST_URL"
+	EnvAMQPURL  = "RMQTOPO_TEST_AMQP_URL"
+	EnvUser     = "RMQTOPO_TEST_USER"
+	EnvPassword = "RMQTOPO_TEST_PASSWORD"
+)
+
+// Broker is the broker a test binary's tests share.
+type Broker struct {
+	MgmtURL        string // http://127.0.0.1:PORT, no trailing slash
+	AMQPURL        string // amqp://guest:guest@127.0.0.1:PORT/
+	User, Password string
+	Node           *Node // the private node; nil when the broker is external
+}
+
+var (
+	getOnce   sync.Once
+	shared    *Broker
+	sharedErr error
+	mainUsed  bool
+	ownedDir  string
+	watchdog  *exec.Cmd
+)
+
+// Main is the TestMain of every package using Get:
+//
+//	func TestMain(m *testing.M) { brokertest.Main(m) }
+//
+// It runs the tests, then kills the private node if Get started one and
+// removes its directory, and exits with the tests' status. The node is
+// killed, not stopped gracefully: its data is thrown away, and a graceful
+// stop costs ~8s per test binary. Should the test binary die without
+// returning here (panic, -timeout, signal), a watchdog process started with
+// the node kills it and removes its directory.
+func Main(m *testing.M) {
+	mainUsed = true
+	code := m.Run()
+	if shared != nil && shared.Node != nil {
+		shared.Node.Kill()
+		os.RemoveAll(ownedDir)
+		if watchdog != nil {
+			_ = watchdog.Process.Kill()
+		}
+	}
+	os.Exit(code)
+}
+
+// Get returns the broker for this test binary: the external one named by
+// RMQTOPO_TEST_URL and RMQTOPO_TEST_AMQP_URL, or else a private node started
+// on first use (about 5s) under a temporary directory. It fails the test if
+// no broker can be had; integration tests are never skipped.
+func Get(t testing.TB) *Broker {
+	t.Helper()
+	getOnce.Do(func() { shared, sharedErr = setup() })
+	if sharedErr != nil {
+		t.Fatalf("brokertest: no broker: %v", sharedErr)
+	}
+	return shared
+}
+
+func setup() (*Broker, error) {
+	mgmt, amqpURL := os.Getenv(EnvMgmtURL), os.Getenv(EnvAMQPURL)
+	if mgmt != "" || amqpURL != "" {
+		if mgmt == "" || amqpURL == "" {
+			return nil, fmt.Errorf("set both %s (management API URL) and %s (AMQP URL), or neither to start a private node", EnvMgmtURL, EnvAMQPURL)
+		}
+		return external(mgmt, amqpURL)
+	}
+	if !mainUsed {
+		return nil, errors.New("a private broker node needs cleanup: add `func TestMain(m *testing.M) { brokertest.Main(m) }` to the package's tests")
+	}
+	dir, err := os.MkdirTemp("", "rmqtopo-broker-")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	node, err := StartNode(ctx, NodeConfig{BaseDir: dir})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	ownedDir = dir
+	startWatchdog(node, dir)
+	return &Broker{
+		MgmtURL:  node.MgmtURL(),
+		AMQPURL:  node.AMQPURL(),
+		User:     "guest",
+		Password: "guest",
+		Node:     node,
+	}, nil
+}
+
+func external(mgmt, amqpURL string) (*Broker, error) {
+	u, err := url.Parse(amqpURL)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvAMQPURL, err)
+	}
+	user, pass := "guest", "guest"
+	if u.User != nil {
+		user = u.User.Username()
+		if p, ok := u.User.Password(); ok {
+			pass = p
+		}
+	}
+	if v := os.Getenv(EnvUser); v != "" {
+		user = v
+	}
+	if v := os.Getenv(EnvPassword); v != "" {
+		pass = v
+	}
+	return &Broker{
+		MgmtURL:  strings.TrimRight(mgmt, "/"),
+		AMQPURL:  amqpURL,
+		User:     user,
+		Password: pass,
+	}, nil
+}
+
+// startWatchdog starts a detached shell that kills the node and removes its
+// directory once this process is gone, however it ended. After a normal
+// Main the node is already dead and the directory gone; it then just exits.
+func startWatchdog(n *Node, dir string) {
+	pid, err := n.PID()
+	if err != nil {
+		return
+	}
+	script := `while kill -0 "$1" 2>/dev/null; do sleep 1; done; kill -9 "$2" 2>/dev/null; rm -rf "$3"`
+	cmd := exec.Command("/bin/sh", "-c", script, "brokertest-watchdog",
+		strconv.Itoa(os.Getpid()), strconv.Itoa(pid), dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err == nil {
+		watchdog = cmd
+		go cmd.Wait() // reap it if it ends while we live
+	}
+}
+
+// Mgmt returns a management API client for the broker's user.
+func (b *Broker) Mgmt(t testing.TB) *rabbithole.Client {
+	t.Helper()
+	c, err := rabbithole.NewClient(b.MgmtURL, b.User, b.Password)
+	if err != nil {
+		t.Fatalf("brokertest: management client for %s: %v", b.MgmtURL, err)
+	}
+	c.SetTimeout(30 * time.Second)
+	return c
+}
+
+// NewVhost creates a vhost of the test's own, named
+// "t-<test name>-<random>", grants the broker's user full permissions in it,
+// and deletes it when the test ends (closing any connections left in it).
+func (b *Broker) NewVhost(t testing.TB) string {
+	t.Helper()
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	name := "t-" + sanitize(t.Name()) + "-" + hex.EncodeToString(rnd[:])
+	c := b.Mgmt(t)
+	res, err := c.PutVhost(name, rabbithole.VhostSettings{Description: "rmqtopo test " + t.Name()})
+	if err != nil {
+		t.Fatalf("brokertest: creating vhost %q: %v", name, err)
+	}
+	res.Body.Close()
+	t.Cleanup(func() {
+		res, err := c.DeleteVhost(name)
+		if err != nil {
+			t.Logf("brokertest: deleting vhost %q: %v", name, err)
+			return
+		}
+		res.Body.Close()
+	})
+	res, err = c.UpdatePermissionsIn(name, b.User, rabbithole.Permissions{Configure: ".*", Write: ".*", Read: ".*"})
+	if err != nil {
+		t.Fatalf("brokertest: permissions for %q in vhost %q: %v", b.User, name, err)
+	}
+	res.Body.Close()
+	return name
+}
+
+func sanitize(s string) string {
+	var sb strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.':
+			sb.WriteRune(r)
+		default:
+			sb.WriteByte('_')
+		}
+		if sb.Len() >= 60 {
+			break
+		}
+	}
+	return sb.String()
+}
+
+// AMQPURLFor returns the AMQP URL of vhost with the broker's user; the vhost
+// is path-escaped ("/" becomes %2F).
+func (b *Broker) AMQPURLFor(vhost string) string {
+	u, err := url.Parse(b.AMQPURL)
+	if err != nil {
+		// Validated in setup for external brokers; generated otherwise.
+		panic(fmt.Sprintf("brokertest: bad AMQP URL %q: %v", b.AMQPURL, err))
+	}
+	if vhost == "" {
+		vhost = "/"
+	}
+	u.User = url.UserPassword(b.User, b.Password)
+	u.Path = "/" + vhost
+	u.RawPath = "/" + url.PathEscape(vhost)
+	return u.String()
+}
+
+// Dial opens an AMQP connection to vhost, closed when the test ends.
+func (b *Broker) Dial(t testing.TB, vhost string) *amqp.Connection {
+	t.Helper()
+	props := amqp.NewConnectionProperties()
+	props.SetClientConnectionName("brokertest " + t.Name())
+	conn, err := amqp.DialConfig(b.AMQPURLFor(vhost), amqp.Config{
+		Heartbeat:  10 * time.Second,
+		Locale:     "en_US",
+		Properties: props,
+	})
+	if err != nil {
+		t.Fatalf("brokertest: dialing vhost %q: %v", vhost, err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// QueueDepth returns the number of ready messages in queue, read with a
+// passive queue declare over AMQP (immediate and exact, unlike the
+// management API's periodically refreshed statistics). It fails the test if
+// the queue does not exist.
+func (b *Broker) QueueDepth(t testing.TB, vhost, queue string) int {
+	t.Helper()
+	conn := b.Dial(t, vhost)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatalf("brokertest: opening channel: %v", err)
+	}
+	defer ch.Close()
+	q, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
+	if err != nil {
+		t.Fatalf("brokertest: passive declare of queue %q in vhost %q: %v", queue, vhost, err)
+	}
+	return q.Messages
+}
+
+// PublishConfirmed publishes msg on a fresh channel in confirm mode and
+// waits (up to 30s) for the broker's ack; it fails the test on a nack,
+// a closed channel or a timeout. Unroutable messages are acked and dropped
+// by the broker, as with any non-mandatory publish.
+func PublishConfirmed(t testing.TB, conn *amqp.Connection, exchange, key string, msg amqp.Publishing) {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatalf("brokertest: opening channel: %v", err)
+	}
+	defer ch.Close()
+	if err := ch.Confirm(false); err != nil {
+		t.Fatalf("brokertest: confirm mode: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, false, false, msg)
+	if err != nil {
+		t.Fatalf("brokertest: publishing to exchange %q key %q: %v", exchange, key, err)
+	}
+	ok, err := dc.WaitContext(ctx)
+	if err != nil {
+		t.Fatalf("brokertest: waiting for confirm of publish to exchange %q key %q: %v", exchange, key, err)
+	}
+	if !ok {
+		t.Fatalf("brokertest: broker nacked publish to exchange %q key %q", exchange, key)
+	}
+}
+
+// Drain consumes exactly n messages from queue with manual acks (prefetch
+// n, so no more than n are taken), acks them and returns them in delivery
+// order. It fails the test if fewer than n arrive within timeout.
+func Drain(t testing.TB, conn *amqp.Connection, queue string, n int, timeout time.Duration) []amqp.Delivery {
+	t.Helper()
+	if n <= 0 {
+		return nil
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatalf("brokertest: opening channel: %v", err)
+	}
+	defer ch.Close()
+	if err := ch.Qos(n, 0, false); err != nil {
+		t.Fatalf("brokertest: qos: %v", err)
+	}
+	const tag = "brokertest-drain"
+	deliveries, err := ch.Consume(queue, tag, false, false, false, false, nil)
+	if err != nil {
+		t.Fatalf("brokertest: consuming from %q: %v", queue, err)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	got := make([]amqp.Delivery, 0, n)
+	for len(got) < n {
+		select {
+		case d, ok := <-deliveries:
+			if !ok {
+				t.Fatalf("brokertest: draining %q: channel closed after %d of %d messages", queue, len(got), n)
+			}
+			if err := d.Ack(false); err != nil {
+				t.Fatalf("brokertest: acking message from %q: %v", queue, err)
+			}
+			got = append(got, d)
+		case <-timer.C:
+			t.Fatalf("brokertest: draining %q: got %d of %d messages within %v", queue, len(got), n, timeout)
+		}
+	}
+	_ = ch.Cancel(tag, false)
+	return got
+}

@@ -1,0 +1,73 @@
+package brokertest_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+)
+
+func TestMain(m *testing.M) { brokertest.Main(m) }
+
+// TestRoundTrip proves the harness against a real broker: a fresh vhost, a
+// queue declared over AMQP, a confirmed publish, an exact depth, a drain,
+// and the queue seen by the management API.
+func TestRoundTrip(t *testing.T) {
+	b := brokertest.Get(t)
+	vhost := b.NewVhost(t)
+	if !strings.HasPrefix(vhost, "t-TestRoundTrip-") {
+		t.Errorf("vhost name %q", vhost)
+	}
+
+	conn := b.Dial(t, vhost)
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const queue = "work"
+	if _, err := ch.QueueDeclare(queue, true, false, false, false, amqp.Table{"x-queue-type": "quorum"}); err != nil {
+		t.Fatalf("declare: %v", err)
+	}
+	ch.Close()
+
+	brokertest.PublishConfirmed(t, conn, "", queue, amqp.Publishing{
+		ContentType:  "text/plain",
+		DeliveryMode: amqp.Persistent,
+		Body:         []byte("hello"),
+	})
+	if got := b.QueueDepth(t, vhost, queue); got != 1 {
+		t.Fatalf("QueueDepth = %d, want 1", got)
+	}
+
+	ds := brokertest.Drain(t, conn, queue, 1, 10*time.Second)
+	if string(ds[0].Body) != "hello" {
+		t.Errorf("body = %q, want hello", ds[0].Body)
+	}
+	if got := b.QueueDepth(t, vhost, queue); got != 0 {
+		t.Errorf("QueueDepth after drain = %d, want 0", got)
+	}
+
+	qs, err := b.Mgmt(t).ListQueuesIn(vhost)
+	if err != nil {
+		t.Fatalf("ListQueuesIn: %v", err)
+	}
+	if len(qs) != 1 || qs[0].Name != queue || qs[0].Vhost != vhost {
+		t.Errorf("management API lists %+v, want queue %q in %q", qs, queue, vhost)
+	}
+}
+
+func TestAMQPURLFor(t *testing.T) {
+	b := &brokertest.Broker{AMQPURL: "amqp://x:y@127.0.0.1:5680/?heartbeat=5", User: "u", Password: "p w"}
+	for vhost, want := range map[string]string{
+		"/":       "amqp://u:p%20w@127.0.0.1:5680/%2F?heartbeat=5",
+		"":        "amqp://u:p%20w@127.0.0.1:5680/%2F?heartbeat=5",
+		"t-a/b c": "amqp://u:p%20w@127.0.0.1:5680/t-a%2Fb%20c?heartbeat=5",
+	} {
+		if got := b.AMQPURLFor(vhost); got != want {
+			t.Errorf("AMQPURLFor(%q) = %q, want %q", vhost, got, want)
+		}
+	}
+}

@@ -1,0 +1,589 @@
+// Package brokertest runs the RabbitMQ brokers that rmqtopo's integration
+// tests talk to.
+//
+// rmqtopo reads and changes live broker topology, so its tests need a real
+// RabbitMQ with the management plugin, one they may fill with vhosts, stop,
+// restart or kill. The machine's system broker (5672/15672) is not fit for
+// that: its management plugin may be off and tests must not disturb it.
+// This package therefore starts private nodes from the Debian rabbitmq-server
+// scripts, each with its own name, ports and directory, configured only
+// through environment variables and a generated rabbitmq.conf (see
+// StartNode). Several such nodes sharing one base directory (and so one
+// HOME, one Erlang cookie) can form a cluster (see JoinCluster).
+//
+// Tests do not usually use Node directly: they call Get, which returns either
+// the broker named by RMQTOPO_TEST_URL / RMQTOPO_TEST_AMQP_URL or one private
+// node started once per test binary, and NewVhost to work in a vhost of their
+// own.
+package brokertest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultBinDir is where Debian's rabbitmq-server package puts the real
+// server scripts (/usr/sbin/rabbitmq-server is a wrapper that switches to the
+// rabbitmq user and drops the environment, so it cannot be used).
+// RMQTOPO_RABBITMQ_BIN_DIR overrides it.
+const DefaultBinDir = "/usr/lib/rabbitmq/bin"
+
+// Ports that belong to the system broker (and its CLI tools' distribution
+// range); a private node never uses them.
+var reservedPorts = map[int]bool{5672: true, 15672: true, 25672: true, 4369: true}
+
+func isReserved(p int) bool { return reservedPorts[p] || (p >= 35672 && p <= 35682) }
+
+// NodeConfig describes a private node to start.
+type NodeConfig struct {
+	// Name is the Erlang node name. Default "rmqtopo-test-<pid>@localhost".
+	Name string
+	// BaseDir holds the node's directory (BaseDir/<name before '@'>) and the
+	// HOME shared by all nodes under BaseDir (BaseDir/home, where the Erlang
+	// cookie lives). Nodes meant to cluster must share BaseDir. Required.
+	BaseDir string
+	// Ports; 0 picks a free port.
+	AMQPPort, MgmtPort, DistPort int
+	// ExtraConf lines are appended to the generated rabbitmq.conf.
+	ExtraConf []string
+	// BinDir holds rabbitmq-server and rabbitmqctl. Default
+	// $RMQTOPO_RABBITMQ_BIN_DIR, else DefaultBinDir.
+	BinDir string
+	// StartTimeout bounds the wait for the node to be ready. Default 90s.
+	StartTimeout time.Duration
+}
+
+// Node is a private RabbitMQ node. Its exported fields are its whole state,
+// so a Node saved as JSON by one process can be stopped by another.
+type Node struct {
+	Name     string `json:"name"`
+	AMQPPort int    `json:"amqp_port"`
+	MgmtPort int    `json:"mgmt_port"`
+	DistPort int    `json:"dist_port"`
+	// Dir is the node's own directory: rabbitmq.conf, enabled_plugins, the
+	// pid file, mnesia/ (data) and log/ (logs, <name>.log).
+	Dir string `json:"dir"`
+	// Home is the HOME of the node and of rabbitmqctl (Erlang cookie).
+	Home         string        `json:"home"`
+	BinDir       string        `json:"bin_dir"`
+	StartTimeout time.Duration `json:"start_timeout"`
+}
+
+// MgmtURL is the management API's base URL, http://127.0.0.1:PORT.
+func (n *Node) MgmtURL() string { return fmt.Sprintf("http://127.0.0.1:%d", n.MgmtPort) }
+
+// AMQPURL is the AMQP URL of the default vhost with the guest user.
+func (n *Node) AMQPURL() string { return fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", n.AMQPPort) }
+
+// PIDFile is the file the node writes its OS pid to.
+func (n *Node) PIDFile() string { return filepath.Join(n.Dir, "rabbitmq.pid") }
+
+// LogFile is the node's main log.
+func (n *Node) LogFile() string { return filepath.Join(n.Dir, "log", n.Name+".log") }
+
+// StartNode creates the node's directory and configuration, starts the node
+// and waits until rabbitmqctl await_startup succeeds and the management API
+// answers. On failure the error includes the tail of the node's log.
+func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
+	if cfg.BaseDir == "" {
+		return nil, errors.New("brokertest: NodeConfig.BaseDir is required")
+	}
+	base, err := filepath.Abs(cfg.BaseDir)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Name == "" {
+		cfg.Name = fmt.Sprintf("rmqtopo-test-%d@localhost", os.Getpid())
+	}
+	short, _, ok := strings.Cut(cfg.Name, "@")
+	if !ok || short == "" {
+		return nil, fmt.Errorf("brokertest: node name %q must look like name@host", cfg.Name)
+	}
+	if cfg.BinDir == "" {
+		cfg.BinDir = os.Getenv("RMQTOPO_RABBITMQ_BIN_DIR")
+	}
+	if cfg.BinDir == "" {
+		cfg.BinDir = DefaultBinDir
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 90 * time.Second
+	}
+	if err := ensureInstalled(ctx, cfg.BinDir); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(cfg.AMQPPort, cfg.MgmtPort, cfg.DistPort)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		Name:         cfg.Name,
+		AMQPPort:     ports[0],
+		MgmtPort:     ports[1],
+		DistPort:     ports[2],
+		Dir:          filepath.Join(base, short),
+		Home:         filepath.Join(base, "home"),
+		BinDir:       cfg.BinDir,
+		StartTimeout: cfg.StartTimeout,
+	}
+	if err := n.writeFiles(cfg.ExtraConf); err != nil {
+		return nil, err
+	}
+	if err := n.start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) writeFiles(extra []string) error {
+	for _, d := range []string{n.Home, filepath.Join(n.Dir, "mnesia"), filepath.Join(n.Dir, "log")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := ensureCookie(n.Home); err != nil {
+		return err
+	}
+	conf := fmt.Sprintf(`# Generated by rmqtopo's brokertest for node %s.
+listeners.tcp.default = 127.0.0.1:%d
+management.tcp.port = %d
+management.tcp.ip = 127.0.0.1
+loopback_users = none
+`, n.Name, n.AMQPPort, n.MgmtPort)
+	for _, l := range extra {
+		conf += l + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(n.Dir, "rabbitmq.conf"), []byte(conf), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(n.Dir, "enabled_plugins"), []byte("[rabbitmq_management].\n"), 0o644)
+}
+
+// ensureCookie writes the Erlang cookie before any node or CLI tool starts,
+// so that nodes started together cannot race to create different cookies.
+func ensureCookie(home string) error {
+	path := filepath.Join(home, ".erlang.cookie")
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	b := make([]byte, 20)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	for i := range b {
+		b[i] = 'A' + b[i]%26
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Env is the environment for the node's scripts and for rabbitmqctl: the
+// current environment without any RABBITMQ_* or ERL_* variables, plus the
+// node's own.
+func (n *Node) Env() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "RABBITMQ_") || strings.HasPrefix(k, "ERL_") || k == "HOME" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		"HOME="+n.Home,
+		"RABBITMQ_NODENAME="+n.Name,
+		"RABBITMQ_NODE_IP_ADDRESS=127.0.0.1",
+		"RABBITMQ_NODE_PORT="+strconv.Itoa(n.AMQPPort),
+		"RABBITMQ_DIST_PORT="+strconv.Itoa(n.DistPort),
+		"RABBITMQ_BASE="+n.Dir,
+		"RABBITMQ_MNESIA_BASE="+filepath.Join(n.Dir, "mnesia"),
+		"RABBITMQ_LOG_BASE="+filepath.Join(n.Dir, "log"),
+		"RABBITMQ_PID_FILE="+n.PIDFile(),
+		"RABBITMQ_CONFIG_FILE="+filepath.Join(n.Dir, "rabbitmq"),
+		"RABBITMQ_ENABLED_PLUGINS_FILE="+filepath.Join(n.Dir, "enabled_plugins"),
+		"ERL_CRASH_DUMP="+filepath.Join(n.Dir, "log", "erl_crash.dump"),
+	)
+}
+
+// Ctl runs rabbitmqctl -n NAME args... with the node's environment and
+// returns its combined output.
+func (n *Node) Ctl(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(n.BinDir, "rabbitmqctl"), append([]string{"-n", n.Name}, args...)...)
+	cmd.Env = n.Env()
+	cmd.Dir = n.Dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("rabbitmqctl %s: %w\n%s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return out, nil
+}
+
+// start launches the server detached and waits until it is ready.
+func (n *Node) start(ctx context.Context) error {
+	for _, p := range []int{n.AMQPPort, n.MgmtPort, n.DistPort} {
+		if !portFree(p) {
+			return fmt.Errorf("brokertest: cannot start %s: port %d is in use", n.Name, p)
+		}
+	}
+	// A stale pid file would make readiness checks look at a dead process.
+	_ = os.Remove(n.PIDFile())
+	cmd := exec.CommandContext(ctx, filepath.Join(n.BinDir, "rabbitmq-server"), "-detached")
+	cmd.Env = n.Env()
+	cmd.Dir = n.Dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return n.startErr(fmt.Errorf("rabbitmq-server -detached: %w\n%s", err, bytes.TrimSpace(out)))
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.StartTimeout)
+	defer cancel()
+	if err := n.waitReady(ctx); err != nil {
+		n.Kill()
+		return n.startErr(err)
+	}
+	return nil
+}
+
+func (n *Node) startErr(err error) error {
+	return fmt.Errorf("brokertest: starting node %s (dir %s) failed: %w\n--- last lines of %s ---\n%s",
+		n.Name, n.Dir, err, n.LogFile(), n.LogTail(40))
+}
+
+// waitReady waits for the pid file, then for rabbitmqctl await_startup, then
+// for the management API, failing early if the OS process dies.
+func (n *Node) waitReady(ctx context.Context) error {
+	// await_startup fails at once while the node is not yet registered with
+	// epmd, so first wait for the pid file, which the node writes early.
+	var pid int
+	for {
+		if p, err := n.PID(); err == nil {
+			pid = p
+			break
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("no pid file %s: %w", n.PIDFile(), err)
+		}
+	}
+	// Each rabbitmqctl run boots an Erlang VM (~0.4s), so only call it once
+	// the node listens on its distribution port.
+	for !dialable(n.DistPort) {
+		if !alive(pid) {
+			return fmt.Errorf("node process %d exited during startup", pid)
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("distribution port %d not listening: %w", n.DistPort, err)
+		}
+	}
+	for {
+		if !alive(pid) {
+			return fmt.Errorf("node process %d exited during startup", pid)
+		}
+		_, err := n.Ctl(ctx, "await_startup", "--timeout", "60")
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("await_startup: %w", err)
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return n.waitMgmt(ctx, pid)
+}
+
+// waitMgmt polls GET /api/overview until it answers 200: the management
+// plugin starts listening a little after the rabbit application.
+func (n *Node) waitMgmt(ctx context.Context, pid int) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	var last string
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.MgmtURL()+"/api/overview", nil)
+		req.SetBasicAuth("guest", "guest")
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		if pid > 0 && !alive(pid) {
+			return fmt.Errorf("node process %d exited while waiting for the management API", pid)
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("management API %s not ready (last: %s): %w", n.MgmtURL(), last, err)
+		}
+	}
+}
+
+// PID reads the node's OS pid from its pid file.
+func (n *Node) PID() (int, error) {
+	b, err := os.ReadFile(n.PIDFile())
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("bad pid file %s: %q", n.PIDFile(), b)
+	}
+	return pid, nil
+}
+
+// Running reports whether the node's OS process is alive.
+func (n *Node) Running() bool {
+	pid, err := n.PID()
+	return err == nil && alive(pid)
+}
+
+// Stop stops the node gracefully with rabbitmqctl stop (which waits for the
+// process to exit; about 8s on 3.10 because the management agent waits 5s
+// for its statistics collector) and kills it through its pid file if that
+// fails. Stopping a node that is not running is not an error. The node's
+// directory is kept; Restart starts it again with its data.
+func (n *Node) Stop(ctx context.Context) error {
+	pid, err := n.PID()
+	if err != nil || !alive(pid) {
+		return nil
+	}
+	_, stopErr := n.Ctl(ctx, "stop", n.PIDFile())
+	deadline := time.Now().Add(15 * time.Second)
+	for alive(pid) && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if alive(pid) {
+		n.Kill()
+		if stopErr == nil {
+			stopErr = errors.New("node did not exit after rabbitmqctl stop")
+		}
+		return fmt.Errorf("brokertest: graceful stop of %s failed, killed pid %d: %w", n.Name, pid, stopErr)
+	}
+	return nil
+}
+
+// Kill kills the node's Erlang VM with SIGKILL, as a crash would, and waits
+// (up to 10s) for it to be gone. Its data stays; Restart recovers it.
+func (n *Node) Kill() {
+	pid, err := n.PID()
+	if err != nil || !alive(pid) {
+		return
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	for i := 0; i < 200 && alive(pid); i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Restart stops the node if it is running (gracefully), then starts it again
+// with the same name, ports and data, and waits until it is ready.
+func (n *Node) Restart(ctx context.Context) error {
+	if err := n.Stop(ctx); err != nil {
+		return err
+	}
+	// Wait for the OS to release the listening ports.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && !(portFree(n.AMQPPort) && portFree(n.MgmtPort) && portFree(n.DistPort)) {
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return n.start(ctx)
+}
+
+// JoinCluster makes n a member of seed's cluster: stop_app, join_cluster,
+// start_app, then waits for n to be ready again. n's data is discarded by
+// RabbitMQ. Both nodes must share the Erlang cookie (same BaseDir in
+// NodeConfig, hence the same Home).
+func (n *Node) JoinCluster(ctx context.Context, seed *Node) error {
+	if n.Home != seed.Home {
+		a, _ := os.ReadFile(filepath.Join(n.Home, ".erlang.cookie"))
+		b, _ := os.ReadFile(filepath.Join(seed.Home, ".erlang.cookie"))
+		if !bytes.Equal(a, b) {
+			return fmt.Errorf("brokertest: %s and %s have different Erlang cookies (%s, %s); start them with the same BaseDir",
+				n.Name, seed.Name, n.Home, seed.Home)
+		}
+	}
+	for _, args := range [][]string{{"stop_app"}, {"join_cluster", seed.Name}, {"start_app"}} {
+		if _, err := n.Ctl(ctx, args...); err != nil {
+			return fmt.Errorf("brokertest: %s joining %s: %w", n.Name, seed.Name, err)
+		}
+	}
+	if _, err := n.Ctl(ctx, "await_startup", "--timeout", "60"); err != nil {
+		return fmt.Errorf("brokertest: %s after joining %s: %w", n.Name, seed.Name, err)
+	}
+	pid, _ := n.PID()
+	return n.waitMgmt(ctx, pid)
+}
+
+// LogTail returns the last lines of the node's log (or a note saying why
+// there is none).
+func (n *Node) LogTail(lines int) string {
+	b, err := os.ReadFile(n.LogFile())
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	s := strings.TrimRight(string(b), "\n")
+	parts := strings.Split(s, "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	// A zombie still answers signal 0; it is not a running node.
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func dialable(p int) bool {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", p), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+func portFree(p int) bool {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// freePorts returns the given ports, replacing each 0 with a distinct free
+// port (found by listening on 127.0.0.1:0) that is not one of the system
+// broker's.
+func freePorts(want ...int) ([]int, error) {
+	out := make([]int, len(want))
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for i, p := range want {
+		if p != 0 {
+			out[i] = p
+			continue
+		}
+		for tries := 0; ; tries++ {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return nil, fmt.Errorf("brokertest: picking a free port: %w", err)
+			}
+			held = append(held, l)
+			port := l.Addr().(*net.TCPAddr).Port
+			if !isReserved(port) {
+				out[i] = port
+				break
+			}
+			if tries > 20 {
+				return nil, errors.New("brokertest: could not pick a free port")
+			}
+		}
+	}
+	return out, nil
+}
+
+var installMu sync.Mutex
+
+// ensureInstalled installs Debian's rabbitmq-server when its scripts are
+// missing and we are root. The package's postinst may start a system broker
+// on 5672; private nodes do not use it.
+func ensureInstalled(ctx context.Context, binDir string) error {
+	server := filepath.Join(binDir, "rabbitmq-server")
+	if _, err := os.Stat(server); err == nil {
+		return nil
+	}
+	installMu.Lock()
+	defer installMu.Unlock()
+	if _, err := os.Stat(server); err == nil {
+		return nil
+	}
+	if os.Geteuid() != 0 || binDir != DefaultBinDir {
+		return fmt.Errorf("brokertest: %s not found. Install RabbitMQ (Debian/Ubuntu: apt-get install rabbitmq-server; "+
+			"or set RMQTOPO_RABBITMQ_BIN_DIR to a directory holding rabbitmq-server and rabbitmqctl), "+
+			"or point the tests at a running broker with management plugin: "+
+			"RMQTOPO_TEST_URL=http://HOST:15672 RMQTOPO_TEST_AMQP_URL=amqp://USER:PASS@HOST:5672/", server)
+	}
+	// Serialise with other test binaries installing at the same time.
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "rmqtopo-brokertest-install.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if _, err := os.Stat(server); err == nil {
+		return nil
+	}
+	for _, args := range [][]string{{"update"}, {"install", "-y", "rabbitmq-server"}} {
+		cmd := exec.CommandContext(ctx, "apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("brokertest: apt-get %s: %w\n%s", strings.Join(args, " "), err, lastLines(string(out), 20))
+		}
+	}
+	if _, err := os.Stat(server); err != nil {
+		return fmt.Errorf("brokertest: rabbitmq-server installed but %s is missing: %w", server, err)
+	}
+	return nil
+}
+
+func lastLines(s string, n int) string {
+	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(parts) > n {
+		parts = parts[len(parts)-n:]
+	}
+	return strings.Join(parts, "\n")
+}

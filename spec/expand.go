@@ -1,0 +1,350 @@
+package spec
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// DeadEndDeliveryLimit is the delivery limit of quorum DLQs and parking
+// lots. They have no dead-letter exchange, so a message past the limit would
+// be dropped; every peek that requeues counts as a delivery, and RabbitMQ 4.x
+// defaults to 20. A million peeks is never; -1 (unlimited) is not understood
+// the same way by 3.x.
+const DeadEndDeliveryLimit = 1_000_000
+
+// Expand returns the desired topology of the given files. It is pure: the
+// same files always give the same, sorted topology. Files must come from
+// Parse or LoadFiles, which reject anything Expand cannot express.
+func Expand(files ...*File) topology.Topology {
+	var t topology.Topology
+	for _, f := range files {
+		b := newBuilder(&f.Spec, nil)
+		b.build()
+		b.into(&t)
+	}
+	t.Sort()
+	return t
+}
+
+// origin records why an object exists, for collision errors.
+type origin struct {
+	at     pos
+	what   string
+	shared bool // generated once per vhost, legitimately by many queues
+}
+
+type builder struct {
+	s         *Spec
+	p         *problems // nil when only building
+	queues    map[string]topology.Queue
+	exchanges map[string]topology.Exchange
+	origins   map[string]origin // "queue NAME" / "exchange NAME"
+	bindings  map[topology.Address]topology.Binding
+}
+
+func newBuilder(s *Spec, p *problems) *builder {
+	return &builder{
+		s: s, p: p,
+		queues:    map[string]topology.Queue{},
+		exchanges: map[string]topology.Exchange{},
+		origins:   map[string]origin{},
+		bindings:  map[topology.Address]topology.Binding{},
+	}
+}
+
+func (b *builder) errorf(at pos, format string, args ...any) {
+	if b.p != nil {
+		b.p.add(at, format, args...)
+	}
+}
+
+func (b *builder) into(t *topology.Topology) {
+	t.Vhosts = append(t.Vhosts, b.s.Vhost)
+	for _, e := range b.exchanges {
+		t.Exchanges = append(t.Exchanges, e)
+	}
+	for _, q := range b.queues {
+		t.Queues = append(t.Queues, q)
+	}
+	for _, bd := range b.bindings {
+		t.Bindings = append(t.Bindings, bd)
+	}
+	for _, pol := range b.s.Policies {
+		t.Policies = append(t.Policies, topology.Policy{
+			Vhost: b.s.Vhost, Name: pol.Name, Pattern: pol.Pattern, ApplyTo: pol.ApplyTo,
+			Priority: pol.Priority, Definition: topology.NormalizeArgs(pol.Definition),
+		})
+	}
+}
+
+func (b *builder) checkName(kind, name string, quorum bool, o origin) bool {
+	switch {
+	case name == "":
+		// Decoding already said the name is missing.
+	case len(name) > 255:
+		b.errorf(o.at, "%s name %q is %d bytes; RabbitMQ allows 255 (%s)", kind, abbreviate(name), len(name), o.what)
+	case quorum && len(b.s.Vhost)+1+len(name) > 255:
+		b.errorf(o.at, "quorum queue %q is too long: its internal name %q must fit in 255 bytes, and is %d (%s)",
+			abbreviate(name), "<vhost>_<name>", len(b.s.Vhost)+1+len(name), o.what)
+	case strings.HasPrefix(name, "amq."):
+		b.errorf(o.at, "%s name %q uses the prefix \"amq.\", which RabbitMQ reserves (%s)", kind, name, o.what)
+	default:
+		return true
+	}
+	return false
+}
+
+func abbreviate(s string) string {
+	if len(s) > 40 {
+		return s[:37] + "..."
+	}
+	return s
+}
+
+func (b *builder) addQueue(q topology.Queue, o origin) {
+	q.Vhost = b.s.Vhost
+	q.Durable = true
+	q.Arguments = topology.NormalizeArgs(q.Arguments)
+	if !b.checkName("queue", q.Name, q.QueueType() == TypeQuorum, o) {
+		return
+	}
+	key := "queue " + q.Name
+	if prev, ok := b.origins[key]; ok {
+		if prev.shared && o.shared {
+			return
+		}
+		b.errorf(o.at, "queue %q (%s) collides with the queue %s", q.Name, o.what, prev.what)
+		return
+	}
+	b.origins[key] = o
+	b.queues[q.Name] = q
+}
+
+func (b *builder) addExchange(e topology.Exchange, o origin) {
+	e.Vhost = b.s.Vhost
+	e.Arguments = topology.NormalizeArgs(e.Arguments)
+	if !b.checkName("exchange", e.Name, false, o) {
+		return
+	}
+	key := "exchange " + e.Name
+	if prev, ok := b.origins[key]; ok {
+		if prev.shared && o.shared {
+			return
+		}
+		b.errorf(o.at, "exchange %q (%s) collides with the exchange %s", e.Name, o.what, prev.what)
+		return
+	}
+	b.origins[key] = o
+	b.exchanges[e.Name] = e
+}
+
+func (b *builder) bind(source, destType, dest, key string, args map[string]any) {
+	bd := topology.Binding{Vhost: b.s.Vhost, Source: source, Destination: dest, DestinationType: destType,
+		RoutingKey: key, Arguments: topology.NormalizeArgs(args)}
+	b.bindings[bd.Addr()] = bd
+}
+
+// checkSource reports a binding whose source exchange the spec does not
+// declare; amq.* exchanges exist on every vhost.
+func (b *builder) checkSource(bd Binding) {
+	if bd.Exchange == "" {
+		b.errorf(bd.at, "cannot bind to the default exchange \"\": it routes by queue name already")
+		return
+	}
+	if strings.HasPrefix(bd.Exchange, "amq.") {
+		return
+	}
+	if _, ok := b.exchanges[bd.Exchange]; !ok {
+		b.errorf(bd.at, "exchange %q is not declared in this spec", bd.Exchange)
+	}
+}
+
+func (b *builder) build() {
+	s := b.s
+	for i, e := range s.Exchanges {
+		b.addExchange(topology.Exchange{Name: e.Name, Type: e.Type, Durable: e.Durable, AutoDelete: e.AutoDelete,
+			Internal: e.Internal, Arguments: e.Arguments}, origin{at: e.nameAt, what: fmt.Sprintf("declared at exchanges[%d]", i)})
+	}
+	for _, e := range s.Exchanges {
+		for _, bd := range e.Bindings {
+			b.checkSource(bd)
+			b.bind(bd.Exchange, topology.DestExchange, e.Name, bd.RoutingKey, bd.Arguments)
+		}
+	}
+	// Declared queues first, so a collision names the generated object as
+	// the culprit.
+	duplicate := map[int]bool{}
+	for i, q := range s.Queues {
+		if prev, ok := b.origins["queue "+q.Name]; ok && q.Name != "" {
+			b.errorf(q.nameAt, "duplicate queue %q (first %s)", q.Name, prev.what)
+			duplicate[i] = true
+			continue
+		}
+		b.addQueue(topology.Queue{Name: q.Name, Arguments: b.workQueueArgs(q)},
+			origin{at: q.nameAt, what: fmt.Sprintf("declared at queues[%d]", i)})
+	}
+	for i, q := range s.Queues {
+		if duplicate[i] {
+			continue
+		}
+		for _, bd := range q.Bindings {
+			b.checkSource(bd)
+			b.bind(bd.Exchange, topology.DestQueue, q.Name, bd.RoutingKey, bd.Arguments)
+		}
+		b.checkQueue(q)
+		switch q.Preset {
+		case PresetGoQueue:
+			b.goqueue(q)
+		case PresetOutbox:
+			b.outbox(q)
+		case PresetSpring:
+			b.spring(q)
+		default:
+			b.native(q)
+		}
+	}
+	for _, pol := range s.Policies {
+		if _, err := regexp.Compile(pol.Pattern); err != nil {
+			b.errorf(pol.at, "policy %q: invalid pattern %q: %v", pol.Name, pol.Pattern, err)
+		}
+	}
+}
+
+func (b *builder) checkQueue(q Queue) {
+	if q.DeliveryLimit != 0 && q.Type != TypeQuorum {
+		b.errorf(q.deliveryLimitAt, "delivery_limit needs a quorum queue: classic queues refuse x-delivery-limit (406)")
+	}
+	if q.Preset != PresetNone {
+		if q.ImmediateRetries > 0 {
+			b.errorf(q.at, "immediate_retries is not part of the %s preset's contract", q.Preset)
+		}
+		if q.Layout != "" {
+			b.errorf(q.layoutAt, "layout does not apply to a queue with preset %s: the preset fixes its wait queues", q.Preset)
+		}
+	}
+	if q.Preset == PresetOutbox {
+		for i, d := range q.Retry.Delays() {
+			if d%time.Second != 0 {
+				b.errorf(q.retryAt, "the outbox preset names wait queues in whole seconds; delay %d (%s) is not", i+1, d)
+			}
+		}
+	}
+	if n := q.ImmediateRetries + len(q.Retry.Delays()); n > MaxRetries {
+		b.errorf(q.retryAt, "%d retries in all; at most %d", n, MaxRetries)
+	}
+}
+
+func (b *builder) generated(q Queue, what string) origin {
+	return origin{at: q.nameAt, what: fmt.Sprintf("generated for queue %q as its %s", q.Name, what)}
+}
+
+func (b *builder) sharedOrigin(q Queue, what string) origin {
+	return origin{at: q.nameAt, what: "generated as the vhost's " + what, shared: true}
+}
+
+// typeArgs returns the arguments every queue of the given type carries.
+func typeArgs(typ string, deliveryLimit int) map[string]any {
+	if typ != TypeQuorum {
+		return map[string]any{}
+	}
+	return map[string]any{"x-queue-type": TypeQuorum, "x-delivery-limit": deliveryLimit}
+}
+
+// deadLetterTo adds dead-lettering to args, at-least-once where the queue
+// type allows it so a message never vanishes between source and target.
+func deadLetterTo(args map[string]any, exchange string, routingKey *string) {
+	args["x-dead-letter-exchange"] = exchange
+	if routingKey != nil {
+		args["x-dead-letter-routing-key"] = *routingKey
+	}
+	if args["x-queue-type"] == TypeQuorum {
+		args["x-dead-letter-strategy"] = "at-least-once"
+		args["x-overflow"] = "reject-publish"
+	}
+}
+
+func (b *builder) workQueueArgs(q Queue) map[string]any {
+	limit := q.DeliveryLimit
+	if limit == 0 {
+		limit = DefaultDeliveryLimit
+	}
+	args := typeArgs(q.Type, limit)
+	if q.DLQ {
+		switch q.Preset {
+		case PresetNone:
+			deadLetterTo(args, contract.DeadLetterExchange(q.Name), nil)
+		default:
+			dlq := contract.DeadLetterQueue(q.Name)
+			deadLetterTo(args, "", &dlq)
+		}
+	}
+	if q.MessageTTL > 0 {
+		args["x-message-ttl"] = q.MessageTTL.Milliseconds()
+	}
+	if q.MaxLength > 0 {
+		args["x-max-length"] = q.MaxLength
+	}
+	return args
+}
+
+func (b *builder) deadEnds(q Queue) {
+	if q.DLQ {
+		b.addQueue(topology.Queue{Name: contract.DeadLetterQueue(q.Name), Arguments: typeArgs(q.Type, DeadEndDeliveryLimit)}, b.generated(q, "DLQ"))
+	}
+	if q.ParkingLot {
+		b.addQueue(topology.Queue{Name: contract.ParkingLotQueue(q.Name), Arguments: typeArgs(q.Type, DeadEndDeliveryLimit)}, b.generated(q, "parking lot"))
+	}
+}
+
+func (b *builder) waitQueueType(q Queue, layout Layout) string {
+	if layout == LayoutShared {
+		if b.s.WaitQueueType != "" {
+			return b.s.WaitQueueType
+		}
+		return TypeQuorum
+	}
+	return q.Type
+}
+
+// native builds rmqtopo's own contract (see package contract).
+func (b *builder) native(q Queue) {
+	retry := contract.RetryExchange(q.Name)
+	dlx := contract.DeadLetterExchange(q.Name)
+	retryArgs := map[string]any{}
+	if q.DLQ {
+		retryArgs["alternate-exchange"] = dlx
+		b.addExchange(topology.Exchange{Name: dlx, Type: "fanout", Durable: true}, b.generated(q, "dead-letter exchange"))
+		b.bind(dlx, topology.DestQueue, contract.DeadLetterQueue(q.Name), "", nil)
+	}
+	b.addExchange(topology.Exchange{Name: retry, Type: "headers", Durable: true, Arguments: retryArgs}, b.generated(q, "retry exchange"))
+	b.deadEnds(q)
+	layout := b.s.layoutOf(q)
+	for k := 1; k <= q.ImmediateRetries; k++ {
+		b.bind(retry, topology.DestQueue, q.Name, "", contract.AttemptBindingArgs(k))
+	}
+	for i, d := range q.Retry.Delays() {
+		k := q.ImmediateRetries + i + 1
+		typ := b.waitQueueType(q, layout)
+		args := typeArgs(typ, DefaultDeliveryLimit)
+		args["x-message-ttl"] = d.Milliseconds()
+		var name string
+		var o origin
+		if layout == LayoutPerAttempt {
+			name = contract.PerAttemptWaitQueue(q.Name, k, d)
+			o = b.generated(q, "wait queue for retry "+strconv.Itoa(k))
+			deadLetterTo(args, "", &q.Name)
+		} else {
+			name = contract.SharedWaitQueue(d)
+			o = b.sharedOrigin(q, "shared wait queue for "+contract.FormatDelay(d))
+			deadLetterTo(args, "", nil)
+		}
+		b.addQueue(topology.Queue{Name: name, Arguments: args}, o)
+		b.bind(retry, topology.DestQueue, name, "", contract.AttemptBindingArgs(k))
+	}
+}

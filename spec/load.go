@@ -1,0 +1,607 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// LoadFiles loads and validates every file. It returns all problems in all
+// files at once as Errors, sorted by file and position.
+func LoadFiles(paths ...string) ([]*File, error) {
+	var files []*File
+	var all Errors
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			all = append(all, Error{File: p, Line: 1, Column: 1, Message: readError(err)})
+			continue
+		}
+		f, err := Parse(p, data)
+		var es Errors
+		if errors.As(err, &es) {
+			all = append(all, es...)
+		} else if err != nil {
+			return nil, err
+		}
+		if f != nil {
+			files = append(files, f)
+		}
+	}
+	all = append(all, checkAcrossFiles(files)...)
+	if len(all) > 0 {
+		return nil, all.sorted()
+	}
+	return files, nil
+}
+
+func readError(err error) string {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "no such file"
+	case errors.Is(err, os.ErrPermission):
+		return "permission denied"
+	}
+	return err.Error()
+}
+
+func checkAcrossFiles(files []*File) Errors {
+	var es Errors
+	seen := map[string]*File{}
+	for _, f := range files {
+		if prev, ok := seen[f.Spec.Vhost]; ok {
+			p := &problems{file: f.Path}
+			p.add(f.Spec.at, "vhost %q is already described by %s; give each vhost one file", f.Spec.Vhost, prev.Path)
+			es = append(es, p.errs...)
+			continue
+		}
+		seen[f.Spec.Vhost] = f
+	}
+	return es
+}
+
+// Parse decodes and validates one file's content. On any problem it returns
+// a nil File and Errors listing every problem found.
+func Parse(path string, data []byte) (*File, error) {
+	p := &problems{file: path}
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			p.add(pos{path: ""}, "the file is empty; a spec starts with \"version: 1\"")
+			return nil, p.errs
+		}
+		line, msg := yamlErrorLine(err)
+		p.errs = append(p.errs, Error{File: path, Line: line, Column: 1, Message: msg})
+		return nil, p.errs
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		p.add(pos{line: extra.Line, col: extra.Column}, "a spec file holds one YAML document; found a second")
+	}
+	d := &decoder{problems: p}
+	doc := &root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		doc = doc.Content[0]
+	}
+	s := d.spec(doc)
+	// Validation runs even after decoding problems so that one run lists
+	// everything; values that failed to decode are zero and skipped.
+	validate(s, p)
+	if len(p.errs) > 0 {
+		return nil, p.errs.sorted()
+	}
+	return &File{Path: path, Spec: *s}, nil
+}
+
+// yamlErrorLine pulls the line number out of a yaml.v3 syntax error, whose
+// text is "yaml: line N: message".
+func yamlErrorLine(err error) (int, string) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if i := strings.Index(rest, ":"); i > 0 {
+			if n, err := strconv.Atoi(rest[:i]); err == nil {
+				return n, "invalid YAML: " + strings.TrimSpace(rest[i+1:])
+			}
+		}
+	}
+	return 1, "invalid YAML: " + msg
+}
+
+type decoder struct {
+	*problems
+}
+
+func at(n *yaml.Node, path string) pos { return pos{line: n.Line, col: n.Column, path: path} }
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+// fields walks a mapping strictly: every key must be known and unique.
+func (d *decoder) fields(n *yaml.Node, path string, known map[string]func(*yaml.Node, string)) bool {
+	if n.Kind != yaml.MappingNode {
+		d.add(at(n, path), "expected a mapping, got %s", describe(n))
+		return false
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := k.Value
+		if seen[key] {
+			d.add(at(k, join(path, key)), "duplicate key %q", key)
+			continue
+		}
+		seen[key] = true
+		f, ok := known[key]
+		if !ok {
+			d.add(at(k, join(path, key)), "unknown key %q (expected one of: %s)", key, keyList(known))
+			continue
+		}
+		f(v, join(path, key))
+	}
+	return true
+}
+
+func keyList(m map[string]func(*yaml.Node, string)) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return "null"
+		case "!!int", "!!float":
+			return "number " + n.Value
+		case "!!bool":
+			return "boolean " + n.Value
+		}
+		return fmt.Sprintf("string %q", n.Value)
+	}
+	return "nothing"
+}
+
+func (d *decoder) str(n *yaml.Node, path string, dst *string) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" || (n.Tag != "!!str" && n.Tag != "!!int" && n.Tag != "!!float") {
+		d.add(at(n, path), "expected a string, got %s", describe(n))
+		return
+	}
+	*dst = n.Value
+}
+
+func (d *decoder) boolean(n *yaml.Node, path string, dst *bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+		d.add(at(n, path), "expected true or false, got %s", describe(n))
+		return
+	}
+	*dst = n.Value == "true" || n.Value == "True" || n.Value == "TRUE"
+}
+
+func (d *decoder) integer(n *yaml.Node, path string, min, max int64, dst *int64) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+		d.add(at(n, path), "expected a whole number, got %s", describe(n))
+		return
+	}
+	v, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64)
+	if err != nil || v < min || v > max {
+		d.add(at(n, path), "must be a whole number from %d to %d, got %s", min, max, n.Value)
+		return
+	}
+	*dst = v
+}
+
+func (d *decoder) intField(n *yaml.Node, path string, min, max int64, dst *int) {
+	var v int64
+	before := len(d.errs)
+	d.integer(n, path, min, max, &v)
+	if len(d.errs) == before {
+		*dst = int(v)
+	}
+}
+
+func (d *decoder) number(n *yaml.Node, path string, dst *float64) {
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") {
+		d.add(at(n, path), "expected a number, got %s", describe(n))
+		return
+	}
+	v, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		d.add(at(n, path), "expected a finite number, got %s", n.Value)
+		return
+	}
+	*dst = v
+}
+
+// duration reads a Go-style duration with millisecond resolution, positive
+// and within RabbitMQ's TTL cap.
+func (d *decoder) duration(n *yaml.Node, path string, dst *time.Duration) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" || n.Tag == "!!bool" {
+		d.add(at(n, path), "expected a duration such as \"1500ms\", \"2s\" or \"5m\", got %s", describe(n))
+		return
+	}
+	if n.Tag == "!!int" || n.Tag == "!!float" {
+		d.add(at(n, path), "duration %s needs a unit, e.g. \"%ss\" or \"%sms\"", n.Value, n.Value, n.Value)
+		return
+	}
+	v, err := time.ParseDuration(n.Value)
+	switch {
+	case err != nil:
+		d.add(at(n, path), "invalid duration %q: use Go syntax such as \"1500ms\", \"2s\" or \"5m\"", n.Value)
+	case v <= 0:
+		d.add(at(n, path), "duration %q must be positive", n.Value)
+	case v%time.Millisecond != 0:
+		d.add(at(n, path), "duration %q is finer than a millisecond, RabbitMQ's TTL resolution", n.Value)
+	case v > MaxTTL:
+		d.add(at(n, path), "duration %q exceeds RabbitMQ's maximum TTL of 10 years (315360000000ms)", n.Value)
+	default:
+		*dst = v
+	}
+}
+
+// args decodes a free-form argument table into plain Go values.
+func (d *decoder) args(n *yaml.Node, path string, dst *map[string]any) {
+	if n.Kind != yaml.MappingNode {
+		d.add(at(n, path), "expected a mapping of arguments, got %s", describe(n))
+		return
+	}
+	var m map[string]any
+	if err := n.Decode(&m); err != nil {
+		d.add(at(n, path), "invalid arguments: %v", err)
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if v := n.Content[i+1]; v.Tag == "!!null" {
+			d.add(at(v, join(path, n.Content[i].Value)), "argument %q has no value", n.Content[i].Value)
+		}
+	}
+	*dst = m
+}
+
+func (d *decoder) list(n *yaml.Node, path string, each func(int, *yaml.Node, string)) {
+	if n.Kind != yaml.SequenceNode {
+		d.add(at(n, path), "expected a list, got %s", describe(n))
+		return
+	}
+	for i, e := range n.Content {
+		each(i, e, index(path, i))
+	}
+}
+
+func (d *decoder) spec(n *yaml.Node) *Spec {
+	s := &Spec{Vhost: "/", at: at(n, "")}
+	hasVersion := false
+	ok := d.fields(n, "", map[string]func(*yaml.Node, string){
+		"version": func(v *yaml.Node, p string) {
+			hasVersion = true
+			var ver int64
+			before := len(d.errs)
+			d.integer(v, p, math.MinInt32, math.MaxInt32, &ver)
+			if len(d.errs) == before && ver != Version {
+				d.add(at(v, p), "unsupported version %d: this rmqtopo reads version %d", ver, Version)
+			}
+			s.Version = int(ver)
+		},
+		"vhost": func(v *yaml.Node, p string) {
+			d.str(v, p, &s.Vhost)
+			if s.Vhost == "" {
+				d.add(at(v, p), "vhost must not be empty")
+			}
+		},
+		"layout": func(v *yaml.Node, p string) { s.Layout = d.layout(v, p) },
+		"wait_queue_type": func(v *yaml.Node, p string) {
+			s.WaitQueueType = d.queueType(v, p)
+		},
+		"retry_policies": func(v *yaml.Node, p string) {
+			if v.Kind != yaml.MappingNode {
+				d.add(at(v, p), "expected a mapping of policy names to retry policies, got %s", describe(v))
+				return
+			}
+			for i := 0; i+1 < len(v.Content); i += 2 {
+				name, body := v.Content[i].Value, v.Content[i+1]
+				pp := join(p, name)
+				for _, prev := range s.RetryPolicies {
+					if prev.Name == name {
+						d.add(at(v.Content[i], pp), "duplicate retry policy %q", name)
+					}
+				}
+				s.RetryPolicies = append(s.RetryPolicies, NamedRetryPolicy{Name: name, Policy: d.retryPolicy(body, pp)})
+			}
+		},
+		"exchanges": func(v *yaml.Node, p string) {
+			d.list(v, p, func(_ int, e *yaml.Node, ep string) { s.Exchanges = append(s.Exchanges, d.exchange(e, ep)) })
+		},
+		"queues": func(v *yaml.Node, p string) {
+			d.list(v, p, func(_ int, e *yaml.Node, ep string) { s.Queues = append(s.Queues, d.queue(e, ep, s)) })
+		},
+		"policies": func(v *yaml.Node, p string) {
+			d.list(v, p, func(_ int, e *yaml.Node, ep string) { s.Policies = append(s.Policies, d.policy(e, ep)) })
+		},
+	})
+	if ok && !hasVersion {
+		d.add(at(n, ""), "missing \"version: %d\"", Version)
+	}
+	d.resolveRetryRefs(s)
+	return s
+}
+
+func (d *decoder) layout(n *yaml.Node, path string) Layout {
+	var v string
+	d.str(n, path, &v)
+	switch Layout(v) {
+	case LayoutShared, LayoutPerAttempt:
+		return Layout(v)
+	}
+	if n.Kind == yaml.ScalarNode {
+		d.add(at(n, path), "unknown layout %q (expected shared or per-attempt)", v)
+	}
+	return ""
+}
+
+func (d *decoder) queueType(n *yaml.Node, path string) string {
+	var v string
+	d.str(n, path, &v)
+	switch v {
+	case TypeClassic, TypeQuorum:
+		return v
+	}
+	if n.Kind == yaml.ScalarNode {
+		d.add(at(n, path), "unknown queue type %q (expected classic or quorum)", v)
+	}
+	return ""
+}
+
+func (d *decoder) exchange(n *yaml.Node, path string) Exchange {
+	e := Exchange{Durable: true, at: at(n, path), nameAt: at(n, path)}
+	hasName, hasType := false, false
+	ok := d.fields(n, path, map[string]func(*yaml.Node, string){
+		"name": func(v *yaml.Node, p string) { hasName = true; e.nameAt = at(v, p); d.str(v, p, &e.Name) },
+		"type": func(v *yaml.Node, p string) {
+			hasType = true
+			d.str(v, p, &e.Type)
+			switch e.Type {
+			case "direct", "fanout", "topic", "headers":
+			default:
+				if !strings.HasPrefix(e.Type, "x-") && v.Kind == yaml.ScalarNode {
+					d.add(at(v, p), "unknown exchange type %q (expected direct, fanout, topic, headers or a plugin's x- type)", e.Type)
+				}
+			}
+		},
+		"durable":     func(v *yaml.Node, p string) { d.boolean(v, p, &e.Durable) },
+		"auto_delete": func(v *yaml.Node, p string) { d.boolean(v, p, &e.AutoDelete) },
+		"internal":    func(v *yaml.Node, p string) { d.boolean(v, p, &e.Internal) },
+		"arguments":   func(v *yaml.Node, p string) { d.args(v, p, &e.Arguments) },
+		"bindings": func(v *yaml.Node, p string) {
+			d.list(v, p, func(_ int, b *yaml.Node, bp string) { e.Bindings = append(e.Bindings, d.binding(b, bp)) })
+		},
+	})
+	if ok && !hasName {
+		d.add(e.at, "exchange needs a name")
+	}
+	if ok && !hasType {
+		d.add(e.at, "exchange needs a type (direct, fanout, topic or headers)")
+	}
+	return e
+}
+
+func (d *decoder) binding(n *yaml.Node, path string) Binding {
+	b := Binding{at: at(n, path)}
+	has := false
+	ok := d.fields(n, path, map[string]func(*yaml.Node, string){
+		"exchange":    func(v *yaml.Node, p string) { has = true; d.str(v, p, &b.Exchange) },
+		"routing_key": func(v *yaml.Node, p string) { d.str(v, p, &b.RoutingKey) },
+		"arguments":   func(v *yaml.Node, p string) { d.args(v, p, &b.Arguments) },
+	})
+	if ok && !has {
+		d.add(b.at, "binding needs an exchange")
+	}
+	return b
+}
+
+func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
+	q := Queue{Type: TypeClassic, DLQ: true, at: at(n, path), nameAt: at(n, path)}
+	hasName := false
+	ok := d.fields(n, path, map[string]func(*yaml.Node, string){
+		"name": func(v *yaml.Node, p string) { hasName = true; q.nameAt = at(v, p); d.str(v, p, &q.Name) },
+		"type": func(v *yaml.Node, p string) { q.Type = d.queueType(v, p) },
+		"bindings": func(v *yaml.Node, p string) {
+			d.list(v, p, func(_ int, b *yaml.Node, bp string) { q.Bindings = append(q.Bindings, d.binding(b, bp)) })
+		},
+		"retry": func(v *yaml.Node, p string) {
+			q.retryAt = at(v, p)
+			if v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
+				q.RetryRef = v.Value
+				return
+			}
+			q.Retry = d.retryPolicy(v, p)
+		},
+		"immediate_retries": func(v *yaml.Node, p string) { d.intField(v, p, 0, MaxRetries, &q.ImmediateRetries) },
+		"layout":            func(v *yaml.Node, p string) { q.layoutAt = at(v, p); q.Layout = d.layout(v, p) },
+		"dlq":               func(v *yaml.Node, p string) { d.boolean(v, p, &q.DLQ) },
+		"parking_lot":       func(v *yaml.Node, p string) { d.boolean(v, p, &q.ParkingLot) },
+		"message_ttl":       func(v *yaml.Node, p string) { d.duration(v, p, &q.MessageTTL) },
+		"max_length":        func(v *yaml.Node, p string) { d.integer(v, p, 1, math.MaxInt64, &q.MaxLength) },
+		"delivery_limit": func(v *yaml.Node, p string) {
+			q.deliveryLimitAt = at(v, p)
+			d.intField(v, p, 1, math.MaxInt32, &q.DeliveryLimit)
+		},
+		"preset": func(v *yaml.Node, p string) {
+			var name string
+			d.str(v, p, &name)
+			switch Preset(name) {
+			case PresetGoQueue, PresetOutbox, PresetSpring:
+				q.Preset = Preset(name)
+			default:
+				if v.Kind == yaml.ScalarNode {
+					d.add(at(v, p), "unknown preset %q (expected goqueue, outbox or spring)", name)
+				}
+			}
+		},
+	})
+	if ok && !hasName {
+		d.add(q.at, "queue needs a name")
+	}
+	return q
+}
+
+// retryPolicy decodes an inline policy: exactly one of delays, fixed,
+// linear or exponential.
+func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
+	var r RetryPolicy
+	var kinds []string
+	attempts := func(v *yaml.Node, p string) { d.intField(v, p, 0, MaxRetries, &r.Attempts) }
+	ok := d.fields(n, path, map[string]func(*yaml.Node, string){
+		"delays": func(v *yaml.Node, p string) {
+			kinds = append(kinds, "delays")
+			r.Kind = "delays"
+			r.Explicit = []time.Duration{}
+			d.list(v, p, func(_ int, e *yaml.Node, ep string) {
+				var dur time.Duration
+				d.duration(e, ep, &dur)
+				r.Explicit = append(r.Explicit, dur)
+			})
+			if len(r.Explicit) > MaxRetries {
+				d.add(at(v, p), "at most %d delays", MaxRetries)
+			}
+		},
+		"fixed": func(v *yaml.Node, p string) {
+			kinds = append(kinds, "fixed")
+			r.Kind = "fixed"
+			d.required(v, p, []string{"delay", "attempts"}, map[string]func(*yaml.Node, string){
+				"delay":    func(v *yaml.Node, p string) { d.duration(v, p, &r.Delay) },
+				"attempts": attempts,
+			})
+		},
+		"linear": func(v *yaml.Node, p string) {
+			kinds = append(kinds, "linear")
+			r.Kind = "linear"
+			d.required(v, p, []string{"step", "attempts"}, map[string]func(*yaml.Node, string){
+				"step":     func(v *yaml.Node, p string) { d.duration(v, p, &r.Step) },
+				"attempts": attempts,
+			})
+			if r.Step > 0 && r.Attempts > 0 && r.Step*time.Duration(r.Attempts) > MaxTTL {
+				d.add(at(v, p), "the last delay (%d × %s) exceeds RabbitMQ's maximum TTL of 10 years", r.Attempts, r.Step)
+			}
+		},
+		"exponential": func(v *yaml.Node, p string) {
+			kinds = append(kinds, "exponential")
+			r.Kind = "exponential"
+			var factorAt pos
+			hasMax := false
+			d.required(v, p, []string{"initial", "factor", "attempts"}, map[string]func(*yaml.Node, string){
+				"initial":  func(v *yaml.Node, p string) { d.duration(v, p, &r.Initial) },
+				"factor":   func(v *yaml.Node, p string) { factorAt = at(v, p); d.number(v, p, &r.Factor) },
+				"max":      func(v *yaml.Node, p string) { hasMax = true; d.duration(v, p, &r.Max) },
+				"attempts": attempts,
+			})
+			switch {
+			case factorAt.line == 0:
+			case r.Factor <= 1 && hasMax:
+				d.add(factorAt, "factor %g must be greater than 1 when a max caps the delays", r.Factor)
+			case r.Factor < 1:
+				d.add(factorAt, "factor %g must be at least 1: delays may not shrink", r.Factor)
+			}
+			if hasMax && r.Max > 0 && r.Initial > r.Max {
+				d.add(at(v, p), "initial delay %s is larger than max %s", r.Initial, r.Max)
+			}
+		},
+	})
+	if ok && len(kinds) == 0 {
+		d.add(at(n, path), "a retry policy needs one of: delays, fixed, linear, exponential (use \"delays: []\" for no retries)")
+	}
+	if len(kinds) > 1 {
+		d.add(at(n, path), "a retry policy takes one of delays, fixed, linear or exponential, not %s", strings.Join(kinds, " and "))
+	}
+	return r
+}
+
+// required is fields plus a check that the named keys are present.
+func (d *decoder) required(n *yaml.Node, path string, keys []string, known map[string]func(*yaml.Node, string)) {
+	seen := map[string]bool{}
+	wrapped := map[string]func(*yaml.Node, string){}
+	for k, f := range known {
+		wrapped[k] = func(v *yaml.Node, p string) { seen[k] = true; f(v, p) }
+	}
+	if !d.fields(n, path, wrapped) {
+		return
+	}
+	for _, k := range keys {
+		if !seen[k] {
+			d.add(at(n, path), "missing %q", k)
+		}
+	}
+}
+
+func (d *decoder) policy(n *yaml.Node, path string) Policy {
+	pol := Policy{ApplyTo: "queues", at: at(n, path)}
+	ok := d.fields(n, path, map[string]func(*yaml.Node, string){
+		"name":    func(v *yaml.Node, p string) { d.str(v, p, &pol.Name) },
+		"pattern": func(v *yaml.Node, p string) { d.str(v, p, &pol.Pattern) },
+		"apply_to": func(v *yaml.Node, p string) {
+			d.str(v, p, &pol.ApplyTo)
+			switch pol.ApplyTo {
+			case "queues", "exchanges", "all", "classic_queues", "quorum_queues", "streams":
+			default:
+				d.add(at(v, p), "unknown apply_to %q (expected queues, exchanges or all)", pol.ApplyTo)
+			}
+		},
+		"priority":   func(v *yaml.Node, p string) { d.integer(v, p, math.MinInt32, math.MaxInt32, &pol.Priority) },
+		"definition": func(v *yaml.Node, p string) { d.args(v, p, &pol.Definition) },
+	})
+	if ok && (pol.Name == "" || pol.Pattern == "" || len(pol.Definition) == 0) {
+		d.add(pol.at, "a policy needs a name, a pattern and a non-empty definition")
+	}
+	return pol
+}
+
+func (d *decoder) resolveRetryRefs(s *Spec) {
+	for i := range s.Queues {
+		q := &s.Queues[i]
+		if q.RetryRef == "" {
+			continue
+		}
+		found := false
+		for _, np := range s.RetryPolicies {
+			if np.Name == q.RetryRef {
+				q.Retry, found = np.Policy, true
+			}
+		}
+		if !found {
+			names := make([]string, len(s.RetryPolicies))
+			for j, np := range s.RetryPolicies {
+				names[j] = np.Name
+			}
+			hint := "retry_policies is empty"
+			if len(names) > 0 {
+				hint = "known: " + strings.Join(names, ", ")
+			}
+			d.add(q.retryAt, "unknown retry policy %q (%s)", q.RetryRef, hint)
+		}
+	}
+}

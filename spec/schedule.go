@@ -1,0 +1,120 @@
+package spec
+
+import (
+	"math"
+	"time"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+)
+
+// Delays returns the delay before each delayed retry, in order.
+func (p RetryPolicy) Delays() []time.Duration {
+	switch p.Kind {
+	case "delays":
+		return append([]time.Duration(nil), p.Explicit...)
+	case "fixed":
+		return repeat(p.Attempts, func(int) time.Duration { return p.Delay })
+	case "linear":
+		return repeat(p.Attempts, func(i int) time.Duration { return p.Step * time.Duration(i+1) })
+	case "exponential":
+		return repeat(p.Attempts, func(i int) time.Duration {
+			ms := float64(p.Initial.Milliseconds()) * math.Pow(p.Factor, float64(i))
+			limit := float64(MaxTTL.Milliseconds())
+			if p.Max > 0 {
+				limit = float64(p.Max.Milliseconds())
+			}
+			if ms > limit || math.IsInf(ms, 0) || math.IsNaN(ms) {
+				ms = limit
+			}
+			return time.Duration(math.Round(ms)) * time.Millisecond
+		})
+	}
+	return nil
+}
+
+func repeat(n int, f func(int) time.Duration) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = f(i)
+	}
+	return out
+}
+
+// Step is one row of a queue's retry schedule.
+type Step struct {
+	// Attempt is the delivery number: 1 is the first delivery, 2 the first
+	// retry. The contract's HeaderAttempt on that delivery is Attempt-1.
+	Attempt int `json:"attempt"`
+	// Delay is the wait before this delivery; Elapsed is the total wait
+	// since the first delivery (ignoring processing time).
+	Delay   time.Duration `json:"delay_ms"`
+	Elapsed time.Duration `json:"elapsed_ms"`
+	// Via is where the message waits before this delivery ("" for the first
+	// delivery, the work queue itself for an immediate retry).
+	Via string `json:"via"`
+	// OnFailure is where the message goes if this delivery fails.
+	OnFailure string `json:"on_failure"`
+}
+
+// Schedule returns the queue's delivery timeline for the given vhost
+// defaults; the last step's OnFailure is the DLQ (or "discarded").
+func (s *Spec) Schedule(q Queue) []Step {
+	delays := q.Retry.Delays()
+	total := q.ImmediateRetries + len(delays)
+	steps := make([]Step, 0, total+1)
+	var elapsed time.Duration
+	via := make([]string, total+1)
+	for k := 1; k <= total; k++ {
+		via[k] = s.retryDestination(q, k)
+	}
+	for k := 0; k <= total; k++ {
+		var d time.Duration
+		if k > q.ImmediateRetries {
+			d = delays[k-q.ImmediateRetries-1]
+		}
+		elapsed += d
+		next := s.deadEnd(q)
+		if k < total {
+			next = via[k+1]
+		}
+		steps = append(steps, Step{Attempt: k + 1, Delay: d, Elapsed: elapsed, Via: via[k], OnFailure: next})
+	}
+	return steps
+}
+
+// retryDestination is where retry number k (1-based) of q waits.
+func (s *Spec) retryDestination(q Queue, k int) string {
+	if k <= q.ImmediateRetries {
+		return q.Name
+	}
+	d := q.Retry.Delays()[k-q.ImmediateRetries-1]
+	switch q.Preset {
+	case PresetGoQueue:
+		return goqueueRetryQueue(q.Name, k)
+	case PresetOutbox:
+		return outboxDelayQueue(q.Name, d)
+	case PresetSpring:
+		return springWaitQueue(d)
+	}
+	if s.layoutOf(q) == LayoutPerAttempt {
+		return contract.PerAttemptWaitQueue(q.Name, k, d)
+	}
+	return contract.SharedWaitQueue(d)
+}
+
+func (s *Spec) deadEnd(q Queue) string {
+	if !q.DLQ {
+		return "discarded"
+	}
+	return contract.DeadLetterQueue(q.Name)
+}
+
+func (s *Spec) layoutOf(q Queue) Layout {
+	if q.Layout != "" {
+		return q.Layout
+	}
+	if s.Layout != "" {
+		return s.Layout
+	}
+	return LayoutShared
+}

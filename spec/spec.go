@@ -1,0 +1,148 @@
+// Package spec reads, validates and expands rmqtopo's YAML spec.
+//
+// A spec file describes one vhost: the business exchanges, the work queues
+// that bind to them, and each queue's retry policy. Load decodes it strictly
+// and reports every problem at once with file:line:column and path; Expand
+// turns it, purely, into the desired topology.Topology.
+package spec
+
+import "time"
+
+// Version is the only spec version this build understands.
+const Version = 1
+
+// Layout is how a queue's delayed retries are laid out in wait queues.
+type Layout string
+
+const (
+	// LayoutShared gives each vhost one wait queue per distinct delay,
+	// shared by every queue that uses that delay. Object count grows with
+	// the number of distinct delays, not queues × attempts. The default.
+	LayoutShared Layout = "shared"
+	// LayoutPerAttempt gives each queue one wait queue per retry, so each
+	// retry level can be watched and drained on its own.
+	LayoutPerAttempt Layout = "per-attempt"
+)
+
+// Preset makes a queue's retry topology match what services written for an
+// existing system expect.
+type Preset string
+
+const (
+	PresetNone    Preset = ""
+	PresetGoQueue Preset = "goqueue"
+	PresetOutbox  Preset = "outbox"
+	PresetSpring  Preset = "spring"
+)
+
+// Queue types a spec may declare.
+const (
+	TypeClassic = "classic"
+	TypeQuorum  = "quorum"
+)
+
+// DefaultDeliveryLimit is the explicit delivery limit of quorum work queues.
+// RabbitMQ 4.x applies 20 when none is set and 3.x applies none; rmqtopo
+// always writes one so the behaviour is the same on both and visible in plans.
+const DefaultDeliveryLimit = 20
+
+// MaxTTL is RabbitMQ's cap on x-message-ttl and per-message expiration
+// (10 years, since 3.11).
+const MaxTTL = 315_360_000_000 * time.Millisecond
+
+// MaxRetries bounds immediate plus delayed retries of one queue.
+const MaxRetries = 100
+
+// File is one loaded spec file.
+type File struct {
+	Path string
+	Spec Spec
+}
+
+// Spec is the decoded content of one file.
+type Spec struct {
+	Version       int
+	Vhost         string
+	Layout        Layout
+	WaitQueueType string
+	RetryPolicies []NamedRetryPolicy
+	Exchanges     []Exchange
+	Queues        []Queue
+	Policies      []Policy
+
+	at pos
+}
+
+// NamedRetryPolicy is a reusable policy from retry_policies.
+type NamedRetryPolicy struct {
+	Name   string
+	Policy RetryPolicy
+}
+
+// Exchange is a business exchange.
+type Exchange struct {
+	Name       string
+	Type       string
+	Durable    bool
+	AutoDelete bool
+	Internal   bool
+	Arguments  map[string]any
+	// Bindings are exchange-to-exchange bindings into this exchange.
+	Bindings []Binding
+
+	at, nameAt pos
+}
+
+// Binding binds a queue or exchange to a source exchange.
+type Binding struct {
+	Exchange   string
+	RoutingKey string
+	Arguments  map[string]any
+
+	at pos
+}
+
+// Queue is a work queue and its failure handling.
+type Queue struct {
+	Name     string
+	Type     string
+	Bindings []Binding
+	// Retry is the resolved policy; RetryRef names it when it came from
+	// retry_policies.
+	Retry            RetryPolicy
+	RetryRef         string
+	ImmediateRetries int
+	Layout           Layout
+	DLQ              bool
+	ParkingLot       bool
+	MessageTTL       time.Duration
+	MaxLength        int64
+	DeliveryLimit    int
+	Preset           Preset
+
+	at, nameAt, deliveryLimitAt, retryAt, layoutAt pos
+}
+
+// RetryPolicy is a schedule of delayed retries.
+type RetryPolicy struct {
+	// Kind is "delays", "fixed", "linear", "exponential", or "" for none.
+	Kind     string
+	Explicit []time.Duration // kind delays
+	Delay    time.Duration   // kind fixed
+	Step     time.Duration   // kind linear
+	Initial  time.Duration   // kind exponential
+	Factor   float64         // kind exponential
+	Max      time.Duration   // kind exponential; 0 means uncapped
+	Attempts int             // kinds fixed, linear, exponential
+}
+
+// Policy is a raw RabbitMQ user policy.
+type Policy struct {
+	Name       string
+	Pattern    string
+	ApplyTo    string
+	Priority   int64
+	Definition map[string]any
+
+	at pos
+}
