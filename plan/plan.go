@@ -1,0 +1,67 @@
+// Package plan computes and checks the changes that take a live broker to a
+// desired topology.
+//
+// A Plan is a plain data value: ordered Changes, each an Action on one
+// Address with the object Before and After. Diff computes it purely, with no
+// context and no I/O; Check is a separate pass that returns coded
+// diagnostics (messages at stake, draining wait queues); rendering and apply
+// only consume it. Reason is for display only: nothing branches on it.
+package plan
+
+import (
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// FormatVersion is the version of the JSON form of a Plan. Bump it on any
+// incompatible change to the JSON shape.
+const FormatVersion = 1
+
+// Action is what happens to one object.
+type Action string
+
+const (
+	NoOp             Action = "no-op"
+	Create           Action = "create"
+	Update           Action = "update"
+	DeleteThenCreate Action = "replace"
+	Delete           Action = "delete"
+)
+
+// Object is the state of one object on one side of a change: exactly one
+// field is set, matching Address.Kind (Vhost uses Address.Name alone).
+type Object struct {
+	Exchange *topology.Exchange `json:"exchange,omitempty"`
+	Queue    *topology.Queue    `json:"queue,omitempty"`
+	Binding  *topology.Binding  `json:"binding,omitempty"`
+	Policy   *topology.Policy   `json:"policy,omitempty"`
+}
+
+// Change is one planned change.
+type Change struct {
+	Action  Action           `json:"action"`
+	Address topology.Address `json:"address"`
+	Before  *Object          `json:"before,omitempty"`
+	After   *Object          `json:"after,omitempty"`
+	// Reason explains the action for humans, e.g. "queue argument
+	// x-message-ttl is immutable" or "not in spec". Display only.
+	Reason string `json:"reason,omitempty"`
+	// Messages is the number of messages in a queue that the change deletes
+	// (replace or delete), as read from the broker; nil when unknown.
+	Messages *int64 `json:"messages,omitempty"`
+}
+
+// Plan is the ordered set of changes for one or more vhosts.
+type Plan struct {
+	FormatVersion int      `json:"format_version"`
+	Changes       []Change `json:"changes"`
+}
+
+// HasChanges reports whether applying the plan would change anything.
+func (p Plan) HasChanges() bool {
+	for _, c := range p.Changes {
+		if c.Action != NoOp {
+			return true
+		}
+	}
+	return false
+}
