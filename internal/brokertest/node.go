@@ -249,29 +249,73 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	// A stale pid file would make readiness checks look at a dead process.
 	_ = os.Remove(n.PIDFile())
-	cmd := exec.CommandContext(ctx, filepath.Join(n.BinDir, "rabbitmq-server"), "-detached")
+	// The server script runs in the foreground (not -detached) in a session
+	// of its own, so that it outlives this process but a boot failure is seen
+	// at once (the script exits) and its output, which explains failures that
+	// happen before the log file exists, lands in log/startup.log.
+	out, err := os.Create(n.StartupLogFile())
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(n.BinDir, "rabbitmq-server"))
 	cmd.Env = n.Env()
 	cmd.Dir = n.Dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return n.startErr(fmt.Errorf("rabbitmq-server -detached: %w\n%s", err, bytes.TrimSpace(out)))
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return n.startErr(err)
 	}
+	exited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		out.Close()
+		if err == nil {
+			err = errors.New("exit status 0")
+		}
+		exited <- err
+	}()
 	ctx, cancel := context.WithTimeout(ctx, n.StartTimeout)
 	defer cancel()
-	if err := n.waitReady(ctx); err != nil {
+	if err := n.waitReady(ctx, exited); err != nil {
 		n.Kill()
 		return n.startErr(err)
 	}
 	return nil
 }
 
+// StartupLogFile holds the output of the server script (of its last start).
+func (n *Node) StartupLogFile() string { return filepath.Join(n.Dir, "log", "startup.log") }
+
 func (n *Node) startErr(err error) error {
-	return fmt.Errorf("brokertest: starting node %s (dir %s) failed: %w\n--- last lines of %s ---\n%s",
-		n.Name, n.Dir, err, n.LogFile(), n.LogTail(40))
+	return fmt.Errorf("brokertest: starting node %s (dir %s) failed: %w\n"+
+		"--- first errors in %s ---\n%s\n--- last lines of %s ---\n%s\n--- last lines of %s ---\n%s",
+		n.Name, n.Dir, err,
+		n.StartupLogFile(), firstErrors(n.StartupLogFile(), 8),
+		n.StartupLogFile(), tailFile(n.StartupLogFile(), 15),
+		n.LogFile(), n.LogTail(30))
 }
 
 // waitReady waits for the pid file, then for rabbitmqctl await_startup, then
 // for the management API, failing early if the OS process dies.
-func (n *Node) waitReady(ctx context.Context) error {
+func (n *Node) waitReady(ctx context.Context, exited <-chan error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case err := <-exited:
+			cancel(fmt.Errorf("rabbitmq-server exited: %w", err))
+		case <-ctx.Done():
+		}
+	}()
+	err := n.waitReadySteps(ctx)
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		return c
+	}
+	return err
+}
+
+func (n *Node) waitReadySteps(ctx context.Context) error {
 	// await_startup fails at once while the node is not yet registered with
 	// epmd, so first wait for the pid file, which the node writes early.
 	var pid int
@@ -439,17 +483,30 @@ func (n *Node) JoinCluster(ctx context.Context, seed *Node) error {
 
 // LogTail returns the last lines of the node's log (or a note saying why
 // there is none).
-func (n *Node) LogTail(lines int) string {
-	b, err := os.ReadFile(n.LogFile())
+func (n *Node) LogTail(lines int) string { return tailFile(n.LogFile(), lines) }
+
+// firstErrors returns the first lines of a log marked [error]: the cause of
+// a boot failure comes first, the crash reports follow.
+func firstErrors(path string, max int) string {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
-	s := strings.TrimRight(string(b), "\n")
-	parts := strings.Split(s, "\n")
-	if len(parts) > lines {
-		parts = parts[len(parts)-lines:]
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "[error]") && len(out) < max {
+			out = append(out, l)
+		}
 	}
-	return strings.Join(parts, "\n")
+	return strings.Join(out, "\n")
+}
+
+func tailFile(path string, lines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	return lastLines(string(b), lines)
 }
 
 func alive(pid int) bool {
