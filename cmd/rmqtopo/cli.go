@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/alecthomas/kong"
+)
+
+// cli is the command tree. Each command lives in its own file.
+type cli struct {
+	Validate validateCmd `cmd:"" help:"Check spec files and report every problem at once."`
+	Render   renderCmd   `cmd:"" help:"Render spec files offline: definitions, mermaid, dot or schedule."`
+	Plan     planCmd     `cmd:"" help:"Show the changes that would make the broker match the spec."`
+	Apply    applyCmd    `cmd:"" help:"Make the broker match the spec, or apply a saved plan."`
+
+	Color string `help:"Colour output: auto (on a TTY, unless NO_COLOR is set), always or never." enum:"auto,always,never" default:"auto"`
+}
+
+// env is what every command runs with, bound by kong.
+type env struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	color  bool
+	// getenv reads the environment; tests replace it.
+	getenv func(string) string
+}
+
+type kongExit struct{ code int }
+
+// run parses args and runs one command. It never calls os.Exit.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	var c cli
+	parser, err := kong.New(&c,
+		kong.Name("rmqtopo"),
+		kong.Description("Declarative retry topologies for RabbitMQ: delayed retries with backoff, dead-lettering and DLQs."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(kongExit{code}) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			k, ok := r.(kongExit)
+			if !ok {
+				panic(r)
+			}
+			if k.code != 0 {
+				err = &ExitError{Code: k.code}
+			}
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		var pe *kong.ParseError
+		if errors.As(err, &pe) {
+			return &ExitError{Code: 1, Err: fmt.Errorf("%s (see \"rmqtopo --help\")", pe.Error())}
+		}
+		return err
+	}
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	e.color = wantColor(c.Color, stdout, e.getenv)
+	return kctx.Run(e)
+}
+
+// wantColor honours --color, NO_COLOR (any non-empty value) and whether
+// stdout is a terminal.
+func wantColor(mode string, w io.Writer, getenv func(string) string) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	if getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,218 @@
+// Package definitions converts between topology.Topology and RabbitMQ's
+// definitions JSON, the format of `rabbitmqctl export_definitions`,
+// `GET /api/definitions` and `GET /api/definitions/{vhost}`.
+//
+// Decoding normalises what brokers fill in or report differently (numeric
+// argument types, the implicit classic queue type, built-in exchanges) so
+// that a topology read back from a broker equals the one that was applied.
+package definitions
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// Document is the definitions JSON document.
+type Document struct {
+	RabbitVersion string     `json:"rabbit_version,omitempty"`
+	Vhosts        []Vhost    `json:"vhosts,omitempty"`
+	Exchanges     []Exchange `json:"exchanges"`
+	Queues        []Queue    `json:"queues"`
+	Bindings      []Binding  `json:"bindings"`
+	Policies      []Policy   `json:"policies,omitempty"`
+}
+
+// Vhost is a vhost entry.
+type Vhost struct {
+	Name string `json:"name"`
+}
+
+// Exchange is an exchange entry.
+type Exchange struct {
+	Name       string         `json:"name"`
+	Vhost      string         `json:"vhost,omitempty"`
+	Type       string         `json:"type"`
+	Durable    bool           `json:"durable"`
+	AutoDelete bool           `json:"auto_delete"`
+	Internal   bool           `json:"internal"`
+	Arguments  map[string]any `json:"arguments"`
+}
+
+// Queue is a queue entry.
+type Queue struct {
+	Name       string         `json:"name"`
+	Vhost      string         `json:"vhost,omitempty"`
+	Durable    bool           `json:"durable"`
+	AutoDelete bool           `json:"auto_delete"`
+	Arguments  map[string]any `json:"arguments"`
+}
+
+// Binding is a binding entry.
+type Binding struct {
+	Source          string         `json:"source"`
+	Vhost           string         `json:"vhost,omitempty"`
+	Destination     string         `json:"destination"`
+	DestinationType string         `json:"destination_type"`
+	RoutingKey      string         `json:"routing_key"`
+	Arguments       map[string]any `json:"arguments"`
+}
+
+// Policy is a policy entry.
+type Policy struct {
+	Vhost      string         `json:"vhost,omitempty"`
+	Name       string         `json:"name"`
+	Pattern    string         `json:"pattern"`
+	ApplyTo    string         `json:"apply-to"`
+	Definition map[string]any `json:"definition"`
+	Priority   int64          `json:"priority"`
+}
+
+// FromTopology builds the document that declares t, importable with
+// `rabbitmqctl import_definitions` or `POST /api/definitions`.
+func FromTopology(t topology.Topology) Document {
+	d := Document{Exchanges: []Exchange{}, Queues: []Queue{}, Bindings: []Binding{}}
+	for _, v := range t.Vhosts {
+		d.Vhosts = append(d.Vhosts, Vhost{Name: v})
+	}
+	for _, e := range t.Exchanges {
+		d.Exchanges = append(d.Exchanges, Exchange{Name: e.Name, Vhost: e.Vhost, Type: e.Type, Durable: e.Durable,
+			AutoDelete: e.AutoDelete, Internal: e.Internal, Arguments: nonNil(e.Arguments)})
+	}
+	for _, q := range t.Queues {
+		d.Queues = append(d.Queues, Queue{Name: q.Name, Vhost: q.Vhost, Durable: q.Durable, AutoDelete: q.AutoDelete,
+			Arguments: nonNil(q.Arguments)})
+	}
+	for _, b := range t.Bindings {
+		d.Bindings = append(d.Bindings, Binding{Source: b.Source, Vhost: b.Vhost, Destination: b.Destination,
+			DestinationType: b.DestinationType, RoutingKey: b.RoutingKey, Arguments: nonNil(b.Arguments)})
+	}
+	for _, p := range t.Policies {
+		d.Policies = append(d.Policies, Policy{Vhost: p.Vhost, Name: p.Name, Pattern: p.Pattern, ApplyTo: p.ApplyTo,
+			Definition: nonNil(p.Definition), Priority: p.Priority})
+	}
+	return d
+}
+
+func nonNil(a topology.Args) map[string]any {
+	if a == nil {
+		return map[string]any{}
+	}
+	return a
+}
+
+// Decode reads a definitions document. defaultVhost fills entries without a
+// vhost, as in a single-vhost export (`GET /api/definitions/{vhost}`).
+func Decode(data []byte, defaultVhost string) (Document, error) {
+	var d Document
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&d); err != nil {
+		return Document{}, fmt.Errorf("decode definitions: %w", err)
+	}
+	fill := func(v *string) {
+		if *v == "" {
+			*v = defaultVhost
+		}
+	}
+	for i := range d.Exchanges {
+		fill(&d.Exchanges[i].Vhost)
+	}
+	for i := range d.Queues {
+		fill(&d.Queues[i].Vhost)
+	}
+	for i := range d.Bindings {
+		fill(&d.Bindings[i].Vhost)
+	}
+	for i := range d.Policies {
+		fill(&d.Policies[i].Vhost)
+	}
+	return d, nil
+}
+
+// ToTopology normalises a document into a sorted Topology. If vhosts is
+// non-empty, only those vhosts are kept. Objects the broker owns (the
+// default exchange, amq.* exchanges and their bindings) are dropped.
+func (d Document) ToTopology(vhosts ...string) topology.Topology {
+	keep := func(v string) bool {
+		if len(vhosts) == 0 {
+			return true
+		}
+		for _, w := range vhosts {
+			if w == v {
+				return true
+			}
+		}
+		return false
+	}
+	var t topology.Topology
+	seen := map[string]bool{}
+	addVhost := func(v string) {
+		if keep(v) && !seen[v] {
+			seen[v] = true
+			t.Vhosts = append(t.Vhosts, v)
+		}
+	}
+	for _, v := range d.Vhosts {
+		addVhost(v.Name)
+	}
+	for _, e := range d.Exchanges {
+		if !keep(e.Vhost) || brokerOwned(e.Name) {
+			continue
+		}
+		addVhost(e.Vhost)
+		t.Exchanges = append(t.Exchanges, topology.Exchange{Vhost: e.Vhost, Name: e.Name, Type: e.Type, Durable: e.Durable,
+			AutoDelete: e.AutoDelete, Internal: e.Internal, Arguments: topology.NormalizeArgs(e.Arguments)})
+	}
+	for _, q := range d.Queues {
+		if !keep(q.Vhost) {
+			continue
+		}
+		addVhost(q.Vhost)
+		t.Queues = append(t.Queues, topology.Queue{Vhost: q.Vhost, Name: q.Name, Durable: q.Durable,
+			AutoDelete: q.AutoDelete, Arguments: normalizeQueueArgs(q.Arguments)})
+	}
+	for _, b := range d.Bindings {
+		if !keep(b.Vhost) || brokerOwned(b.Source) {
+			continue
+		}
+		t.Bindings = append(t.Bindings, topology.Binding{Vhost: b.Vhost, Source: b.Source, Destination: b.Destination,
+			DestinationType: b.DestinationType, RoutingKey: b.RoutingKey, Arguments: topology.NormalizeArgs(b.Arguments)})
+	}
+	for _, p := range d.Policies {
+		if !keep(p.Vhost) {
+			continue
+		}
+		applyTo := p.ApplyTo
+		if applyTo == "" {
+			applyTo = "all"
+		}
+		t.Policies = append(t.Policies, topology.Policy{Vhost: p.Vhost, Name: p.Name, Pattern: p.Pattern, ApplyTo: applyTo,
+			Priority: p.Priority, Definition: topology.NormalizeArgs(p.Definition)})
+	}
+	t.Sort()
+	return t
+}
+
+// brokerOwned reports exchanges that exist on every vhost and that rmqtopo
+// never manages.
+func brokerOwned(exchange string) bool {
+	return exchange == "" || strings.HasPrefix(exchange, "amq.")
+}
+
+// normalizeQueueArgs drops the classic queue type, which newer brokers
+// report explicitly and older ones omit; topology.Queue treats absence as
+// classic.
+func normalizeQueueArgs(args map[string]any) topology.Args {
+	a := topology.NormalizeArgs(args)
+	if a["x-queue-type"] == "classic" {
+		delete(a, "x-queue-type")
+	}
+	if len(a) == 0 {
+		return nil
+	}
+	return a
+}

@@ -1,0 +1,209 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// node kinds of the flow graph.
+const (
+	nodeExchange = "exchange"
+	nodeQueue    = "queue"
+)
+
+type node struct {
+	id, label, kind string
+}
+
+type edge struct {
+	from, to, label string
+	dashed          bool
+}
+
+// graph is the message flow of a topology: bindings, dead-lettering and
+// alternate exchanges, derived from the topology alone so presets and
+// hand-written topologies draw too.
+type graph struct {
+	nodes []node
+	edges []edge
+}
+
+func flow(t topology.Topology) graph {
+	var g graph
+	ids := map[string]string{}
+	id := func(vhost, kind, name string) string {
+		key := vhost + "\x00" + kind + "\x00" + name
+		if v, ok := ids[key]; ok {
+			return v
+		}
+		v := fmt.Sprintf("%s%d", kind[:1], len(ids))
+		ids[key] = v
+		return v
+	}
+	multiVhost := len(t.Vhosts) > 1
+	label := func(vhost, name string) string {
+		if multiVhost {
+			return vhost + " " + name
+		}
+		return name
+	}
+	for _, e := range t.Exchanges {
+		g.nodes = append(g.nodes, node{id(e.Vhost, nodeExchange, e.Name), label(e.Vhost, e.Name) + " (" + e.Type + ")", nodeExchange})
+	}
+	for _, q := range t.Queues {
+		g.nodes = append(g.nodes, node{id(q.Vhost, nodeQueue, q.Name), label(q.Vhost, q.Name), nodeQueue})
+	}
+	exists := func(vhost, kind, name string) bool {
+		_, ok := ids[vhost+"\x00"+kind+"\x00"+name]
+		return ok
+	}
+	for _, b := range t.Bindings {
+		if !exists(b.Vhost, nodeExchange, b.Source) {
+			g.nodes = append(g.nodes, node{id(b.Vhost, nodeExchange, b.Source), label(b.Vhost, b.Source), nodeExchange})
+		}
+		kind := nodeQueue
+		if b.DestinationType == topology.DestExchange {
+			kind = nodeExchange
+		}
+		g.edges = append(g.edges, edge{from: id(b.Vhost, nodeExchange, b.Source), to: id(b.Vhost, kind, b.Destination), label: bindingLabel(b)})
+	}
+	for _, e := range t.Exchanges {
+		if ae, ok := e.Arguments["alternate-exchange"].(string); ok && exists(e.Vhost, nodeExchange, ae) {
+			g.edges = append(g.edges, edge{from: id(e.Vhost, nodeExchange, e.Name), to: id(e.Vhost, nodeExchange, ae), label: "unmatched", dashed: true})
+		}
+	}
+	for _, q := range t.Queues {
+		dlx, ok := q.Arguments["x-dead-letter-exchange"].(string)
+		if !ok {
+			continue
+		}
+		why := "dead-letter"
+		if ttl, ok := q.Arguments["x-message-ttl"].(int64); ok {
+			why = "after " + HumanDurationMs(ttl)
+		}
+		from := id(q.Vhost, nodeQueue, q.Name)
+		if dlx != "" {
+			if !exists(q.Vhost, nodeExchange, dlx) {
+				g.nodes = append(g.nodes, node{id(q.Vhost, nodeExchange, dlx), label(q.Vhost, dlx), nodeExchange})
+			}
+			g.edges = append(g.edges, edge{from: from, to: id(q.Vhost, nodeExchange, dlx), label: why, dashed: true})
+			continue
+		}
+		if rk, ok := q.Arguments["x-dead-letter-routing-key"].(string); ok {
+			if exists(q.Vhost, nodeQueue, rk) {
+				g.edges = append(g.edges, edge{from: from, to: id(q.Vhost, nodeQueue, rk), label: why, dashed: true})
+			}
+			continue
+		}
+		// Dead-lettered to "" keeping the routing key: back to whichever
+		// work queue's retry exchange routed the message here.
+		for _, b := range t.Bindings {
+			if b.Vhost != q.Vhost || b.Destination != q.Name || b.DestinationType != topology.DestQueue {
+				continue
+			}
+			for _, w := range t.Queues {
+				if w.Vhost == q.Vhost && contract.RetryExchange(w.Name) == b.Source {
+					g.edges = append(g.edges, edge{from: from, to: id(q.Vhost, nodeQueue, w.Name), label: why + ", by routing key", dashed: true})
+				}
+			}
+		}
+	}
+	g.edges = dedupe(g.edges)
+	return g
+}
+
+func dedupe(es []edge) []edge {
+	seen := map[edge]bool{}
+	out := es[:0]
+	for _, e := range es {
+		if !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// HumanDurationMs renders a millisecond count like HumanDuration.
+func HumanDurationMs(ms int64) string { return contract.FormatDelay(msDuration(ms)) }
+
+func bindingLabel(b topology.Binding) string {
+	var parts []string
+	if b.RoutingKey != "" {
+		parts = append(parts, b.RoutingKey)
+	}
+	keys := make([]string, 0, len(b.Arguments))
+	for k := range b.Arguments {
+		if k != "x-match" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		name := k
+		if k == contract.HeaderAttempt {
+			name = "attempt"
+		}
+		parts = append(parts, fmt.Sprintf("%s=%v", name, b.Arguments[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// Mermaid writes the flow as a Mermaid flowchart.
+func Mermaid(w io.Writer, t topology.Topology) error {
+	g := flow(t)
+	var b strings.Builder
+	b.WriteString("flowchart LR\n")
+	for _, n := range g.nodes {
+		if n.kind == nodeExchange {
+			fmt.Fprintf(&b, "  %s{{%q}}\n", n.id, n.label)
+		} else {
+			fmt.Fprintf(&b, "  %s[(%q)]\n", n.id, n.label)
+		}
+	}
+	for _, e := range g.edges {
+		arrow := "-->"
+		if e.dashed {
+			arrow = "-.->"
+		}
+		if e.label != "" {
+			fmt.Fprintf(&b, "  %s %s|%q| %s\n", e.from, arrow, e.label, e.to)
+		} else {
+			fmt.Fprintf(&b, "  %s %s %s\n", e.from, arrow, e.to)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Dot writes the flow as a Graphviz digraph.
+func Dot(w io.Writer, t topology.Topology) error {
+	g := flow(t)
+	var b strings.Builder
+	b.WriteString("digraph rmqtopo {\n  rankdir=LR;\n  node [fontname=\"Helvetica\"];\n")
+	for _, n := range g.nodes {
+		shape := "cylinder"
+		if n.kind == nodeExchange {
+			shape = "hexagon"
+		}
+		fmt.Fprintf(&b, "  %s [label=%q, shape=%s];\n", n.id, n.label, shape)
+	}
+	for _, e := range g.edges {
+		attrs := []string{}
+		if e.label != "" {
+			attrs = append(attrs, fmt.Sprintf("label=%q", e.label))
+		}
+		if e.dashed {
+			attrs = append(attrs, "style=dashed")
+		}
+		fmt.Fprintf(&b, "  %s -> %s [%s];\n", e.from, e.to, strings.Join(attrs, ", "))
+	}
+	b.WriteString("}\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,84 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/spec"
+)
+
+// Schedule writes, per queue, when each delivery of a failing message
+// happens and where it goes next: the table that tells an engineer when a
+// message will hit the DLQ.
+func Schedule(w io.Writer, files []*spec.File, color bool) error {
+	st := style(color)
+	first := true
+	for _, f := range files {
+		s := &f.Spec
+		for _, q := range s.Queues {
+			if !first {
+				fmt.Fprintln(w)
+			}
+			first = false
+			fmt.Fprintf(w, "%s %s\n", st.bold("queue "+q.Name), describeQueue(s, q))
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "  ATTEMPT\tDELAY\tAT\tWAITS IN\tIF IT FAILS")
+			for _, step := range s.Schedule(q) {
+				delay, via := "-", "-"
+				if step.Attempt > 1 {
+					delay, via = HumanDuration(step.Delay), step.Via
+					if step.Via == q.Name {
+						via = "(immediate, back of " + q.Name + ")"
+					}
+				}
+				next := step.OnFailure
+				if next == contract.DeadLetterQueue(q.Name) {
+					next = st.red("DLQ " + next)
+				}
+				fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", step.Attempt, delay, HumanDuration(step.Elapsed), via, next)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func describeQueue(s *spec.Spec, q spec.Queue) string {
+	parts := []string{"vhost " + s.Vhost, q.Type}
+	switch {
+	case q.Preset != spec.PresetNone:
+		parts = append(parts, "preset "+string(q.Preset))
+	case len(q.Retry.Delays()) > 0:
+		layout := q.Layout
+		if layout == "" {
+			layout = s.Layout
+		}
+		if layout == "" {
+			layout = spec.LayoutShared
+		}
+		parts = append(parts, "layout "+string(layout))
+	}
+	if q.RetryRef != "" {
+		parts = append(parts, "policy "+q.RetryRef)
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+type styler struct{ on bool }
+
+func style(on bool) styler { return styler{on} }
+
+func (s styler) wrap(code, text string) string {
+	if !s.on {
+		return text
+	}
+	return "\x1b[" + code + "m" + text + "\x1b[0m"
+}
+
+func (s styler) bold(t string) string { return s.wrap("1", t) }
+func (s styler) red(t string) string  { return s.wrap("31", t) }
