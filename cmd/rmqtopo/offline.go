@@ -9,12 +9,27 @@ import (
 )
 
 type validateCmd struct {
-	Files []string `arg:"" name:"FILE" help:"Spec files (one vhost each)." type:"path"`
+	Files []string `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
 }
 
+// Run checks each file on its own, so a directory of specs for different
+// environments (all for vhost "/") validates in one call.
 func (c *validateCmd) Run(e *env) error {
-	files, err := loadSpecs(e, c.Files)
-	if err != nil {
+	var files []*spec.File
+	var all spec.Errors
+	for _, path := range c.Files {
+		fs, err := spec.LoadFiles(path)
+		var es spec.Errors
+		switch {
+		case errors.As(err, &es):
+			all = append(all, es...)
+		case err != nil:
+			return err
+		default:
+			files = append(files, fs...)
+		}
+	}
+	if err := reportProblems(e, all); err != nil {
 		return err
 	}
 	for _, f := range files {
@@ -29,6 +44,15 @@ func loadSpecs(e *env, paths []string) ([]*spec.File, error) {
 	files, err := spec.LoadFiles(paths...)
 	var es spec.Errors
 	if errors.As(err, &es) {
+		return nil, reportProblems(e, es)
+	}
+	return files, err
+}
+
+// reportProblems prints every problem to stderr; the returned error only
+// sets the exit code and a summary line.
+func reportProblems(e *env, es spec.Errors) error {
+	if len(es) > 0 {
 		for _, p := range es {
 			fmt.Fprintln(e.stderr, p.Error())
 		}
@@ -36,13 +60,13 @@ func loadSpecs(e *env, paths []string) ([]*spec.File, error) {
 		if len(es) == 1 {
 			noun = "problem"
 		}
-		return nil, &ExitError{Code: 1, Err: fmt.Errorf("%d %s found; nothing was sent to the broker", len(es), noun)}
+		return &ExitError{Code: 1, Err: fmt.Errorf("%d %s found; nothing was sent to the broker", len(es), noun)}
 	}
-	return files, err
+	return nil
 }
 
 type renderCmd struct {
-	Files  []string `arg:"" name:"FILE" help:"Spec files (one vhost each)." type:"path"`
+	Files  []string `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
 	Format string   `short:"f" help:"Output format: definitions (RabbitMQ definitions JSON), mermaid, dot or schedule." enum:"definitions,mermaid,dot,schedule" default:"schedule"`
 }
 
