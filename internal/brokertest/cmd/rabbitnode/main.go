@@ -1,0 +1,242 @@
+// Command rabbitnode starts and stops the private RabbitMQ node that the
+// Makefile's test, broker-start, broker-stop and demo targets use. It is a
+// thin wrapper around package brokertest's Node.
+//
+// Usage:
+//
+//	rabbitnode start --dir DIR [--default-ports] [--name NAME]
+//	rabbitnode stop --dir DIR [--keep-data]
+//	rabbitnode status --dir DIR
+//
+// start starts a node under DIR (node directory DIR/<name>, Erlang cookie in
+// DIR/home), records it in DIR/node.json, writes DIR/env and prints the same
+// shell lines on stdout:
+//
+//	export RMQTOPO_TEST_URL=http://127.0.0.1:MGMT_PORT
+//	export RMQTOPO_TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:AMQP_PORT/
+//
+// so that `eval "$(rabbitnode start --dir DIR)"` or `. DIR/env` points the
+// tests at it. By default the node is named rmqtopo-make@localhost and listens
+// on free ports picked at start. With --default-ports it is named
+// rmqtopo-demo@localhost and listens on fixed ports, AMQP 127.0.0.1:5680,
+// management http://127.0.0.1:15680 (Erlang distribution 25680), for the
+// demo; 5672/15672 belong to the system broker. --name overrides the name.
+// If DIR/node.json names a node that answers, start reuses it and only
+// prints its environment; a recorded node that does not answer is killed
+// and started afresh.
+//
+// stop stops the node recorded in DIR/node.json gracefully (rabbitmqctl stop,
+// about 8s; killed if that fails), then removes DIR/node.json, DIR/env and
+// the node's data (its logs stay in DIR/<name>/log) unless --keep-data is
+// given. With no node recorded it does nothing and exits 0.
+//
+// status prints the environment and exits 0 if the recorded node answers,
+// else says so and exits 1.
+//
+// Progress and errors go to stderr; start's exit status is non-zero if the
+// node could not be started, with the tail of its logs in the message.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	fl := flag.NewFlagSet("rabbitnode "+cmd, flag.ExitOnError)
+	dir := fl.String("dir", "", "directory holding the node (required)")
+	defaultPorts := fl.Bool("default-ports", false, "start: name rmqtopo-demo@localhost, AMQP 5680, management 15680, distribution 25680")
+	name := fl.String("name", "", "start: node name (default rmqtopo-make@localhost, or rmqtopo-demo@localhost with --default-ports)")
+	keepData := fl.Bool("keep-data", false, "stop: keep the node's data directory")
+	_ = fl.Parse(args)
+	if *dir == "" || fl.NArg() != 0 {
+		usage()
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	switch cmd {
+	case "start":
+		err = start(ctx, abs, *name, *defaultPorts)
+	case "stop":
+		err = stop(ctx, abs, *keepData)
+	case "status":
+		err = status(abs)
+	default:
+		usage()
+	}
+	if err != nil {
+		fatal(err)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: rabbitnode start --dir DIR [--default-ports] [--name NAME]\n       rabbitnode stop --dir DIR [--keep-data]\n       rabbitnode status --dir DIR")
+	os.Exit(2)
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "rabbitnode:", err)
+	os.Exit(1)
+}
+
+func stateFile(dir string) string { return filepath.Join(dir, "node.json") }
+func envFile(dir string) string   { return filepath.Join(dir, "env") }
+
+// load returns the recorded node, or nil if there is none.
+func load(dir string) (*brokertest.Node, error) {
+	b, err := os.ReadFile(stateFile(dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var n brokertest.Node
+	if err := json.Unmarshal(b, &n); err != nil {
+		return nil, fmt.Errorf("%s: %w", stateFile(dir), err)
+	}
+	return &n, nil
+}
+
+func envLines(n *brokertest.Node) string {
+	return fmt.Sprintf("export %s=%s\nexport %s=%s\n",
+		brokertest.EnvMgmtURL, n.MgmtURL(), brokertest.EnvAMQPURL, n.AMQPURL())
+}
+
+// answers reports whether the node's management API answers 200.
+func answers(n *brokertest.Node) bool {
+	if !n.Running() {
+		return false
+	}
+	hc := &http.Client{Timeout: 3 * time.Second}
+	req, _ := http.NewRequest(http.MethodGet, n.MgmtURL()+"/api/overview", nil)
+	req.SetBasicAuth("guest", "guest")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func start(ctx context.Context, dir, name string, defaultPorts bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	old, err := load(dir)
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		if answers(old) {
+			fmt.Fprintf(os.Stderr, "rabbitnode: reusing running node %s (%s)\n", old.Name, old.MgmtURL())
+			return publish(dir, old)
+		}
+		fmt.Fprintf(os.Stderr, "rabbitnode: recorded node %s does not answer; starting afresh\n", old.Name)
+		old.Kill()
+		if err := os.Remove(stateFile(dir)); err != nil {
+			return err
+		}
+	}
+	cfg := brokertest.NodeConfig{Name: name, BaseDir: dir}
+	if defaultPorts {
+		if cfg.Name == "" {
+			cfg.Name = "rmqtopo-demo@localhost"
+		}
+		cfg.AMQPPort, cfg.MgmtPort, cfg.DistPort = 5680, 15680, 25680
+	}
+	if cfg.Name == "" {
+		cfg.Name = "rmqtopo-make@localhost"
+	}
+	began := time.Now()
+	fmt.Fprintf(os.Stderr, "rabbitnode: starting %s under %s\n", cfg.Name, dir)
+	n, err := brokertest.StartNode(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(n, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(stateFile(dir), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "rabbitnode: %s ready in %.1fs: AMQP 127.0.0.1:%d, management %s (guest/guest)\n",
+		n.Name, time.Since(began).Seconds(), n.AMQPPort, n.MgmtURL())
+	return publish(dir, n)
+}
+
+func publish(dir string, n *brokertest.Node) error {
+	env := envLines(n)
+	if err := os.WriteFile(envFile(dir), []byte(env), 0o644); err != nil {
+		return err
+	}
+	fmt.Print(env)
+	return nil
+}
+
+func stop(ctx context.Context, dir string, keepData bool) error {
+	n, err := load(dir)
+	if err != nil {
+		return err
+	}
+	if n == nil {
+		fmt.Fprintf(os.Stderr, "rabbitnode: no node recorded in %s; nothing to stop\n", dir)
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "rabbitnode: stopping %s\n", n.Name)
+	stopErr := n.Stop(ctx)
+	if n.Running() {
+		return fmt.Errorf("node %s is still running: %v", n.Name, stopErr)
+	}
+	if stopErr != nil {
+		fmt.Fprintln(os.Stderr, "rabbitnode:", stopErr)
+	}
+	for _, f := range []string{stateFile(dir), envFile(dir)} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if !keepData {
+		if err := os.RemoveAll(filepath.Join(n.Dir, "mnesia")); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "rabbitnode: stopped %s (logs in %s)\n", n.Name, filepath.Join(n.Dir, "log"))
+	return nil
+}
+
+func status(dir string) error {
+	n, err := load(dir)
+	if err != nil {
+		return err
+	}
+	if n == nil {
+		fmt.Fprintf(os.Stderr, "rabbitnode: no node recorded in %s\n", dir)
+		os.Exit(1)
+	}
+	if !answers(n) {
+		fmt.Fprintf(os.Stderr, "rabbitnode: node %s recorded in %s does not answer\n", n.Name, dir)
+		os.Exit(1)
+	}
+	fmt.Print(envLines(n))
+	return nil
+}
