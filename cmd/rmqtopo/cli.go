@@ -16,6 +16,8 @@ type cli struct {
 	Render   renderCmd   `cmd:"" help:"Render spec files offline: definitions, mermaid, dot or schedule."`
 	Plan     planCmd     `cmd:"" help:"Show the changes that would make the broker match the spec."`
 	Apply    applyCmd    `cmd:"" help:"Make the broker match the spec, or apply a saved plan."`
+	Status   statusCmd   `cmd:"" help:"Show queue, wait-queue, DLQ and parking-lot depths for specs."`
+	DLQ      dlqCmd      `cmd:"" name:"dlq" help:"Inspect, replay and sweep dead-letter queues."`
 
 	Color string `help:"Colour output: auto (on a TTY, unless NO_COLOR is set), always or never." enum:"auto,always,never" default:"auto"`
 }
