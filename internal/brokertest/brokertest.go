@@ -60,7 +60,19 @@ var (
 // stop costs ~8s per test binary. Should the test binary die without
 // returning here (panic, -timeout, signal), a watchdog process started with
 // the node kills it and removes its directory.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main without the exit: it runs the tests, cleans up the private
+// node if Get started one, and returns the tests' exit code. It is for a
+// TestMain that composes with another harness that owns the exit, such as
+// testscript.Main, which takes anything with a Run() int method:
+//
+//	type brokerM struct{ m *testing.M }
+//
+//	func (b brokerM) Run() int { return brokertest.Run(b.m) }
+//
+//	func TestMain(m *testing.M) { testscript.Main(brokerM{m}, commands) }
+func Run(m *testing.M) int {
 	mainUsed = true
 	code := m.Run()
 	if shared != nil && shared.Node != nil {
@@ -70,7 +82,7 @@ func Main(m *testing.M) {
 			_ = watchdog.Process.Kill()
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // Get returns the broker for this test binary: the external one named by
