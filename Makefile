@@ -1,0 +1,63 @@
+# rmqtopo's Makefile.
+#
+# Integration tests need a RabbitMQ broker with the management plugin. `make
+# test` starts a private node (never the system broker on 5672/15672) with
+# internal/brokertest/cmd/rabbitnode, runs every test against it and stops it,
+# unless RMQTOPO_TEST_URL is already set, in which case the tests use that
+# broker (set RMQTOPO_TEST_AMQP_URL too). See internal/brokertest.
+
+SHELL := /bin/bash
+GO    ?= go
+
+# Where `make test` and broker-start/broker-stop keep their node.
+BROKER_DIR ?= .broker/test
+# Built once per run so that stopping the node does not depend on the tree
+# still compiling at the end of the tests.
+RABBITNODE := bin/rabbitnode
+GO_TEST    := $(GO) test -count=1 -timeout 40m ./...
+
+.PHONY: all build test lint broker-start broker-stop demo bench rabbitnode
+
+all: build
+
+build:
+	$(GO) build -o bin/rmqtopo ./cmd/rmqtopo
+
+rabbitnode:
+	$(GO) build -o $(RABBITNODE) ./internal/brokertest/cmd/rabbitnode
+
+# Compile everything, then run all tests against a private node (or the
+# broker named by RMQTOPO_TEST_URL). The node is stopped even when tests
+# fail, and the tests' exit status is kept.
+test: rabbitnode
+	$(GO) build ./...
+	@set -e; \
+	if [ -n "$$RMQTOPO_TEST_URL" ]; then \
+		echo "make test: using the broker at RMQTOPO_TEST_URL=$$RMQTOPO_TEST_URL"; \
+		$(GO_TEST); \
+	else \
+		trap '$(RABBITNODE) stop --dir $(BROKER_DIR)' EXIT; \
+		$(RABBITNODE) start --dir $(BROKER_DIR) >/dev/null; \
+		. $(BROKER_DIR)/env; \
+		$(GO_TEST); \
+	fi
+
+# gofmt must have nothing to say, and go vet must pass.
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# Start (or reuse) the node make test uses and print its environment;
+# `eval "$$(make -s broker-start)"` points `go test` at it.
+broker-start: rabbitnode
+	@$(RABBITNODE) start --dir $(BROKER_DIR)
+
+broker-stop: rabbitnode
+	@$(RABBITNODE) stop --dir $(BROKER_DIR)
+
+# Placeholders, to be filled in.
+demo:
+	@echo "demo: not yet"
+
+bench:
+	@echo "bench: not yet"
