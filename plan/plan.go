@@ -1,11 +1,3 @@
-// Package plan computes and checks the changes that take a live broker to a
-// desired topology.
-//
-// A Plan is a plain data value: ordered Changes, each an Action on one
-// Address with the object Before and After. Diff computes it purely, with no
-// context and no I/O; Check is a separate pass that returns coded
-// diagnostics (messages at stake, draining wait queues); rendering and apply
-// only consume it. Reason is for display only: nothing branches on it.
 package plan
 
 import (
@@ -48,6 +40,10 @@ type Change struct {
 	// Messages is the number of messages in a queue that the change deletes
 	// (replace or delete), as read from the broker; nil when unknown.
 	Messages *int64 `json:"messages,omitempty"`
+	// Draining marks a NoOp that keeps a retired wait queue, no longer in
+	// the spec, until its messages have expired back into their work queue;
+	// Messages then holds the count still waiting, nil when unknown.
+	Draining bool `json:"draining,omitempty"`
 }
 
 // Plan is the ordered set of changes for one or more vhosts.

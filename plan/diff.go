@@ -1,0 +1,524 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// Options tells Diff what it may delete. Diff never deletes on its own
+// judgement: only objects the broker records as rmqtopo's own are candidates.
+type Options struct {
+	// Prune deletes owned objects that left the spec.
+	Prune bool
+	// Owned holds the objects rmqtopo created, as recorded in the broker.
+	Owned map[topology.Address]bool
+	// Messages is the live message count of each queue, by queue address. A
+	// queue missing here has an unknown count, which Check treats as unsafe.
+	Messages map[topology.Address]int64
+	// IsWaitQueue recognises the name of a generated wait queue; nil
+	// recognises none.
+	IsWaitQueue func(name string) bool
+}
+
+// Reasons Diff gives, for display; nothing may branch on them.
+const (
+	reasonNotInSpec      = "not in spec"
+	reasonRetiredEmpty   = "retired wait queue, empty"
+	reasonRetiredUnknown = "retired wait queue, message count unknown; deleted by a later apply once known to be empty"
+)
+
+// Diff plans the changes that take live to desired. It is pure: the same
+// inputs always give the same plan, in the same order.
+//
+// Exchanges and queues are immutable in RabbitMQ, so any difference replaces
+// them (delete, then create), which also drops every binding touching them;
+// the plan re-creates the desired ones. Policies are updated in place.
+// Bindings have no content beyond their identity: they are only created or
+// deleted. Vhosts are only ever created. Deletion is limited to owned objects
+// in the vhosts that desired describes, and the broker's reserved objects
+// ("" and amq.*) are never touched.
+func Diff(live, desired topology.Topology, opts Options) Plan {
+	d := &differ{
+		opts:     opts,
+		replaced: map[topology.Address]bool{},
+		vhosts:   map[string]bool{},
+	}
+	d.scope(desired)
+	d.diffVhosts(live, desired)
+	d.diffExchanges(live, desired)
+	d.diffQueues(live, desired)
+	// Bindings come after exchanges and queues because a replace of either
+	// decides what happens to the bindings touching it.
+	d.diffBindings(live, desired)
+	d.diffPolicies(live, desired)
+	return d.plan()
+}
+
+// group is a change's place in the apply order: creates in dependency order,
+// then deletes in reverse dependency order.
+type group int
+
+const (
+	groupVhost group = iota
+	groupExchange
+	groupQueue
+	groupBinding
+	groupPolicy
+	groupDeletePolicy
+	groupDeleteBinding
+	groupDeleteQueue
+	groupDeleteExchange
+	groupCount
+)
+
+func groupOf(c Change) group {
+	del := c.Action == Delete
+	switch c.Address.Kind {
+	case topology.KindVhost:
+		return groupVhost
+	case topology.KindExchange:
+		if del {
+			return groupDeleteExchange
+		}
+		return groupExchange
+	case topology.KindQueue:
+		if del {
+			return groupDeleteQueue
+		}
+		return groupQueue
+	case topology.KindBinding:
+		if del {
+			return groupDeleteBinding
+		}
+		return groupBinding
+	default:
+		if del {
+			return groupDeletePolicy
+		}
+		return groupPolicy
+	}
+}
+
+type differ struct {
+	opts Options
+	// vhosts are the vhosts desired describes; nothing outside them is
+	// deleted, so applying one vhost's spec never prunes another vhost.
+	vhosts map[string]bool
+	// replaced holds the exchanges and queues this plan deletes and
+	// re-creates; their bindings vanish with them.
+	replaced map[topology.Address]bool
+	changes  []Change
+}
+
+func (d *differ) scope(desired topology.Topology) {
+	for _, v := range desired.Vhosts {
+		d.vhosts[v] = true
+	}
+	for _, e := range desired.Exchanges {
+		d.vhosts[e.Vhost] = true
+	}
+	for _, q := range desired.Queues {
+		d.vhosts[q.Vhost] = true
+	}
+	for _, b := range desired.Bindings {
+		d.vhosts[b.Vhost] = true
+	}
+	for _, p := range desired.Policies {
+		d.vhosts[p.Vhost] = true
+	}
+}
+
+func (d *differ) add(c Change) { d.changes = append(d.changes, c) }
+
+func (d *differ) plan() Plan {
+	sort.SliceStable(d.changes, func(i, j int) bool {
+		a, b := d.changes[i], d.changes[j]
+		if ga, gb := groupOf(a), groupOf(b); ga != gb {
+			return ga < gb
+		}
+		return a.Address.Less(b.Address)
+	})
+	changes := d.changes
+	if changes == nil {
+		changes = []Change{}
+	}
+	return Plan{FormatVersion: FormatVersion, Changes: changes}
+}
+
+// reserved reports names that belong to the broker: the default exchange
+// and the amq.* exchanges and server-named queues.
+func reserved(name string) bool { return name == "" || strings.HasPrefix(name, "amq.") }
+
+// deletable reports whether a live object that left the spec may be
+// deleted at all; Prune and the wait-queue rule then decide whether it is.
+func (d *differ) deletable(a topology.Address) bool {
+	return d.vhosts[a.Vhost] && !reserved(a.Name) && d.opts.Owned[a]
+}
+
+func (d *differ) messages(a topology.Address) *int64 {
+	n, ok := d.opts.Messages[a]
+	if !ok {
+		return nil
+	}
+	return &n
+}
+
+func (d *differ) diffVhosts(live, desired topology.Topology) {
+	have := map[string]bool{}
+	for _, v := range live.Vhosts {
+		have[v] = true
+	}
+	seen := map[string]bool{}
+	for _, v := range desired.Vhosts {
+		if have[v] || seen[v] {
+			continue
+		}
+		seen[v] = true
+		// A vhost has no content beyond its name, which the address holds.
+		d.add(Change{Action: Create, Address: topology.Address{Kind: topology.KindVhost, Name: v}, After: &Object{}})
+	}
+}
+
+func (d *differ) diffExchanges(live, desired topology.Topology) {
+	liveBy := map[topology.Address]topology.Exchange{}
+	for _, e := range live.Exchanges {
+		if !reserved(e.Name) {
+			liveBy[e.Addr()] = canonicalExchange(e)
+		}
+	}
+	wanted := map[topology.Address]bool{}
+	for _, e := range desired.Exchanges {
+		if reserved(e.Name) {
+			continue
+		}
+		e := canonicalExchange(e)
+		a := e.Addr()
+		wanted[a] = true
+		after := &Object{Exchange: &e}
+		was, ok := liveBy[a]
+		switch {
+		case !ok:
+			d.add(Change{Action: Create, Address: a, After: after})
+		case reflect.DeepEqual(was, e):
+			d.add(Change{Action: NoOp, Address: a, Before: &Object{Exchange: &was}, After: after})
+		default:
+			d.replaced[a] = true
+			d.add(Change{Action: DeleteThenCreate, Address: a, Before: &Object{Exchange: &was}, After: after,
+				Reason: strings.Join(exchangeDifferences(was, e), "; ")})
+		}
+	}
+	for _, a := range sortedKeys(liveBy) {
+		if wanted[a] || !d.deletable(a) || !d.opts.Prune {
+			continue
+		}
+		was := liveBy[a]
+		d.add(Change{Action: Delete, Address: a, Before: &Object{Exchange: &was}, Reason: reasonNotInSpec})
+	}
+}
+
+func (d *differ) diffQueues(live, desired topology.Topology) {
+	liveBy := map[topology.Address]topology.Queue{}
+	for _, q := range live.Queues {
+		if !reserved(q.Name) {
+			liveBy[q.Addr()] = canonicalQueue(q)
+		}
+	}
+	wanted := map[topology.Address]bool{}
+	for _, q := range desired.Queues {
+		if reserved(q.Name) {
+			continue
+		}
+		q := canonicalQueue(q)
+		a := q.Addr()
+		wanted[a] = true
+		after := &Object{Queue: &q}
+		was, ok := liveBy[a]
+		switch {
+		case !ok:
+			d.add(Change{Action: Create, Address: a, After: after})
+		case reflect.DeepEqual(was, q):
+			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: &was}, After: after})
+		default:
+			d.replaced[a] = true
+			d.add(Change{Action: DeleteThenCreate, Address: a, Before: &Object{Queue: &was}, After: after,
+				Reason: strings.Join(queueDifferences(was, q), "; "), Messages: d.messages(a)})
+		}
+	}
+	for _, a := range sortedKeys(liveBy) {
+		if wanted[a] || !d.deletable(a) {
+			continue
+		}
+		was := liveBy[a]
+		before := &Object{Queue: &was}
+		n := d.messages(a)
+		switch {
+		// A retired wait queue holds retries in flight that expire back into
+		// their work queue by themselves, so it is kept until it is empty,
+		// with or without Prune: waiting never loses a message, deleting
+		// would. Its TTL bounds the wait.
+		case d.opts.IsWaitQueue != nil && d.opts.IsWaitQueue(a.Name):
+			switch {
+			case n != nil && *n == 0:
+				d.add(Change{Action: Delete, Address: a, Before: before, Reason: reasonRetiredEmpty, Messages: n})
+			case n != nil:
+				d.add(Change{Action: NoOp, Address: a, Before: before, Messages: n, Draining: true,
+					Reason: fmt.Sprintf("retired wait queue draining: %d messages waiting; deleted by a later apply once empty", *n)})
+			default:
+				d.add(Change{Action: NoOp, Address: a, Before: before, Draining: true, Reason: reasonRetiredUnknown})
+			}
+		case d.opts.Prune:
+			d.add(Change{Action: Delete, Address: a, Before: before, Reason: reasonNotInSpec, Messages: n})
+		}
+	}
+}
+
+func (d *differ) diffBindings(live, desired topology.Topology) {
+	liveBy := map[topology.Address]topology.Binding{}
+	for _, b := range live.Bindings {
+		b := canonicalBinding(b)
+		liveBy[b.Addr()] = b
+	}
+	desiredExchanges := map[topology.Address]bool{}
+	for _, e := range desired.Exchanges {
+		desiredExchanges[e.Addr()] = true
+	}
+	wanted := map[topology.Address]topology.Binding{}
+	for _, b := range desired.Bindings {
+		b := canonicalBinding(b)
+		wanted[b.Addr()] = b
+	}
+	for _, a := range sortedKeys(wanted) {
+		b := wanted[a]
+		after := &Object{Binding: &b}
+		was, ok := liveBy[a]
+		switch gone := d.replacedEndpoint(b); {
+		case gone != "":
+			d.add(Change{Action: Create, Address: a, After: after, Reason: "re-created after replace of " + gone})
+		case ok:
+			d.add(Change{Action: NoOp, Address: a, Before: &Object{Binding: &was}, After: after})
+		default:
+			d.add(Change{Action: Create, Address: a, After: after})
+		}
+	}
+	for _, a := range sortedKeys(liveBy) {
+		b := liveBy[a]
+		if _, ok := wanted[a]; ok || d.replacedEndpoint(b) != "" || !d.vhosts[a.Vhost] {
+			continue
+		}
+		source := sourceAddr(b)
+		// rmqtopo reconciles every binding of the exchanges it manages, so
+		// that a schedule change moves the retry exchange's bindings from the
+		// old wait queues to the new ones in one apply. A built-in amq.*
+		// source is never in a Topology, so there only rmqtopo's own bindings
+		// are removed.
+		var remove bool
+		switch {
+		case reserved(b.Source):
+			remove = b.Source != "" && d.opts.Owned[a]
+		default:
+			remove = desiredExchanges[source] && (d.opts.Owned[a] || d.opts.Owned[source])
+		}
+		if remove {
+			d.add(Change{Action: Delete, Address: a, Before: &Object{Binding: &b}, Reason: reasonNotInSpec})
+		}
+	}
+}
+
+// replacedEndpoint names the endpoint of b that the plan replaces, or ""
+// when neither is replaced.
+func (d *differ) replacedEndpoint(b topology.Binding) string {
+	if s := sourceAddr(b); d.replaced[s] {
+		return fmt.Sprintf("exchange %q", s.Name)
+	}
+	if t := destinationAddr(b); d.replaced[t] {
+		return fmt.Sprintf("%s %q", t.Kind, t.Name)
+	}
+	return ""
+}
+
+func sourceAddr(b topology.Binding) topology.Address {
+	return topology.Address{Kind: topology.KindExchange, Vhost: b.Vhost, Name: b.Source}
+}
+
+func destinationAddr(b topology.Binding) topology.Address {
+	kind := topology.KindQueue
+	if b.DestinationType == topology.DestExchange {
+		kind = topology.KindExchange
+	}
+	return topology.Address{Kind: kind, Vhost: b.Vhost, Name: b.Destination}
+}
+
+func (d *differ) diffPolicies(live, desired topology.Topology) {
+	liveBy := map[topology.Address]topology.Policy{}
+	for _, p := range live.Policies {
+		liveBy[p.Addr()] = canonicalPolicy(p)
+	}
+	wanted := map[topology.Address]bool{}
+	for _, p := range desired.Policies {
+		p := canonicalPolicy(p)
+		a := p.Addr()
+		wanted[a] = true
+		after := &Object{Policy: &p}
+		was, ok := liveBy[a]
+		switch {
+		case !ok:
+			d.add(Change{Action: Create, Address: a, After: after})
+		case reflect.DeepEqual(was, p):
+			d.add(Change{Action: NoOp, Address: a, Before: &Object{Policy: &was}, After: after})
+		default:
+			d.add(Change{Action: Update, Address: a, Before: &Object{Policy: &was}, After: after,
+				Reason: strings.Join(policyDifferences(was, p), "; ")})
+		}
+	}
+	for _, a := range sortedKeys(liveBy) {
+		if wanted[a] || !d.deletable(a) || !d.opts.Prune {
+			continue
+		}
+		was := liveBy[a]
+		d.add(Change{Action: Delete, Address: a, Before: &Object{Policy: &was}, Reason: reasonNotInSpec})
+	}
+}
+
+// The canonical forms make reflect.DeepEqual mean "the broker would see the
+// same object": arguments normalised, an empty table the same as none.
+
+func canonicalExchange(e topology.Exchange) topology.Exchange {
+	e.Arguments = topology.NormalizeArgs(e.Arguments)
+	return e
+}
+
+func canonicalQueue(q topology.Queue) topology.Queue {
+	q.Arguments = topology.NormalizeArgs(q.Arguments)
+	return q
+}
+
+func canonicalBinding(b topology.Binding) topology.Binding {
+	b.Arguments = topology.NormalizeArgs(b.Arguments)
+	return b
+}
+
+func canonicalPolicy(p topology.Policy) topology.Policy {
+	p.Definition = topology.NormalizeArgs(p.Definition)
+	return p
+}
+
+func exchangeDifferences(was, want topology.Exchange) []string {
+	var out []string
+	if was.Type != want.Type {
+		out = append(out, fmt.Sprintf("exchange type is immutable (%s → %s)", was.Type, want.Type))
+	}
+	out = append(out, flagDifferences("exchange", []flag{
+		{"durable", was.Durable, want.Durable},
+		{"auto_delete", was.AutoDelete, want.AutoDelete},
+		{"internal", was.Internal, want.Internal},
+	})...)
+	return append(out, argDifferences("exchange argument %s is immutable (%s → %s)", was.Arguments, want.Arguments)...)
+}
+
+func queueDifferences(was, want topology.Queue) []string {
+	var out []string
+	// The type lives in an argument, but "classic" is its absence, so name
+	// it the way a reader thinks of it.
+	if was.QueueType() != want.QueueType() {
+		out = append(out, fmt.Sprintf("queue type is immutable (%s → %s)", was.QueueType(), want.QueueType()))
+	}
+	out = append(out, flagDifferences("queue", []flag{
+		{"durable", was.Durable, want.Durable},
+		{"auto_delete", was.AutoDelete, want.AutoDelete},
+	})...)
+	wasArgs, wantArgs := withoutQueueType(was.Arguments), withoutQueueType(want.Arguments)
+	return append(out, argDifferences("queue argument %s is immutable (%s → %s)", wasArgs, wantArgs)...)
+}
+
+func withoutQueueType(a topology.Args) topology.Args {
+	out := topology.Args{}
+	for k, v := range a {
+		if k != "x-queue-type" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func policyDifferences(was, want topology.Policy) []string {
+	var out []string
+	if was.Pattern != want.Pattern {
+		out = append(out, fmt.Sprintf("policy pattern changed (%q → %q)", was.Pattern, want.Pattern))
+	}
+	if was.ApplyTo != want.ApplyTo {
+		out = append(out, fmt.Sprintf("policy apply_to changed (%s → %s)", was.ApplyTo, want.ApplyTo))
+	}
+	if was.Priority != want.Priority {
+		out = append(out, fmt.Sprintf("policy priority changed (%d → %d)", was.Priority, want.Priority))
+	}
+	return append(out, argDifferences("policy definition %s changed (%s → %s)", was.Definition, want.Definition)...)
+}
+
+type flag struct {
+	name      string
+	was, want bool
+}
+
+func flagDifferences(kind string, flags []flag) []string {
+	var out []string
+	for _, f := range flags {
+		if f.was != f.want {
+			out = append(out, fmt.Sprintf("%s %s is immutable (%t → %t)", kind, f.name, f.was, f.want))
+		}
+	}
+	return out
+}
+
+// argDifferences describes each differing key, in key order, with format
+// taking the key, the old value and the new value.
+func argDifferences(format string, was, want topology.Args) []string {
+	keys := map[string]bool{}
+	for k := range was {
+		keys[k] = true
+	}
+	for k := range want {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	var out []string
+	for _, k := range sorted {
+		a, inWas := was[k]
+		b, inWant := want[k]
+		if inWas == inWant && reflect.DeepEqual(a, b) {
+			continue
+		}
+		out = append(out, fmt.Sprintf(format, k, FormatValue(a, inWas), FormatValue(b, inWant)))
+	}
+	return out
+}
+
+// FormatValue renders an argument value the way plans show it: as JSON, or
+// "unset" when the argument is absent.
+func FormatValue(v any, set bool) string {
+	if !set {
+		return "unset"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func sortedKeys[V any](m map[topology.Address]V) []topology.Address {
+	out := make([]topology.Address, 0, len(m))
+	for a := range m {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out
+}
