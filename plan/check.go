@@ -1,0 +1,144 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// Severity is how much a diagnostic matters to whoever applies the plan.
+type Severity string
+
+const (
+	// SeverityError blocks apply unless the user accepts the consequence.
+	SeverityError Severity = "error"
+	// SeverityWarning is worth reading before applying.
+	SeverityWarning Severity = "warning"
+	// SeverityInfo reports a state, such as a wait queue still draining.
+	SeverityInfo Severity = "info"
+)
+
+// Diagnostic codes; the table in the package doc explains each.
+const (
+	CodeReplaceQueueWithMessages = "RT001"
+	CodeDeleteQueueWithMessages  = "RT002"
+	CodeQueueMessagesUnknown     = "RT003"
+	CodeWaitQueueDraining        = "RT004"
+	CodeReplaceExchange          = "RT005"
+)
+
+// Diagnostic is one finding of Check about one change.
+type Diagnostic struct {
+	Code     string           `json:"code"`
+	Severity Severity         `json:"severity"`
+	Address  topology.Address `json:"address"`
+	Message  string           `json:"message"`
+	// Messages is the number of messages concerned, 0 when none or unknown.
+	Messages int64 `json:"messages,omitempty"`
+}
+
+// CheckOptions are what the user has accepted.
+type CheckOptions struct {
+	// AllowDestroy accepts that applying the plan destroys messages, turning
+	// the errors about it into warnings.
+	AllowDestroy bool
+}
+
+// Check finds what a plan would destroy or leave behind, in plan order. It
+// is separate from Diff so that the plan stays a description of changes and
+// policy about them lives in one place.
+func Check(p Plan, opts CheckOptions) []Diagnostic {
+	destructive := SeverityError
+	if opts.AllowDestroy {
+		destructive = SeverityWarning
+	}
+	var ds []Diagnostic
+	for _, c := range p.Changes {
+		a := c.Address
+		switch {
+		case c.Address.Kind == topology.KindQueue && (c.Action == DeleteThenCreate || c.Action == Delete):
+			verb, code := "replacing", CodeReplaceQueueWithMessages
+			if c.Action == Delete {
+				verb, code = "deleting", CodeDeleteQueueWithMessages
+			}
+			switch {
+			case c.Messages == nil:
+				ds = append(ds, Diagnostic{Code: CodeQueueMessagesUnknown, Severity: destructive, Address: a,
+					Message: fmt.Sprintf("%s %s may destroy messages: its message count is unknown%s", verb, a, destroyHint(opts))})
+			case *c.Messages > 0:
+				ds = append(ds, Diagnostic{Code: code, Severity: destructive, Address: a, Messages: *c.Messages,
+					Message: fmt.Sprintf("%s %s destroys %s%s", verb, a, countMessages(*c.Messages), destroyHint(opts))})
+			}
+		case c.Action == NoOp && c.Draining:
+			d := Diagnostic{Code: CodeWaitQueueDraining, Severity: SeverityInfo, Address: a}
+			if c.Messages != nil {
+				d.Messages = *c.Messages
+				d.Message = fmt.Sprintf("retired wait queue %q in vhost %q is draining: %s waiting; a later apply deletes it once empty",
+					a.Name, a.Vhost, countMessages(*c.Messages))
+			} else {
+				d.Message = fmt.Sprintf("retired wait queue %q in vhost %q is kept: its message count is unknown; a later apply deletes it once empty",
+					a.Name, a.Vhost)
+			}
+			ds = append(ds, d)
+		case c.Address.Kind == topology.KindExchange && c.Action == DeleteThenCreate:
+			ds = append(ds, Diagnostic{Code: CodeReplaceExchange, Severity: SeverityWarning, Address: a,
+				Message: fmt.Sprintf("replacing %s: publishers may see unroutable messages between delete and create; "+
+					"its bindings in the spec are re-created in the same apply", a)})
+		}
+	}
+	return ds
+}
+
+func destroyHint(opts CheckOptions) string {
+	if opts.AllowDestroy {
+		return " (accepted with --allow-destroy)"
+	}
+	return "; re-run with --allow-destroy to accept"
+}
+
+func countMessages(n int64) string {
+	if n == 1 {
+		return "1 message"
+	}
+	return fmt.Sprintf("%d messages", n)
+}
+
+// Blocking returns the diagnostics that must stop an apply.
+func Blocking(ds []Diagnostic) []Diagnostic {
+	var out []Diagnostic
+	for _, d := range ds {
+		if d.Severity == SeverityError {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Summary counts a plan's changes by action.
+type Summary struct {
+	Create  int `json:"create"`
+	Update  int `json:"update"`
+	Replace int `json:"replace"`
+	Delete  int `json:"delete"`
+	NoOp    int `json:"no_op"`
+}
+
+// Summary counts the plan's changes by action.
+func (p Plan) Summary() Summary {
+	var s Summary
+	for _, c := range p.Changes {
+		switch c.Action {
+		case Create:
+			s.Create++
+		case Update:
+			s.Update++
+		case DeleteThenCreate:
+			s.Replace++
+		case Delete:
+			s.Delete++
+		case NoOp:
+			s.NoOp++
+		}
+	}
+	return s
+}
