@@ -1,6 +1,6 @@
 module github.com/rmqtopo/rmqtopo
 
-go 1.24
+go 1.25
 
 require (
 	github.com/alecthomas/kong v1.17.0 // indirect
@@ -9,6 +9,8 @@ require (
 	github.com/rabbitmq/amqp091-go v1.16.0 // indirect
 	github.com/rogpeppe/go-internal v1.16.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	golang.org/x/sys v0.26.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
+	golang.org/x/tools v0.26.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
