@@ -515,8 +515,16 @@ func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
 			var factorAt pos
 			hasMax := false
 			d.required(v, p, []string{"initial", "factor", "attempts"}, map[string]func(*yaml.Node, string){
-				"initial":  func(v *yaml.Node, p string) { d.duration(v, p, &r.Initial) },
-				"factor":   func(v *yaml.Node, p string) { factorAt = at(v, p); d.number(v, p, &r.Factor) },
+				"initial": func(v *yaml.Node, p string) { d.duration(v, p, &r.Initial) },
+				"factor": func(v *yaml.Node, p string) {
+					// Only a factor that decoded is checked further: a
+					// non-number is one problem, not also "factor 0".
+					before := len(d.errs)
+					d.number(v, p, &r.Factor)
+					if len(d.errs) == before {
+						factorAt = at(v, p)
+					}
+				},
 				"max":      func(v *yaml.Node, p string) { hasMax = true; d.duration(v, p, &r.Max) },
 				"attempts": attempts,
 			})
