@@ -281,7 +281,39 @@ func (d *decoder) args(n *yaml.Node, path string, dst *map[string]any) {
 			d.add(at(v, join(path, n.Content[i].Value)), "argument %q has no value", n.Content[i].Value)
 		}
 	}
-	*dst = m
+	before := len(d.errs)
+	d.stringKeys(n, path, map[*yaml.Node]bool{})
+	if len(d.errs) == before {
+		*dst = m
+	}
+}
+
+// stringKeys reports tables nested in arguments whose keys are not strings:
+// AMQP tables and JSON objects only have string keys, and yaml.v3 decodes
+// such a table as map[interface{}]interface{}, which neither can carry.
+// It runs after a successful Decode, which already refused alias cycles and
+// alias bombs; seen makes it visit each aliased node once.
+func (d *decoder) stringKeys(n *yaml.Node, path string, seen map[*yaml.Node]bool) {
+	switch n.Kind {
+	case yaml.AliasNode:
+		if n.Alias != nil && !seen[n.Alias] {
+			seen[n.Alias] = true
+			d.stringKeys(n.Alias, path, seen)
+		}
+	case yaml.SequenceNode:
+		for i, e := range n.Content {
+			d.stringKeys(e, index(path, i), seen)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || (k.Tag != "!!str" && k.Tag != "!!merge") {
+				d.add(at(k, path), "argument keys must be strings, got %s (quote it)", describe(k))
+				continue
+			}
+			d.stringKeys(v, join(path, k.Value), seen)
+		}
+	}
 }
 
 func (d *decoder) list(n *yaml.Node, path string, each func(int, *yaml.Node, string)) {
