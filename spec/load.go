@@ -189,7 +189,8 @@ func describe(n *yaml.Node) string {
 }
 
 func (d *decoder) str(n *yaml.Node, path string, dst *string) {
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" || (n.Tag != "!!str" && n.Tag != "!!int" && n.Tag != "!!float") {
+	// A plain 2024-01-01 resolves to !!timestamp; as a name it is text.
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" || (n.Tag != "!!str" && n.Tag != "!!int" && n.Tag != "!!float" && n.Tag != "!!timestamp") {
 		d.add(at(n, path), "expected a string, got %s", describe(n))
 		return
 	}
