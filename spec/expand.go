@@ -107,23 +107,24 @@ func abbreviate(s string) string {
 	return s
 }
 
-func (b *builder) addQueue(q topology.Queue, o origin) {
+func (b *builder) addQueue(q topology.Queue, o origin) bool {
 	q.Vhost = b.s.Vhost
 	q.Durable = true
 	q.Arguments = topology.NormalizeArgs(q.Arguments)
 	if !b.checkName("queue", q.Name, q.QueueType() == TypeQuorum, o) {
-		return
+		return false
 	}
 	key := "queue " + q.Name
 	if prev, ok := b.origins[key]; ok {
 		if prev.shared && o.shared {
-			return
+			return true
 		}
 		b.errorf(o.at, "queue %q (%s) collides with the queue %s", q.Name, o.what, prev.what)
-		return
+		return false
 	}
 	b.origins[key] = o
 	b.queues[q.Name] = q
+	return true
 }
 
 func (b *builder) addExchange(e topology.Exchange, o origin) {
@@ -179,18 +180,23 @@ func (b *builder) build() {
 	}
 	// Declared queues first, so a collision names the generated object as
 	// the culprit.
-	duplicate := map[int]bool{}
+	// A queue whose name is refused (or a duplicate) generates nothing:
+	// every name derived from a bad name is bad the same way, and one
+	// problem should be reported once.
+	skip := map[int]bool{}
 	for i, q := range s.Queues {
 		if prev, ok := b.origins["queue "+q.Name]; ok && q.Name != "" {
 			b.errorf(q.nameAt, "duplicate queue %q (first %s)", q.Name, prev.what)
-			duplicate[i] = true
+			skip[i] = true
 			continue
 		}
-		b.addQueue(topology.Queue{Name: q.Name, Arguments: b.workQueueArgs(q)},
-			origin{at: q.nameAt, what: fmt.Sprintf("declared at queues[%d]", i)})
+		if !b.addQueue(topology.Queue{Name: q.Name, Arguments: b.workQueueArgs(q)},
+			origin{at: q.nameAt, what: fmt.Sprintf("declared at queues[%d]", i)}) {
+			skip[i] = true
+		}
 	}
 	for i, q := range s.Queues {
-		if duplicate[i] {
+		if skip[i] {
 			continue
 		}
 		for _, bd := range q.Bindings {
