@@ -247,7 +247,7 @@ func (b *builder) checkQueue(q Queue) {
 }
 
 func (b *builder) generated(q Queue, what string) origin {
-	return origin{at: q.nameAt, what: fmt.Sprintf("generated for queue %q as its %s", q.Name, what)}
+	return origin{at: q.nameAt, what: fmt.Sprintf("generated for queue %q as its %s", abbreviate(q.Name), what)}
 }
 
 func (b *builder) sharedOrigin(q Queue, what string) origin {

@@ -50,7 +50,7 @@ func (b *builder) outbox(q Queue) {
 		args["x-message-ttl"] = d.Milliseconds()
 		deadLetterTo(args, "", &q.Name)
 		b.addQueue(topology.Queue{Name: outboxDelayQueue(q.Name, d), Arguments: args},
-			origin{at: q.nameAt, what: fmt.Sprintf("generated for queue %q as its %s delay queue", q.Name, contract.FormatDelay(d)), shared: true})
+			origin{at: q.nameAt, what: fmt.Sprintf("generated for queue %q as its %s delay queue", abbreviate(q.Name), contract.FormatDelay(d)), shared: true})
 	}
 	if q.DLQ {
 		b.addQueue(topology.Queue{Name: contract.DeadLetterQueue(q.Name), Arguments: typeArgs(TypeQuorum, DeadEndDeliveryLimit)}, b.generated(q, "DLQ"))
