@@ -197,6 +197,16 @@ func (d *decoder) str(n *yaml.Node, path string, dst *string) {
 	*dst = n.Value
 }
 
+// name reads an object name; an explicit "" is as wrong as a missing one,
+// and would otherwise generate objects such as ".retry".
+func (d *decoder) name(n *yaml.Node, path string, dst *string) {
+	before := len(d.errs)
+	d.str(n, path, dst)
+	if len(d.errs) == before && *dst == "" {
+		d.add(at(n, path), "name must not be empty")
+	}
+}
+
 func (d *decoder) boolean(n *yaml.Node, path string, dst *bool) {
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
 		d.add(at(n, path), "expected true or false, got %s", describe(n))
@@ -414,7 +424,7 @@ func (d *decoder) exchange(n *yaml.Node, path string) Exchange {
 	e := Exchange{Durable: true, at: at(n, path), nameAt: at(n, path)}
 	hasName, hasType := false, false
 	ok := d.fields(n, path, map[string]func(*yaml.Node, string){
-		"name": func(v *yaml.Node, p string) { hasName = true; e.nameAt = at(v, p); d.str(v, p, &e.Name) },
+		"name": func(v *yaml.Node, p string) { hasName = true; e.nameAt = at(v, p); d.name(v, p, &e.Name) },
 		"type": func(v *yaml.Node, p string) {
 			hasType = true
 			d.str(v, p, &e.Type)
@@ -461,7 +471,7 @@ func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
 	q := Queue{Type: TypeClassic, DLQ: true, at: at(n, path), nameAt: at(n, path)}
 	hasName := false
 	ok := d.fields(n, path, map[string]func(*yaml.Node, string){
-		"name": func(v *yaml.Node, p string) { hasName = true; q.nameAt = at(v, p); d.str(v, p, &q.Name) },
+		"name": func(v *yaml.Node, p string) { hasName = true; q.nameAt = at(v, p); d.name(v, p, &q.Name) },
 		"type": func(v *yaml.Node, p string) { q.Type = d.queueType(v, p) },
 		"bindings": func(v *yaml.Node, p string) {
 			d.list(v, p, func(_ int, b *yaml.Node, bp string) { q.Bindings = append(q.Bindings, d.binding(b, bp)) })
