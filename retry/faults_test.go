@@ -1,0 +1,210 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/retry"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// TestNewChecksTopology: New fails fast, naming what is missing and saying
+// to run rmqtopo apply, until the whole topology exists.
+func TestNewChecksTopology(t *testing.T) {
+	b := brokertest.Get(t)
+	vhost := b.NewVhost(t)
+	conn := b.Dial(t, vhost)
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+
+	steps := []struct {
+		declare func() error
+		missing string // in New's error; "" once complete
+	}{
+		{func() error { return nil }, `exchange "work.retry"`},
+		{func() error { return ch.ExchangeDeclare("work.retry", "headers", true, false, false, false, nil) }, `exchange "work.dlx"`},
+		{func() error { return ch.ExchangeDeclare("work.dlx", "fanout", true, false, false, false, nil) }, `queue "work.dlq"`},
+		{func() error { _, err := ch.QueueDeclare("work.dlq", true, false, false, false, nil); return err }, ""},
+	}
+	for _, s := range steps {
+		if err := s.declare(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := retry.New(conn, workQueue, retry.WithLogger(testLogger(t)))
+		if s.missing == "" {
+			if err != nil {
+				t.Fatalf("New with the whole topology: %v", err)
+			}
+			r.Close()
+			continue
+		}
+		if err == nil {
+			r.Close()
+			t.Fatalf("New succeeded without %s", s.missing)
+		}
+		if msg := err.Error(); !strings.Contains(msg, s.missing) || !strings.Contains(msg, "rmqtopo apply") {
+			t.Errorf("New without %s: %q; want it named, and `rmqtopo apply`", s.missing, msg)
+		}
+	}
+	// The failed passive declares did not close the caller's connection.
+	if conn.IsClosed() {
+		t.Error("the connection was closed")
+	}
+}
+
+// TestUnroutable: without the retry exchange's alternate exchange, a retry
+// past the schedule is returned by the broker; the helper sends it to the
+// DLQ with reason unroutable. Many handlers publish at once, routable and
+// unroutable copies interleaved, so returns must be told apart.
+func TestUnroutable(t *testing.T) {
+	e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, func(tp *topology.Topology) {
+		for i, x := range tp.Exchanges {
+			if x.Name == contract.RetryExchange(workQueue) {
+				tp.Exchanges[i].Arguments = nil // no alternate exchange
+			}
+		}
+	})
+	obs := newCounter()
+	r := newRetrier(t, e, retry.WithObserver(obs))
+	e.consume(t, r, 8, func(context.Context, amqp.Delivery) error { return errors.New("always fails") })
+
+	// Half the messages start at attempt 1 and become unroutable at once;
+	// the others are retried once (routable) first.
+	const n = 40
+	msgs := make([]amqp.Publishing, n)
+	for i := range msgs {
+		msgs[i] = amqp.Publishing{MessageId: fmt.Sprintf("m%02d", i), Body: []byte("same body")}
+		if i%2 == 1 {
+			msgs[i].Headers = amqp.Table{contract.HeaderAttempt: "1"}
+		}
+	}
+	e.publishMany(t, bizExchange, bizKey, msgs)
+	dlq := brokertest.Drain(t, e.conn, contract.DeadLetterQueue(workQueue), n, 15*time.Second)
+	got := map[string]string{}
+	for _, d := range dlq {
+		got[d.MessageId] = fmt.Sprintf("%v/%v", d.Headers[contract.HeaderDeadLetterReason], d.Headers[contract.HeaderAttempt])
+	}
+	want := map[string]string{}
+	for _, m := range msgs {
+		want[m.MessageId] = contract.ReasonUnroutable + "/1"
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("DLQ: reason/attempt per message (-want +got):\n%s", diff)
+	}
+	retried, dead := obs.counts()
+	if diff := cmp.Diff(map[int]int{1: n / 2}, retried); diff != "" {
+		t.Errorf("retries per attempt (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int{contract.ReasonUnroutable: n}, dead); diff != "" {
+		t.Errorf("dead-letters per reason (-want +got):\n%s", diff)
+	}
+}
+
+// TestRetryExchangeDeleted: the broker refuses the retry publish (404
+// closes the publish channel). The original is requeued, never lost, and
+// once the exchange is back the helper reopens a channel and goes on.
+func TestRetryExchangeDeleted(t *testing.T) {
+	e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
+	r := newRetrier(t, e)
+	ch := e.channel(t)
+	if err := ch.ExchangeDelete(contract.RetryExchange(workQueue), false, false); err != nil {
+		t.Fatal(err)
+	}
+	rec := e.consume(t, r, 2, func(_ context.Context, d amqp.Delivery) error {
+		if n, _ := retry.Attempt(d); n == 0 {
+			return errors.New("first attempt fails")
+		}
+		return nil
+	})
+	e.publish(t, amqp.Publishing{MessageId: "f1", Body: []byte("x")})
+	rec.waitFor(t, 10*time.Second, "two requeues", func(evs []event) bool {
+		return count(evs, func(ev event) bool { return ev.outcome == retry.Requeued }) >= 2
+	})
+	if n := e.depth(t, contract.DeadLetterQueue(workQueue)); n != 0 {
+		t.Fatalf("DLQ holds %d messages while the retry exchange is missing", n)
+	}
+	declareTopology(t, ch, e.topo) // the operator runs rmqtopo apply
+	evs := rec.waitFor(t, 10*time.Second, "an ack", func(evs []event) bool {
+		return count(evs, func(ev event) bool { return ev.outcome == retry.Acked }) > 0
+	})
+	var got []string
+	for _, ev := range evs {
+		got = append(got, fmt.Sprintf("%d:%v", ev.attempt, ev.outcome))
+		if ev.outcome == retry.Requeued && (ev.err == nil || !strings.Contains(ev.err.Error(), "NOT_FOUND")) {
+			t.Errorf("requeue error %v; want the broker's 404", ev.err)
+		}
+	}
+	// Some requeues of attempt 0, one retry, one ack of attempt 1.
+	last := got[len(got)-2:]
+	if diff := cmp.Diff([]string{"0:retry", "1:ack"}, last); diff != "" || len(got) < 4 {
+		t.Errorf("deliveries %v; want requeues of attempt 0, then 0:retry, 1:ack", got)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if evs := rec.snapshot(); len(evs) != len(got) {
+		t.Errorf("more deliveries after the ack: %s", describe(evs[len(got):]))
+	}
+}
+
+// TestRetryPublishNacked: the broker nacks the retry (a policy makes its
+// wait queue full, overflow reject-publish). The original is requeued until
+// the wait queue takes messages again.
+func TestRetryPublishNacked(t *testing.T) {
+	e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
+	wait := contract.PerAttemptWaitQueue(workQueue, 1, 100*time.Millisecond)
+	mgmt := e.b.Mgmt(t)
+	putPolicy(t, mgmt, e.vhost, "full", "^"+regexp.QuoteMeta(wait)+"$",
+		rabbithole.PolicyDefinition{"max-length": 0, "overflow": "reject-publish"})
+
+	r := newRetrier(t, e)
+	rec := e.consume(t, r, 1, func(_ context.Context, d amqp.Delivery) error {
+		if n, _ := retry.Attempt(d); n == 0 {
+			return errors.New("first attempt fails")
+		}
+		return nil
+	})
+	e.publish(t, amqp.Publishing{MessageId: "n1", Body: []byte("x")})
+	rec.waitFor(t, 10*time.Second, "two requeues", func(evs []event) bool {
+		return count(evs, func(ev event) bool { return ev.outcome == retry.Requeued }) >= 2
+	})
+	res, err := mgmt.DeletePolicy(e.vhost, "full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	evs := rec.waitFor(t, 10*time.Second, "an ack", func(evs []event) bool {
+		return count(evs, func(ev event) bool { return ev.outcome == retry.Acked }) > 0
+	})
+	for _, ev := range evs {
+		if ev.outcome == retry.Requeued && (ev.err == nil || !strings.Contains(ev.err.Error(), "nacked")) {
+			t.Errorf("requeue error %v; want a nack", ev.err)
+		}
+	}
+	if last := evs[len(evs)-1]; last.attempt != 1 || count(evs, func(ev event) bool { return ev.outcome == retry.Retried }) != 1 {
+		t.Errorf("deliveries: %s; want requeues, one retry, an ack of attempt 1", describe(evs))
+	}
+}
+
+func putPolicy(t *testing.T, c *rabbithole.Client, vhost, name, pattern string, def rabbithole.PolicyDefinition) {
+	t.Helper()
+	res, err := c.PutPolicy(vhost, name, rabbithole.Policy{Pattern: pattern, ApplyTo: "queues", Priority: 10, Definition: def})
+	if err != nil {
+		t.Fatalf("policy %s: %v", name, err)
+	}
+	res.Body.Close()
+	// Policies apply asynchronously; give the queue a moment.
+	time.Sleep(300 * time.Millisecond)
+}

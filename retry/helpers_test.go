@@ -1,0 +1,358 @@
+package retry_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/retry"
+	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+func TestMain(m *testing.M) { brokertest.Main(m) }
+
+// topo describes the one work queue a test provisions.
+type topo struct {
+	layout    string // "per-attempt" or "shared"
+	queueType string // of the work queue: "classic" or "quorum"
+	waitType  string // of shared wait queues; "" for the spec's default
+	delays    []string
+	immediate int
+}
+
+const (
+	workQueue   = "work"
+	bizExchange = "biz"
+	bizKey      = "order.created"
+)
+
+// yaml renders t as a spec for vhost: a direct exchange "biz" bound to the
+// work queue "work" with key "order.created".
+func (t topo) yaml(vhost string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "version: 1\nvhost: %q\nlayout: %s\n", vhost, t.layout)
+	if t.waitType != "" {
+		fmt.Fprintf(&b, "wait_queue_type: %s\n", t.waitType)
+	}
+	fmt.Fprintf(&b, "exchanges:\n  - name: %s\n    type: direct\n", bizExchange)
+	fmt.Fprintf(&b, "queues:\n  - name: %s\n    type: %s\n", workQueue, t.queueType)
+	fmt.Fprintf(&b, "    bindings:\n      - exchange: %s\n        routing_key: %s\n", bizExchange, bizKey)
+	fmt.Fprintf(&b, "    retry:\n      delays: [%s]\n", strings.Join(t.delays, ", "))
+	fmt.Fprintf(&b, "    immediate_retries: %d\n", t.immediate)
+	return b.String()
+}
+
+// env is one test's broker, vhost, connection and topology.
+type env struct {
+	b     *brokertest.Broker
+	vhost string
+	conn  *amqp.Connection
+	topo  topology.Topology
+}
+
+// newEnv provisions t in a fresh vhost. edit, if not nil, may change the
+// topology before it is declared.
+func newEnv(tb testing.TB, t topo, edit func(*topology.Topology)) *env {
+	tb.Helper()
+	b := brokertest.Get(tb)
+	vhost := b.NewVhost(tb)
+	f, err := spec.Parse("test.yaml", []byte(t.yaml(vhost)))
+	if err != nil {
+		tb.Fatalf("spec: %v\n%s", err, t.yaml(vhost))
+	}
+	tp := spec.Expand(f)
+	if edit != nil {
+		edit(&tp)
+	}
+	conn := b.Dial(tb, vhost)
+	ch, err := conn.Channel()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ch.Close()
+	declareTopology(tb, ch, tp)
+	return &env{b: b, vhost: vhost, conn: conn, topo: tp}
+}
+
+// declareTopology declares t's exchanges, queues and bindings over AMQP
+// (policies are not needed by these tests).
+func declareTopology(tb testing.TB, ch *amqp.Channel, t topology.Topology) {
+	tb.Helper()
+	for _, e := range t.Exchanges {
+		if err := ch.ExchangeDeclare(e.Name, e.Type, e.Durable, e.AutoDelete, e.Internal, false, table(e.Arguments)); err != nil {
+			tb.Fatalf("declaring exchange %q: %v", e.Name, err)
+		}
+	}
+	for _, q := range t.Queues {
+		if _, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, false, false, table(q.Arguments)); err != nil {
+			tb.Fatalf("declaring queue %q: %v", q.Name, err)
+		}
+	}
+	for _, bd := range t.Bindings {
+		var err error
+		if bd.DestinationType == topology.DestExchange {
+			err = ch.ExchangeBind(bd.Destination, bd.RoutingKey, bd.Source, false, table(bd.Arguments))
+		} else {
+			err = ch.QueueBind(bd.Destination, bd.RoutingKey, bd.Source, false, table(bd.Arguments))
+		}
+		if err != nil {
+			tb.Fatalf("declaring binding %s: %v", bd.Addr(), err)
+		}
+	}
+}
+
+// table converts topology arguments to an AMQP table, nested tables too.
+func table(a map[string]any) amqp.Table {
+	if len(a) == 0 {
+		return nil
+	}
+	t := make(amqp.Table, len(a))
+	for k, v := range a {
+		t[k] = tableValue(v)
+	}
+	return t
+}
+
+func tableValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return table(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = tableValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// channel opens a channel closed at the end of the test.
+func (e *env) channel(tb testing.TB) *amqp.Channel {
+	tb.Helper()
+	ch, err := e.conn.Channel()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ch.Close() })
+	return ch
+}
+
+// publish publishes msg to the business exchange, confirmed.
+func (e *env) publish(tb testing.TB, msg amqp.Publishing) {
+	tb.Helper()
+	brokertest.PublishConfirmed(tb, e.conn, bizExchange, bizKey, msg)
+}
+
+// publishMany publishes msgs on one confirm channel, waiting for all the
+// confirmations at the end.
+func (e *env) publishMany(tb testing.TB, exchange, key string, msgs []amqp.Publishing) {
+	tb.Helper()
+	ch, err := e.conn.Channel()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ch.Close()
+	if err := ch.Confirm(false); err != nil {
+		tb.Fatal(err)
+	}
+	ctx := context.Background()
+	dcs := make([]*amqp.DeferredConfirmation, 0, len(msgs))
+	for _, m := range msgs {
+		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, false, false, m)
+		if err != nil {
+			tb.Fatalf("publishing: %v", err)
+		}
+		dcs = append(dcs, dc)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for _, dc := range dcs {
+		if ok, err := dc.WaitContext(wctx); err != nil || !ok {
+			tb.Fatalf("confirm of tag %d: ack=%v err=%v", dc.DeliveryTag, ok, err)
+		}
+	}
+}
+
+func (e *env) depth(tb testing.TB, queue string) int {
+	tb.Helper()
+	return e.b.QueueDepth(tb, e.vhost, queue)
+}
+
+// event is one delivery seen by a test consumer.
+type event struct {
+	at        time.Time // when the handler ran
+	settled   time.Time // when settling returned
+	messageID string
+	attempt   int
+	attemptOK bool
+	headers   amqp.Table
+	outcome   retry.Outcome
+	err       error // from settling
+}
+
+// recorder collects events, safe for concurrent handlers.
+type recorder struct {
+	mu     sync.Mutex
+	events []event
+	notify chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{notify: make(chan struct{}, 1)} }
+
+func (r *recorder) add(ev event) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	r.mu.Unlock()
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (r *recorder) snapshot() []event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]event(nil), r.events...)
+}
+
+// waitFor waits until cond holds for the events seen so far.
+func (r *recorder) waitFor(tb testing.TB, timeout time.Duration, what string, cond func([]event) bool) []event {
+	tb.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		evs := r.snapshot()
+		if cond(evs) {
+			return evs
+		}
+		select {
+		case <-r.notify:
+		case <-deadline.C:
+			tb.Fatalf("timed out after %v waiting for %s; %d events: %s", timeout, what, len(evs), describe(evs))
+		}
+	}
+}
+
+func describe(evs []event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		fmt.Fprintf(&b, "\n  %s attempt=%d/%v outcome=%v err=%v", ev.messageID, ev.attempt, ev.attemptOK, ev.outcome, ev.err)
+	}
+	return b.String()
+}
+
+// consume runs handlers goroutines that consume the work queue through r
+// and h, recording every delivery, until the test ends.
+func (e *env) consume(tb testing.TB, r *retry.Retrier, handlers int, h retry.Handler) *recorder {
+	tb.Helper()
+	ch := e.channel(tb)
+	if err := ch.Qos(handlers, 0, false); err != nil {
+		tb.Fatal(err)
+	}
+	deliveries, err := ch.Consume(workQueue, "", false, false, false, false, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rec := newRecorder()
+	process := r.Handle(h)
+	var wg sync.WaitGroup
+	for range handlers {
+		wg.Go(func() {
+			for d := range deliveries {
+				attempt, ok := retry.Attempt(d)
+				ev := event{at: time.Now(), messageID: d.MessageId, attempt: attempt, attemptOK: ok, headers: d.Headers}
+				ev.outcome, ev.err = process(context.Background(), d)
+				ev.settled = time.Now()
+				rec.add(ev)
+			}
+		})
+	}
+	tb.Cleanup(func() {
+		ch.Close()
+		wg.Wait()
+	})
+	return rec
+}
+
+func newRetrier(tb testing.TB, e *env, opts ...retry.Option) *retry.Retrier {
+	tb.Helper()
+	opts = append([]retry.Option{retry.WithLogger(testLogger(tb))}, opts...)
+	r, err := retry.New(e.conn, workQueue, opts...)
+	if err != nil {
+		tb.Fatalf("retry.New: %v", err)
+	}
+	tb.Cleanup(func() { r.Close() })
+	return r
+}
+
+// counter is an Observer counting retries per attempt and dead-letters
+// per reason.
+type counter struct {
+	mu           sync.Mutex
+	retried      map[int]int
+	deadLettered map[string]int
+}
+
+func newCounter() *counter {
+	return &counter{retried: map[int]int{}, deadLettered: map[string]int{}}
+}
+
+func (c *counter) Retried(queue string, attempt int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.retried[attempt]++
+}
+
+func (c *counter) DeadLettered(queue, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deadLettered[reason]++
+}
+
+func (c *counter) counts() (map[int]int, map[string]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := make(map[int]int, len(c.retried))
+	for k, v := range c.retried {
+		r[k] = v
+	}
+	d := make(map[string]int, len(c.deadLettered))
+	for k, v := range c.deadLettered {
+		d[k] = v
+	}
+	return r, d
+}
+
+func count(evs []event, pred func(event) bool) int {
+	n := 0
+	for _, ev := range evs {
+		if pred(ev) {
+			n++
+		}
+	}
+	return n
+}
+
+// testLogger logs to the test's log.
+func testLogger(tb testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tbWriter struct{ tb testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.tb.Helper()
+	w.tb.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,144 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/retry"
+)
+
+// TestThousandMessages pushes 1,000 messages with random failures through 4
+// concurrent handlers. Each (message, attempt) draws success, failure or
+// permanent rejection from a seeded generator, so the test knows the end
+// of every message in advance: acked once, or in the DLQ once, with the
+// right reason, and the observer's counts to the unit.
+func TestThousandMessages(t *testing.T) {
+	const (
+		n        = 1000
+		handlers = 4
+		retries  = 3 // 1 immediate + 2 delayed
+	)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	decide := func(id string, attempt int) string {
+		var k uint64
+		fmt.Sscanf(id, "m%d", &k)
+		rng := rand.New(rand.NewPCG(seed, k<<16|uint64(attempt)))
+		switch p := rng.Float64(); {
+		case p < 0.05:
+			return "reject"
+		case p < 0.45:
+			return "fail"
+		}
+		return "ok"
+	}
+	want := map[string]string{}
+	wantRetried := map[int]int{}
+	wantDead := map[string]int{}
+	for i := range n {
+		id := fmt.Sprintf("m%04d", i)
+	attempts:
+		for a := 0; ; a++ {
+			switch decide(id, a) {
+			case "ok":
+				want[id] = "ack"
+				break attempts
+			case "reject":
+				want[id] = "dlq:" + contract.ReasonRejected
+				wantDead[contract.ReasonRejected]++
+				break attempts
+			default:
+				wantRetried[a+1]++
+				if a == retries {
+					want[id] = "dlq:exhausted-by-broker" // via the alternate exchange: no reason header
+					break attempts
+				}
+			}
+		}
+	}
+
+	e := newEnv(t, topo{layout: "shared", queueType: "quorum", immediate: 1, delays: []string{"100ms", "200ms"}}, nil)
+	obs := newCounter()
+	r := newRetrier(t, e, retry.WithObserver(obs), retry.WithLogger(discardLogger()))
+	rec := e.consume(t, r, handlers, func(_ context.Context, d amqp.Delivery) error {
+		a, _ := retry.Attempt(d)
+		switch decide(d.MessageId, a) {
+		case "reject":
+			return retry.Permanent(errors.New("random reject"))
+		case "fail":
+			return errors.New("random failure")
+		}
+		return nil
+	})
+	msgs := make([]amqp.Publishing, n)
+	for i := range msgs {
+		msgs[i] = amqp.Publishing{MessageId: fmt.Sprintf("m%04d", i), DeliveryMode: amqp.Persistent, Body: []byte("payload")}
+	}
+	start := time.Now()
+	e.publishMany(t, bizExchange, bizKey, msgs)
+
+	wantDLQ := 0
+	for _, v := range want {
+		if v != "ack" {
+			wantDLQ++
+		}
+	}
+	dlq := brokertest.Drain(t, e.conn, contract.DeadLetterQueue(workQueue), wantDLQ, 30*time.Second)
+	evs := rec.waitFor(t, 30*time.Second, "every ack", func(evs []event) bool {
+		return count(evs, func(ev event) bool { return ev.outcome == retry.Acked }) >= n-wantDLQ
+	})
+	t.Logf("%d messages, %d deliveries, settled in %v", n, len(evs), time.Since(start).Round(time.Millisecond))
+	time.Sleep(300 * time.Millisecond) // stragglers (duplicates) would show by now
+
+	got := map[string]string{}
+	seen := map[string]int{}
+	note := func(id, final string) {
+		seen[id]++
+		got[id] = final
+	}
+	for _, ev := range rec.snapshot() {
+		if ev.err != nil || ev.outcome == retry.Requeued {
+			t.Errorf("%s attempt %d: %v %v", ev.messageID, ev.attempt, ev.outcome, ev.err)
+		}
+		if ev.outcome == retry.Acked {
+			note(ev.messageID, "ack")
+		}
+	}
+	for _, d := range dlq {
+		reason, _ := d.Headers[contract.HeaderDeadLetterReason].(string)
+		if reason == "" {
+			reason = "exhausted-by-broker"
+			if d.Headers[contract.HeaderAttempt] != contract.AttemptValue(retries+1) {
+				t.Errorf("%s exhausted with attempt %v", d.MessageId, d.Headers[contract.HeaderAttempt])
+			}
+		}
+		note(d.MessageId, "dlq:"+reason)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("%s ended %d times", id, k)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("final state per message (-want +got):\n%s", diff)
+	}
+	retried, dead := obs.counts()
+	if diff := cmp.Diff(wantRetried, retried); diff != "" {
+		t.Errorf("Observer.Retried per attempt (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantDead, dead); diff != "" {
+		t.Errorf("Observer.DeadLettered per reason (-want +got):\n%s", diff)
+	}
+	if d := e.depth(t, workQueue); d != 0 {
+		t.Errorf("work queue holds %d", d)
+	}
+}

@@ -1,0 +1,225 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/retry"
+)
+
+// lateTolerance is how late a retry may arrive after its scheduled delay,
+// measured from the failing delivery's arrival to the next one's: the
+// retry publish and confirm, the wait queue's TTL expiry, dead-lettering
+// and delivery, on a loaded two-core test machine.
+const lateTolerance = 250 * time.Millisecond
+
+// timerSlack is how early a retry may seem to arrive: RabbitMQ's TTL timers
+// have millisecond resolution.
+const timerSlack = 2 * time.Millisecond
+
+// TestSchedule fails one message every time and checks that each retry
+// arrives after its scheduled delay, within lateTolerance, and that after
+// the last retry the message is in the DLQ with every original property
+// and header plus the retry headers.
+func TestSchedule(t *testing.T) {
+	delays := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
+	for _, tc := range []struct {
+		name string
+		topo topo
+	}{
+		{"per-attempt/quorum", topo{layout: "per-attempt", queueType: "quorum", delays: []string{"100ms", "200ms", "400ms"}}},
+		{"shared/classic", topo{layout: "shared", queueType: "classic", waitType: "classic", delays: []string{"100ms", "200ms", "400ms"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.topo, nil)
+			obs := newCounter()
+			r := newRetrier(t, e, retry.WithObserver(obs))
+			rec := e.consume(t, r, 1, func(_ context.Context, d amqp.Delivery) error {
+				n, _ := retry.Attempt(d)
+				return fmt.Errorf("boom %d", n)
+			})
+			sent := time.Now()
+			orig := amqp.Publishing{
+				ContentType:     "application/json",
+				ContentEncoding: "identity",
+				DeliveryMode:    amqp.Persistent,
+				Priority:        3,
+				CorrelationId:   "corr-1",
+				ReplyTo:         "replies",
+				MessageId:       "msg-1",
+				Timestamp:       time.Unix(1700000000, 0),
+				Type:            "order.created",
+				AppId:           "shop",
+				Headers: amqp.Table{
+					"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+					"outbox-id":   int64(42),
+					"x-custom":    "kept",
+					"nested":      amqp.Table{"a": "b"},
+				},
+				Body: []byte(`{"order":1}`),
+			}
+			e.publish(t, orig)
+
+			evs := rec.waitFor(t, 10*time.Second, "four deliveries", func(evs []event) bool { return len(evs) >= 4 })
+			var attempts []int
+			for _, ev := range evs {
+				attempts = append(attempts, ev.attempt)
+				if ev.outcome != retry.Retried || ev.err != nil {
+					t.Errorf("attempt %d: outcome %v, %v; want retry", ev.attempt, ev.outcome, ev.err)
+				}
+			}
+			if diff := cmp.Diff([]int{0, 1, 2, 3}, attempts); diff != "" {
+				t.Fatalf("attempts (-want +got):\n%s", diff)
+			}
+			for k := 1; k < len(evs); k++ {
+				gap := evs[k].at.Sub(evs[k-1].at)
+				late := gap - delays[k-1]
+				t.Logf("retry %d: scheduled %v, arrived after %v (late %v)", k, delays[k-1], gap.Round(time.Millisecond), late.Round(time.Millisecond))
+				if gap < delays[k-1]-timerSlack || late > lateTolerance {
+					t.Errorf("retry %d arrived %v after the failure; want %v..%v", k, gap, delays[k-1], delays[k-1]+lateTolerance)
+				}
+			}
+
+			dl := brokertest.Drain(t, e.conn, contract.DeadLetterQueue(workQueue), 1, 5*time.Second)[0]
+			got := dl.Headers
+			ff, _ := got[contract.HeaderFirstFailure].(string)
+			at, err := time.Parse(time.RFC3339Nano, ff)
+			if err != nil || at.Before(sent.Add(-time.Second)) || at.After(evs[0].settled.Add(time.Second)) {
+				t.Errorf("first failure %q (%v); want the time of the first failure, near %v", ff, err, evs[0].at)
+			}
+			delete(got, contract.HeaderFirstFailure)
+			wantHeaders := amqp.Table{
+				"traceparent":                     orig.Headers["traceparent"],
+				"outbox-id":                       int64(42),
+				"x-custom":                        "kept",
+				"nested":                          amqp.Table{"a": "b"},
+				contract.HeaderAttempt:            "4", // the retry past the schedule, dead-lettered by the alternate exchange
+				contract.HeaderLastError:          "boom 3",
+				contract.HeaderOriginalExchange:   bizExchange,
+				contract.HeaderOriginalRoutingKey: bizKey,
+			}
+			if diff := cmp.Diff(wantHeaders, got); diff != "" {
+				t.Errorf("DLQ headers (-want +got):\n%s", diff)
+			}
+			wantProps := orig
+			wantProps.Headers = nil
+			gotProps := amqp.Publishing{
+				ContentType: dl.ContentType, ContentEncoding: dl.ContentEncoding, DeliveryMode: dl.DeliveryMode,
+				Priority: dl.Priority, CorrelationId: dl.CorrelationId, ReplyTo: dl.ReplyTo, MessageId: dl.MessageId,
+				Timestamp: dl.Timestamp.In(orig.Timestamp.Location()), Type: dl.Type, AppId: dl.AppId, Body: dl.Body,
+			}
+			if diff := cmp.Diff(wantProps, gotProps); diff != "" {
+				t.Errorf("DLQ message properties (-want +got):\n%s", diff)
+			}
+
+			retried, dead := obs.counts()
+			if diff := cmp.Diff(map[int]int{1: 1, 2: 1, 3: 1, 4: 1}, retried); diff != "" {
+				t.Errorf("Observer.Retried counts (-want +got):\n%s", diff)
+			}
+			if len(dead) != 0 {
+				t.Errorf("Observer.DeadLettered %v, want none (the broker dead-letters after the last retry)", dead)
+			}
+			for _, q := range e.topo.Queues {
+				if q.Name == contract.DeadLetterQueue(workQueue) {
+					continue
+				}
+				if n := e.depth(t, q.Name); n != 0 {
+					t.Errorf("queue %q holds %d messages, want 0", q.Name, n)
+				}
+			}
+		})
+	}
+}
+
+// TestRejectGoesToDLQAtOnce: a permanent error skips the schedule.
+func TestRejectGoesToDLQAtOnce(t *testing.T) {
+	e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"400ms"}}, nil)
+	obs := newCounter()
+	r := newRetrier(t, e, retry.WithObserver(obs))
+	rec := e.consume(t, r, 1, func(context.Context, amqp.Delivery) error {
+		return fmt.Errorf("order 7: %w", retry.ErrReject)
+	})
+	sent := time.Now()
+	e.publish(t, amqp.Publishing{MessageId: "r1", Headers: amqp.Table{"traceparent": "t1"}, Body: []byte("x")})
+	dl := brokertest.Drain(t, e.conn, contract.DeadLetterQueue(workQueue), 1, 5*time.Second)[0]
+	if took := time.Since(sent); took > 300*time.Millisecond {
+		t.Errorf("rejected message reached the DLQ after %v; want at once (< 300ms, the first delay is 400ms)", took)
+	}
+	evs := rec.snapshot()
+	if len(evs) != 1 || evs[0].outcome != retry.DeadLettered || evs[0].err != nil {
+		t.Fatalf("deliveries: %s; want one, dead-lettered", describe(evs))
+	}
+	h := dl.Headers
+	for name, want := range map[string]any{
+		contract.HeaderDeadLetterReason:   contract.ReasonRejected,
+		contract.HeaderLastError:          "order 7: permanent failure",
+		contract.HeaderOriginalExchange:   bizExchange,
+		contract.HeaderOriginalRoutingKey: bizKey,
+		"traceparent":                     "t1",
+	} {
+		if h[name] != want {
+			t.Errorf("header %s = %#v, want %#v", name, h[name], want)
+		}
+	}
+	if _, ok := h[contract.HeaderAttempt]; ok {
+		t.Errorf("a rejected first delivery carries %s=%v; want none", contract.HeaderAttempt, h[contract.HeaderAttempt])
+	}
+	if _, dead := obs.counts(); !cmp.Equal(dead, map[string]int{contract.ReasonRejected: 1}) {
+		t.Errorf("Observer.DeadLettered counts %v, want rejected: 1", dead)
+	}
+	// Nothing else arrives: no retry was scheduled.
+	time.Sleep(600 * time.Millisecond)
+	if evs := rec.snapshot(); len(evs) != 1 {
+		t.Errorf("after the reject the handler saw %d deliveries: %s", len(evs), describe(evs))
+	}
+}
+
+// TestPanicIsRetried: a panicking handler is an ordinary failure.
+func TestPanicIsRetried(t *testing.T) {
+	e := newEnv(t, topo{layout: "shared", queueType: "classic", waitType: "classic", delays: []string{"100ms"}}, nil)
+	r := newRetrier(t, e)
+	rec := e.consume(t, r, 2, func(_ context.Context, d amqp.Delivery) error {
+		if n, _ := retry.Attempt(d); n == 0 {
+			var m map[string]int
+			m["boom"]++ // nil map write: a runtime panic
+		}
+		return nil
+	})
+	e.publish(t, amqp.Publishing{MessageId: "p1", Body: []byte("x")})
+	evs := rec.waitFor(t, 5*time.Second, "an ack", func(evs []event) bool {
+		return count(evs, func(ev event) bool { return ev.outcome == retry.Acked }) > 0
+	})
+	if len(evs) != 2 || evs[0].outcome != retry.Retried || evs[1].attempt != 1 {
+		t.Fatalf("deliveries: %s; want a retry, then an ack of attempt 1", describe(evs))
+	}
+	if msg, _ := evs[1].headers[contract.HeaderLastError].(string); !strings.Contains(msg, "handler panicked") {
+		t.Errorf("last error %q; want the panic", msg)
+	}
+}
+
+// TestPermanent checks the error classification.
+func TestPermanent(t *testing.T) {
+	base := errors.New("bad payload")
+	p := retry.Permanent(base)
+	if !errors.Is(p, retry.ErrReject) || !errors.Is(p, base) || p.Error() != "bad payload" {
+		t.Errorf("Permanent(%v) = %v: Is(ErrReject)=%v Is(base)=%v", base, p, errors.Is(p, retry.ErrReject), errors.Is(p, base))
+	}
+	if errors.Is(base, retry.ErrReject) {
+		t.Error("an ordinary error is permanent")
+	}
+	if retry.Permanent(nil) != nil {
+		t.Error("Permanent(nil) != nil")
+	}
+	if w := fmt.Errorf("ctx: %w", p); !errors.Is(w, retry.ErrReject) {
+		t.Error("a wrapped permanent error is not permanent")
+	}
+}
