@@ -1,0 +1,300 @@
+package retry_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+)
+
+// buildWorker builds examples/worker into dir.
+func buildWorker(t *testing.T, dir string) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(dir, "worker")
+	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/rmqtopo/rmqtopo/examples/worker")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build examples/worker: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// workerLine is one line of the worker's stdout.
+type workerLine struct {
+	Time      string `json:"time"`
+	Queue     string `json:"queue"`
+	MessageID string `json:"message_id"`
+	Attempt   int    `json:"attempt"`
+	Outcome   string `json:"outcome"`
+}
+
+// worker is a running examples/worker process.
+type worker struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	mu     sync.Mutex
+	lines  []workerLine
+	more   chan struct{}
+	exited chan struct{}
+	err    error // of Wait, once exited
+}
+
+func startWorker(t *testing.T, bin string, e *env, extraEnv []string, args ...string) *worker {
+	t.Helper()
+	w := &worker{more: make(chan struct{}, 1), exited: make(chan struct{})}
+	w.cmd = exec.Command(bin, append([]string{"--queue", workQueue}, args...)...)
+	w.cmd.Env = append(append(os.Environ(), "RMQTOPO_AMQP_URL="+e.b.AMQPURLFor(e.vhost)), extraEnv...)
+	w.cmd.Stderr = &w.stderr
+	stdout, err := w.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var l workerLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				l = workerLine{Outcome: "unparseable: " + sc.Text()}
+			}
+			w.mu.Lock()
+			w.lines = append(w.lines, l)
+			w.mu.Unlock()
+			select {
+			case w.more <- struct{}{}:
+			default:
+			}
+		}
+		w.err = w.cmd.Wait()
+		close(w.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-w.exited:
+		default:
+			_ = w.cmd.Process.Kill()
+			<-w.exited
+		}
+	})
+	return w
+}
+
+func (w *worker) snapshot() []workerLine {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]workerLine(nil), w.lines...)
+}
+
+func (w *worker) waitLines(t *testing.T, n int, timeout time.Duration) []workerLine {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		if ls := w.snapshot(); len(ls) >= n {
+			return ls
+		}
+		select {
+		case <-w.more:
+		case <-w.exited:
+			if ls := w.snapshot(); len(ls) >= n {
+				return ls
+			}
+			t.Fatalf("worker exited (%v) after %d of %d lines; stderr:\n%s", w.err, len(w.snapshot()), n, w.stderr.String())
+		case <-deadline:
+			t.Fatalf("worker printed %d of %d lines in %v; stderr:\n%s", len(w.snapshot()), n, timeout, w.stderr.String())
+		}
+	}
+}
+
+func (w *worker) wait(t *testing.T, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case <-w.exited:
+		return w.err
+	case <-time.After(timeout):
+		t.Fatalf("worker still running after %v; stderr:\n%s", timeout, w.stderr.String())
+		return nil
+	}
+}
+
+// TestWorker runs examples/worker as other tooling does.
+func TestWorker(t *testing.T) {
+	bin := buildWorker(t, t.TempDir())
+
+	t.Run("output", func(t *testing.T) {
+		e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
+		w := startWorker(t, bin, e, nil, "--fail-first", "1", "--prefetch", "2")
+		e.publish(t, amqp.Publishing{MessageId: "w1", Body: []byte("x")})
+		ls := w.waitLines(t, 2, 10*time.Second)
+		var got []workerLine
+		for _, l := range ls {
+			if _, err := time.Parse(time.RFC3339Nano, l.Time); err != nil {
+				t.Errorf("time %q: %v", l.Time, err)
+			}
+			l.Time = ""
+			got = append(got, l)
+		}
+		want := []workerLine{
+			{Queue: workQueue, MessageID: "w1", Attempt: 0, Outcome: "retry"},
+			{Queue: workQueue, MessageID: "w1", Attempt: 1, Outcome: "ack"},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("worker output (-want +got):\n%s", diff)
+		}
+		_ = w.cmd.Process.Signal(syscall.SIGTERM)
+		if err := w.wait(t, 10*time.Second); err != nil {
+			t.Errorf("worker exit after SIGTERM: %v; stderr:\n%s", err, w.stderr.String())
+		}
+	})
+
+	t.Run("reject", func(t *testing.T) {
+		e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
+		w := startWorker(t, bin, e, nil, "--reject")
+		e.publish(t, amqp.Publishing{MessageId: "w2", Body: []byte("x")})
+		if l := w.waitLines(t, 1, 10*time.Second)[0]; l.Outcome != "dead-letter" || l.MessageID != "w2" {
+			t.Errorf("line %+v; want w2 dead-letter", l)
+		}
+	})
+
+	t.Run("missing topology", func(t *testing.T) {
+		b := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
+		w := startWorker(t, bin, b, nil, "--queue", "nonexistent")
+		err := w.wait(t, 10*time.Second)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !bytes.Contains(w.stderr.Bytes(), []byte("rmqtopo apply")) {
+			t.Errorf("worker on a queue without topology: %v; stderr:\n%s", err, w.stderr.String())
+		}
+	})
+
+	// SIGKILL between the confirmation of a retry and the ack of the
+	// original: the broker redelivers the original and the retry arrives
+	// too. One duplicate, nothing lost.
+	t.Run("crash after confirm", func(t *testing.T) {
+		e := newEnv(t, topo{layout: "per-attempt", queueType: "quorum", delays: []string{"100ms"}}, nil)
+		e.publishMany(t, bizExchange, bizKey, []amqp.Publishing{
+			{MessageId: "c1", Body: []byte("1")}, {MessageId: "c2", Body: []byte("2")}, {MessageId: "c3", Body: []byte("3")},
+		})
+		w := startWorker(t, bin, e, []string{"RMQTOPO_WORKER_CRASH_AFTER_CONFIRM=1"}, "--fail-first", "1", "--prefetch", "1")
+		err := w.wait(t, 10*time.Second)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("worker ended with %v, want killed by SIGKILL; stderr:\n%s", err, w.stderr.String())
+		}
+		if ls := w.snapshot(); len(ls) != 0 {
+			t.Errorf("the crashed worker printed %v", ls)
+		}
+
+		w = startWorker(t, bin, e, nil, "--prefetch", "4")
+		ls := w.waitLines(t, 4, 15*time.Second)
+		time.Sleep(300 * time.Millisecond) // anything more would show by now
+		ls = w.snapshot()
+		acks := map[string][]int{}
+		for _, l := range ls {
+			if l.Outcome != "ack" {
+				t.Errorf("line %+v; want acks only", l)
+			}
+			acks[l.MessageID] = append(acks[l.MessageID], l.Attempt)
+		}
+		for _, a := range acks {
+			if len(a) == 2 && a[0] > a[1] {
+				a[0], a[1] = a[1], a[0]
+			}
+		}
+		want := map[string][]int{"c1": {0, 1}, "c2": {0}, "c3": {0}} // c1: the original and its retry
+		if diff := cmp.Diff(want, acks); diff != "" {
+			t.Errorf("acked attempts per message (-want +got):\n%s", diff)
+		}
+		for _, q := range []string{workQueue, contract.DeadLetterQueue(workQueue)} {
+			if n := e.depth(t, q); n != 0 {
+				t.Errorf("queue %s holds %d", q, n)
+			}
+		}
+	})
+
+	// SIGTERM while busy: the worker stops consuming, finishes in-flight
+	// deliveries and exits 0; every message is acked exactly once or still
+	// in the queue.
+	t.Run("sigterm", func(t *testing.T) {
+		const n = 300
+		e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
+		msgs := make([]amqp.Publishing, n)
+		for i := range msgs {
+			msgs[i] = amqp.Publishing{MessageId: fmt.Sprintf("s%03d", i), Body: []byte("x")}
+		}
+		e.publishMany(t, bizExchange, bizKey, msgs)
+		w := startWorker(t, bin, e, nil, "--prefetch", "8", "--fail-first", "1")
+		// Signal once retries are coming back and being acked, with more
+		// in flight.
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			ls := w.waitLines(t, 1, 10*time.Second)
+			if ls[len(ls)-1].Outcome == "ack" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no ack after 10s")
+			}
+			select {
+			case <-w.more:
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.wait(t, 10*time.Second); err != nil {
+			t.Fatalf("worker exit after SIGTERM: %v; stderr:\n%s", err, w.stderr.String())
+		}
+		// Every message is now exactly once: acked, or waiting to be
+		// retried, or never delivered.
+		time.Sleep(300 * time.Millisecond) // let retries come back from the wait queue
+		state := map[string]int{}
+		for _, l := range w.snapshot() {
+			if l.Outcome == "ack" {
+				state[l.MessageID]++
+			}
+		}
+		acked := len(state)
+		left := e.depth(t, workQueue)
+		for _, d := range drainAll(t, e, workQueue, left) {
+			state[d.MessageId]++
+		}
+		for _, m := range msgs {
+			if state[m.MessageId] != 1 {
+				t.Errorf("%s: acked or queued %d times, want 1", m.MessageId, state[m.MessageId])
+			}
+		}
+		t.Logf("acked %d, left in the queue %d", acked, left)
+	})
+}
+
+func drainAll(t *testing.T, e *env, queue string, n int) []amqp.Delivery {
+	t.Helper()
+	ch := e.channel(t)
+	var out []amqp.Delivery
+	for range n {
+		d, ok, err := ch.Get(queue, true)
+		if err != nil || !ok {
+			t.Fatalf("get from %s: ok=%v err=%v", queue, ok, err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
