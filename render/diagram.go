@@ -161,9 +161,9 @@ func Mermaid(w io.Writer, t topology.Topology) error {
 	b.WriteString("flowchart LR\n")
 	for _, n := range g.nodes {
 		if n.kind == nodeExchange {
-			fmt.Fprintf(&b, "  %s{{%q}}\n", n.id, n.label)
+			fmt.Fprintf(&b, "  %s{{%s}}\n", n.id, mermaidText(n.label))
 		} else {
-			fmt.Fprintf(&b, "  %s[(%q)]\n", n.id, n.label)
+			fmt.Fprintf(&b, "  %s[(%s)]\n", n.id, mermaidText(n.label))
 		}
 	}
 	for _, e := range g.edges {
@@ -172,7 +172,7 @@ func Mermaid(w io.Writer, t topology.Topology) error {
 			arrow = "-.->"
 		}
 		if e.label != "" {
-			fmt.Fprintf(&b, "  %s %s|%q| %s\n", e.from, arrow, e.label, e.to)
+			fmt.Fprintf(&b, "  %s %s|%s| %s\n", e.from, arrow, mermaidText(e.label), e.to)
 		} else {
 			fmt.Fprintf(&b, "  %s %s %s\n", e.from, arrow, e.to)
 		}
@@ -191,12 +191,12 @@ func Dot(w io.Writer, t topology.Topology) error {
 		if n.kind == nodeExchange {
 			shape = "hexagon"
 		}
-		fmt.Fprintf(&b, "  %s [label=%q, shape=%s];\n", n.id, n.label, shape)
+		fmt.Fprintf(&b, "  %s [label=%s, shape=%s];\n", n.id, dotText(n.label), shape)
 	}
 	for _, e := range g.edges {
 		attrs := []string{}
 		if e.label != "" {
-			attrs = append(attrs, fmt.Sprintf("label=%q", e.label))
+			attrs = append(attrs, "label="+dotText(e.label))
 		}
 		if e.dashed {
 			attrs = append(attrs, "style=dashed")
@@ -206,4 +206,16 @@ func Dot(w io.Writer, t topology.Topology) error {
 	b.WriteString("}\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// mermaidText quotes a label for Mermaid, which has no backslash escapes:
+// a double quote must be written as the entity #quot;.
+func mermaidText(s string) string {
+	return `"` + strings.NewReplacer(`"`, "#quot;", "\n", " ").Replace(s) + `"`
+}
+
+// dotText quotes a label for Graphviz, whose strings escape only the double
+// quote and the backslash (Go's %q would also escape non-ASCII names).
+func dotText(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", " ").Replace(s) + `"`
 }

@@ -217,7 +217,7 @@ func (b *builder) build() {
 	}
 	for _, pol := range s.Policies {
 		if _, err := regexp.Compile(pol.Pattern); err != nil {
-			b.errorf(pol.at, "policy %q: invalid pattern %q: %v", pol.Name, pol.Pattern, err)
+			b.errorf(pol.patternAt, "policy %q: invalid pattern %q: %v", pol.Name, pol.Pattern, err)
 		}
 	}
 }

@@ -613,7 +613,7 @@ func (d *decoder) policy(n *yaml.Node, path string) Policy {
 	pol := Policy{ApplyTo: "queues", at: at(n, path)}
 	ok := d.fields(n, path, map[string]func(*yaml.Node, string){
 		"name":    func(v *yaml.Node, p string) { d.str(v, p, &pol.Name) },
-		"pattern": func(v *yaml.Node, p string) { d.str(v, p, &pol.Pattern) },
+		"pattern": func(v *yaml.Node, p string) { pol.patternAt = at(v, p); d.str(v, p, &pol.Pattern) },
 		"apply_to": func(v *yaml.Node, p string) {
 			d.str(v, p, &pol.ApplyTo)
 			switch pol.ApplyTo {

@@ -144,5 +144,5 @@ type Policy struct {
 	Priority   int64
 	Definition map[string]any
 
-	at pos
+	at, patternAt pos
 }
