@@ -165,20 +165,27 @@ func (e *env) publishMany(tb testing.TB, exchange, key string, msgs []amqp.Publi
 		tb.Fatal(err)
 	}
 	ctx := context.Background()
-	dcs := make([]*amqp.DeferredConfirmation, 0, len(msgs))
-	for _, m := range msgs {
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	// In batches: amqp091 scans every outstanding confirmation on each
+	// multiple ack, which is quadratic in the number outstanding.
+	const batch = 500
+	dcs := make([]*amqp.DeferredConfirmation, 0, batch)
+	for i, m := range msgs {
 		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, false, false, m)
 		if err != nil {
 			tb.Fatalf("publishing: %v", err)
 		}
 		dcs = append(dcs, dc)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	for _, dc := range dcs {
-		if ok, err := dc.WaitContext(wctx); err != nil || !ok {
-			tb.Fatalf("confirm of tag %d: ack=%v err=%v", dc.DeliveryTag, ok, err)
+		if len(dcs) < batch && i < len(msgs)-1 {
+			continue
 		}
+		for _, dc := range dcs {
+			if ok, err := dc.WaitContext(wctx); err != nil || !ok {
+				tb.Fatalf("confirm of tag %d: ack=%v err=%v", dc.DeliveryTag, ok, err)
+			}
+		}
+		dcs = dcs[:0]
 	}
 }
 

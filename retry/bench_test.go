@@ -1,0 +1,386 @@
+package retry_test
+
+// Benchmarks against the harness's broker (or the one RMQTOPO_TEST_URL and
+// RMQTOPO_TEST_AMQP_URL name). Run them with
+//
+//	go test ./retry/ -run '^$' -bench . -benchtime 1x        # lateness: one burst each
+//	go test ./retry/ -run '^$' -bench Throughput -benchtime 3s
+//
+// Figures from the project's machine are in docs/benchmarks.md.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/retry"
+)
+
+// benchPrefetch is the consumer prefetch of every throughput variant, so
+// that only the retry path differs between them.
+const benchPrefetch = 64
+
+// BenchmarkRetryThroughput measures the retry path: a delivery fails, a
+// copy goes to the retry exchange with publisher confirms, the original is
+// acked. The copies land in a wait queue with a one-hour TTL.
+//
+//   - raw: a plain amqp091 loop, one message at a time: publish with
+//     confirm, wait for it, ack.
+//   - helper-1: the retry helper with one handler.
+//   - helper-8: the retry helper with eight concurrent handlers sharing its
+//     confirm channel (pipelined confirmations).
+//
+// Each reports msg/s, and the helper variants x-raw: their rate over the
+// raw rate measured in the same run (run raw first, as -bench . does).
+func BenchmarkRetryThroughput(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		dm   uint8
+	}{{"transient", amqp.Transient}, {"persistent", amqp.Persistent}} {
+		b.Run(mode.name, func(b *testing.B) { benchRetryThroughput(b, mode.dm) })
+	}
+}
+
+func benchRetryThroughput(b *testing.B, deliveryMode uint8) {
+	e := newEnv(b, topo{layout: "per-attempt", queueType: "classic", delays: []string{"1h"}}, nil)
+	wait := contract.PerAttemptWaitQueue(workQueue, 1, time.Hour)
+
+	// measure puts n messages in the work queue, then times handlers
+	// goroutines settling them all with handle. Only the settling runs
+	// under b's timer when timed is set.
+	measure := func(b *testing.B, n, handlers int, timed bool, handle func(amqp.Delivery)) (rate float64, cpuPerMsg time.Duration) {
+		e.prefill(b, n, deliveryMode)
+		ch, err := e.conn.Channel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ch.Close()
+		if err := ch.Qos(benchPrefetch, 0, false); err != nil {
+			b.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		left := n
+		done := make(chan struct{})
+		if timed {
+			b.StartTimer()
+		}
+		start := time.Now()
+		cpu0 := cpuTime()
+		deliveries, err := ch.Consume(workQueue, "", false, false, false, false, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range handlers {
+			wg.Go(func() {
+				for d := range deliveries {
+					handle(d)
+					mu.Lock()
+					left--
+					if left == 0 {
+						close(done)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		select {
+		case <-done:
+		case <-time.After(5 * time.Minute):
+			b.Fatalf("%d of %d messages left", left, n)
+		}
+		elapsed := time.Since(start)
+		cpu := cpuTime() - cpu0
+		if timed {
+			b.StopTimer()
+		}
+		ch.Close()
+		wg.Wait()
+		if _, err := e.purge(b, wait); err != nil {
+			b.Fatal(err)
+		}
+		return float64(n) / elapsed.Seconds(), cpu / time.Duration(n)
+	}
+
+	pub, err := e.conn.Channel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pub.Close()
+	if err := pub.Confirm(false); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	raw := func(d amqp.Delivery) {
+		h := amqp.Table{}
+		for k, v := range d.Headers {
+			h[k] = v
+		}
+		h[contract.HeaderAttempt] = "1"
+		dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, contract.RetryExchange(workQueue), workQueue, true, false,
+			amqp.Publishing{Headers: h, ContentType: d.ContentType, DeliveryMode: d.DeliveryMode, MessageId: d.MessageId, Body: d.Body})
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		if !dc.Wait() {
+			b.Error("nack")
+			return
+		}
+		if err := d.Ack(false); err != nil {
+			b.Error(err)
+		}
+	}
+
+	b.Run("raw", func(b *testing.B) {
+		b.StopTimer()
+		rate, cpu := measure(b, b.N, 1, true, raw)
+		b.ReportMetric(rate, "msg/s")
+		b.ReportMetric(float64(cpu.Nanoseconds())/1e3, "client-cpu-µs/msg")
+	})
+	// Each helper figure is paired with a raw run over as many messages
+	// right after it, so that x-raw compares like with like on a machine
+	// whose load drifts.
+	for _, handlers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("helper-%d", handlers), func(b *testing.B) {
+			b.StopTimer()
+			r := newRetrier(b, e, retry.WithLogger(discardLogger()))
+			process := r.Handle(func(context.Context, amqp.Delivery) error { return errFail })
+			rate, cpu := measure(b, b.N, handlers, true, func(d amqp.Delivery) {
+				if out, err := process(ctx, d); out != retry.Retried || err != nil {
+					b.Errorf("outcome %v, %v", out, err)
+				}
+			})
+			rawRate, _ := measure(b, b.N, 1, false, raw)
+			b.ReportMetric(rate, "msg/s")
+			b.ReportMetric(float64(cpu.Nanoseconds())/1e3, "client-cpu-µs/msg")
+			b.ReportMetric(rawRate, "raw-msg/s")
+			b.ReportMetric(rate/rawRate, "x-raw")
+		})
+	}
+}
+
+var errFail = errors.New("fail")
+
+// cpuTime is the CPU time this process has used, user and system: the
+// client side's cost (the broker's is not counted).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// prefill puts n messages in the work queue, pipelining confirms.
+func (e *env) prefill(tb testing.TB, n int, deliveryMode uint8) {
+	tb.Helper()
+	msgs := make([]amqp.Publishing, n)
+	for i := range msgs {
+		msgs[i] = amqp.Publishing{
+			MessageId: strconv.Itoa(i), ContentType: "application/json", DeliveryMode: deliveryMode,
+			Headers: amqp.Table{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+			Body:    []byte(`{"order":12345,"items":[1,2,3]}`),
+		}
+	}
+	e.publishMany(tb, bizExchange, bizKey, msgs)
+}
+
+func (e *env) purge(tb testing.TB, queue string) (int, error) {
+	ch, err := e.conn.Channel()
+	if err != nil {
+		return 0, err
+	}
+	defer ch.Close()
+	return ch.QueuePurge(queue, false)
+}
+
+// BenchmarkReturnLateness publishes bursts of 10,000 messages spread
+// round-robin over three delays (100ms, 200ms, 400ms) into four wait
+// layouts, and measures how late each comes back: arrival minus (publish
+// time + delay). The layouts take turns, burst after burst (3 rounds, or
+// $RMQTOPO_BENCH_ROUNDS), so that a drifting machine load affects them
+// alike; each then reports p50, p99 and max lateness in ms over its pooled
+// samples, its mean time to publish a burst, and for the rmqtopo layouts
+// p99-x-bare: their p99 over the bare per-queue-TTL p99.
+//
+//   - bare-queue-ttl: one classic queue per delay with x-message-ttl,
+//     published to through the default exchange, dead-lettering back to the
+//     work queue: the best a TTL wait queue can do.
+//   - message-ttl: one classic queue, each message with its own expiration:
+//     expiry happens only at the head of the queue, so short delays wait
+//     behind long ones.
+//   - rmqtopo-shared, rmqtopo-per-attempt: the provisioned topology (classic
+//     wait queues), published to the way the helper does, through the
+//     retry exchange with the attempt header.
+//   - rmqtopo-shared-quorum: the shared layout with quorum wait queues, the
+//     spec's default wait_queue_type (for information: replicated, fsynced).
+func BenchmarkReturnLateness(b *testing.B) {
+	const n = 10_000
+	rounds := 3
+	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_BENCH_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	delays := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
+
+	type variant struct {
+		name          string
+		e             *env
+		exchange, key string
+		headers       func(k int) amqp.Table // k: 0-based delay index
+		expiration    func(k int) string
+		late          []time.Duration
+		publish       time.Duration
+	}
+	bare := &variant{name: "bare-queue-ttl",
+		e: newEnv(b, topo{layout: "per-attempt", queueType: "classic", delays: []string{"1h"}}, nil),
+		headers: func(k int) amqp.Table {
+			return amqp.Table{"bare-queue": "bare." + delays[k].String()} // routed by burst
+		},
+	}
+	ch := bare.e.channel(b)
+	for _, d := range delays {
+		args := amqp.Table{"x-message-ttl": d.Milliseconds(), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": workQueue}
+		if _, err := ch.QueueDeclare("bare."+d.String(), true, false, false, false, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+	msgTTL := &variant{name: "message-ttl", key: "per-message-ttl",
+		e:          newEnv(b, topo{layout: "per-attempt", queueType: "classic", delays: []string{"1h"}}, nil),
+		expiration: func(k int) string { return strconv.FormatInt(delays[k].Milliseconds(), 10) },
+	}
+	args := amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": workQueue}
+	if _, err := msgTTL.e.channel(b).QueueDeclare("per-message-ttl", true, false, false, false, args); err != nil {
+		b.Fatal(err)
+	}
+	variants := []*variant{bare, msgTTL}
+	for _, x := range []struct{ name, layout, waitType string }{
+		{"rmqtopo-shared", "shared", "classic"},
+		{"rmqtopo-per-attempt", "per-attempt", "classic"},
+		{"rmqtopo-shared-quorum", "shared", "quorum"}, // the spec's default wait queue type
+	} {
+		variants = append(variants, &variant{name: x.name,
+			e: newEnv(b, topo{layout: x.layout, queueType: "classic", waitType: x.waitType,
+				delays: []string{"100ms", "200ms", "400ms"}}, nil),
+			exchange: contract.RetryExchange(workQueue), key: workQueue,
+			headers: func(k int) amqp.Table {
+				return amqp.Table{contract.HeaderAttempt: contract.AttemptValue(k + 1)}
+			},
+		})
+	}
+
+	for range rounds {
+		for _, v := range variants {
+			late, pub := v.e.burst(b, workQueue, n, delays, v.exchange, v.key, v.headers, v.expiration)
+			v.late = append(v.late, late...)
+			v.publish += pub
+		}
+	}
+	pct := func(late []time.Duration, p float64) float64 {
+		return float64(late[int(p*float64(len(late)-1))]) / float64(time.Millisecond)
+	}
+	for _, v := range variants {
+		slices.Sort(v.late)
+	}
+	bareP99 := pct(bare.late, 0.99)
+	for _, v := range variants {
+		// The work is done; each sub-benchmark only reports its figures.
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(pct(v.late, 0.5), "p50-ms")
+			p99 := pct(v.late, 0.99)
+			b.ReportMetric(p99, "p99-ms")
+			b.ReportMetric(pct(v.late, 1), "max-ms")
+			b.ReportMetric(float64(v.publish.Milliseconds())/float64(rounds), "publish-ms")
+			if v.exchange != "" {
+				b.ReportMetric(p99/bareP99, "p99-x-bare")
+			}
+		})
+	}
+}
+
+// burst consumes back (auto-ack) on a connection of its own, publishes n
+// messages as fast as confirms allow, the i-th scheduled for
+// delays[i%len(delays)], and returns how late each came back and how long
+// publishing (with all confirms) took.
+func (e *env) burst(b *testing.B, back string, n int, delays []time.Duration, exchange, key string,
+	headers func(int) amqp.Table, expiration func(int) string) (late []time.Duration, publish time.Duration) {
+	b.Helper()
+	cconn := e.b.Dial(b, e.vhost)
+	defer cconn.Close()
+	cch, err := cconn.Channel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	deliveries, err := cch.Consume(back, "", true, false, false, false, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	late = make([]time.Duration, 0, n)
+	got := make(chan struct{})
+	go func() {
+		defer close(got)
+		for d := range deliveries {
+			due, _ := d.Headers["due"].(int64)
+			late = append(late, time.Duration(time.Now().UnixNano()-due))
+			if len(late) == n {
+				return
+			}
+		}
+	}()
+
+	pch, err := e.conn.Channel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pch.Close()
+	if err := pch.Confirm(false); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	dcs := make([]*amqp.DeferredConfirmation, 0, n)
+	pubStart := time.Now()
+	for i := range n {
+		k := i % len(delays)
+		h := amqp.Table{}
+		if headers != nil {
+			h = headers(k)
+		}
+		rk := key
+		if q, ok := h["bare-queue"].(string); ok {
+			rk = q
+		}
+		msg := amqp.Publishing{Headers: h, Body: []byte("x")}
+		if expiration != nil {
+			msg.Expiration = expiration(k)
+		}
+		h["due"] = time.Now().Add(delays[k]).UnixNano()
+		dc, err := pch.PublishWithDeferredConfirmWithContext(ctx, exchange, rk, true, false, msg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dcs = append(dcs, dc)
+	}
+	for _, dc := range dcs {
+		if !dc.Wait() {
+			b.Fatal("nack")
+		}
+	}
+	publish = time.Since(pubStart)
+	select {
+	case <-got:
+	case <-time.After(2 * time.Minute):
+		b.Fatalf("%d of %d messages came back", len(late), n)
+	}
+	return late, publish
+}
