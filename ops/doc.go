@@ -1,0 +1,52 @@
+// Package ops operates live retry topologies: it computes the status of a
+// spec's queues (depths, consumers, rates, drift) and moves dead letters
+// (peek, replay, sweep) without losing any.
+//
+// # Moves
+//
+// Every move is a Pass over one queue. A message to move is published to
+// the target queue through the default exchange, persistent and mandatory,
+// on a channel in confirm mode, and acked in the source only after the
+// broker confirmed the copy. A copy that is nacked, returned as unroutable,
+// or not confirmed in time leaves its source unacked, and so in the queue.
+// A crash at any point leaves at most one extra copy per message (confirmed
+// but not yet acked), never a loss.
+//
+// # Leaving messages in place, in order
+//
+// AMQP cannot skip a message without taking it. A pass holds the messages
+// it leaves unacknowledged until its end, then requeues them one by one in
+// delivery order. What "in place" means depends on the queue, as seen on
+// RabbitMQ 3.10.8:
+//
+//   - A classic queue puts a requeued message back at its position, so a
+//     pass may stop early (a limit reached) and requeue just what it took.
+//   - A quorum queue puts a requeued (nacked) message at its tail. A pass
+//     over a quorum queue therefore takes the whole queue, up to its depth
+//     when the pass starts, even after it stopped acting, and requeues it
+//     all in order, so that the order is the same afterwards. Messages that
+//     arrive during the pass end up ahead of the older ones.
+//   - A quorum queue applies one consumer's requeues in order but those of
+//     several consumers in no particular order, and settles acks and
+//     requeues lazily: a channel closed too early gets unsettled messages
+//     back out of order, and acked ones back as duplicates. So a pass
+//     requeues consumer by consumer, waits until the queue shows each
+//     consumer's requeues applied, and closes its channel only once the
+//     queue stopped counting its consumers, which it does when every ack
+//     and requeue is settled.
+//   - Every requeue counts as a delivery on a quorum queue (x-delivery-count
+//     grows and the redelivered flag is set). CheckLeaveSafe refuses quorum
+//     queues whose delivery limit could drop messages.
+//
+// Memory is bounded by the window (the consumer prefetch): when a consumer
+// holds a full window of messages left in place, it is cancelled, its
+// deliveries stay held, and a new consumer takes the next window. Only
+// delivery tags are kept for held messages.
+//
+// # Death counts
+//
+// ReadDeaths reads x-death defensively: the count of a message is the sum
+// of count over every entry, whatever queue it names; a header that is not
+// an array of tables each with a non-negative integer count is unreadable,
+// and a sweep leaves such messages in place and reports them.
+package ops

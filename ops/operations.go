@@ -1,0 +1,258 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+)
+
+// Peek reads up to limit messages from the head of queue and leaves every
+// message in place, in order. A quorum queue (3.10) puts a requeued
+// message at its tail, so peeking only its head would move those messages
+// behind the rest: on a quorum queue Peek requeues the whole queue in
+// order (reading it, up to its depth when Peek starts) and decodes only the
+// first limit messages.
+//
+// queueType is the queue's type as the management API reports it.
+func Peek(ctx context.Context, conn *amqp.Connection, queue, queueType string, limit, window int) ([]Message, Result, error) {
+	var msgs []Message
+	p := Pass{
+		Queue:  queue,
+		Window: window,
+		Decide: func(pos int, d *amqp.Delivery) Decision {
+			if pos <= limit {
+				msgs = append(msgs, Decode(pos, d))
+			}
+			return Decision{}
+		},
+	}
+	if InPlaceRequeue(queueType) {
+		p.Scan, p.InPlaceRequeue = limit, true
+	}
+	if limit <= 0 {
+		return nil, Result{Queue: queue}, errors.New("the limit must be at least 1")
+	}
+	res, err := p.Run(ctx, conn)
+	return msgs, res, err
+}
+
+// InPlaceRequeue reports whether a queue of the given type puts a requeued
+// message back at its position: classic queues do; quorum queues (3.10)
+// put it at their tail.
+func InPlaceRequeue(queueType string) bool { return queueType == "classic" }
+
+// ReplayOptions selects the messages Replay moves.
+type ReplayOptions struct {
+	// Queue is the DLQ; To the work queue (default: Queue without ".dlq").
+	Queue, To string
+	// QueueType is Queue's type, as the management API reports it.
+	QueueType string
+	// Limit bounds the messages replayed; 0 means all that match.
+	Limit int
+	// Headers must all match: the header's value, rendered by HeaderString,
+	// equals the given one.
+	Headers map[string]string
+	// RoutingKey, when set, must equal the message's original routing key
+	// (see OriginalRoute).
+	RoutingKey string
+	Window     int
+	Progress   func(Result)
+	// Now stamps contract.HeaderReplayedAt; nil means time.Now.
+	Now func() time.Time
+}
+
+// ReplayTarget returns the work queue a DLQ's messages are replayed to.
+func ReplayTarget(queue, to string) (string, error) {
+	if to != "" {
+		return to, nil
+	}
+	work, ok := strings.CutSuffix(queue, contract.DeadLetterQueue(""))
+	if !ok || work == "" {
+		return "", fmt.Errorf("queue %q is not named like a DLQ (%q); give the work queue with --to", queue, contract.DeadLetterQueue("QUEUE"))
+	}
+	return work, nil
+}
+
+// Replay moves matching messages from a DLQ back to their work queue for a
+// fresh retry cycle (see ReplayHeaders). Non-matching messages stay in
+// place, in order. The work queue must exist.
+func Replay(ctx context.Context, conn *amqp.Connection, o ReplayOptions) (Result, error) {
+	target, err := ReplayTarget(o.Queue, o.To)
+	if err != nil {
+		return Result{Queue: o.Queue}, err
+	}
+	if err := queueExists(conn, target); err != nil {
+		var nf *QueueNotFoundError
+		if errors.As(err, &nf) {
+			return Result{Queue: o.Queue, Target: target}, fmt.Errorf("work queue %q not found; give the queue to replay to with --to", target)
+		}
+		return Result{Queue: o.Queue, Target: target}, err
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	p := Pass{
+		Queue: o.Queue, Target: target, MaxMoves: o.Limit, Window: o.Window, Progress: o.Progress,
+		InPlaceRequeue: InPlaceRequeue(o.QueueType),
+		Decide: func(_ int, d *amqp.Delivery) Decision {
+			if o.RoutingKey != "" {
+				if _, key := OriginalRoute(d); key != o.RoutingKey {
+					return Decision{Note: "routing key does not match"}
+				}
+			}
+			for name, want := range o.Headers {
+				if got, ok := HeaderString(d.Headers[name]); !ok || got != want {
+					return Decision{Note: "header does not match"}
+				}
+			}
+			return Decision{Move: true}
+		},
+		Rewrite: func(d *amqp.Delivery) amqp.Publishing {
+			pub := Copy(d)
+			pub.Headers = ReplayHeaders(d.Headers, now())
+			return pub
+		},
+	}
+	return p.Run(ctx, conn)
+}
+
+// ReplayHeaders returns the headers of a replayed message: its retry state
+// (attempt, first failure, last error, dead-letter reason) and the broker's
+// dead-lettering headers are dropped, so the message starts a fresh retry
+// cycle and carries no x-death for the broker's cycle detection to trip on;
+// contract.HeaderReplayCount is incremented and contract.HeaderReplayedAt
+// set to now. Every other header is kept.
+func ReplayHeaders(h amqp.Table, now time.Time) amqp.Table {
+	out := amqp.Table{}
+	for k, v := range h {
+		switch {
+		case k == contract.HeaderAttempt, k == contract.HeaderFirstFailure, k == contract.HeaderLastError,
+			k == contract.HeaderDeadLetterReason, contract.DeathHeaders(k):
+		default:
+			out[k] = v
+		}
+	}
+	count, _ := parseCount(h[contract.HeaderReplayCount])
+	out[contract.HeaderReplayCount] = strconv.FormatInt(count+1, 10)
+	out[contract.HeaderReplayedAt] = now.UTC().Format(time.RFC3339Nano)
+	return out
+}
+
+// SweepOptions configures a sweep.
+type SweepOptions struct {
+	// Pattern selects source queues by name (see Glob).
+	Pattern string
+	// MaxDeaths: a message whose death count (see ReadDeaths) exceeds it moves.
+	MaxDeaths int64
+	// To names the target queue; "{name}" stands for the source's name.
+	To string
+}
+
+// SweepSource is one queue a sweep scans and where its messages go.
+type SweepSource struct {
+	Queue  QueueInfo
+	Target string
+}
+
+// PlanSweep picks the sources of a sweep from a vhost's queues. It refuses
+// a target that is its own source, and one the pattern matches: a later
+// sweep would move its messages again.
+func PlanSweep(queues []QueueInfo, o SweepOptions) ([]SweepSource, error) {
+	if o.Pattern == "" {
+		return nil, errors.New("a pattern is required")
+	}
+	if o.To == "" {
+		return nil, errors.New("a target queue is required")
+	}
+	if o.MaxDeaths < 0 {
+		return nil, fmt.Errorf("the death threshold must not be negative, got %d", o.MaxDeaths)
+	}
+	var out []SweepSource
+	for _, q := range queues {
+		if !Glob(o.Pattern, q.Name) {
+			continue
+		}
+		target := SweepTarget(o.To, q.Name)
+		switch {
+		case target == q.Name:
+			return nil, fmt.Errorf("target %q of queue %q is the queue itself", target, q.Name)
+		case Glob(o.Pattern, target):
+			return nil, fmt.Errorf("target %q of queue %q matches the pattern %q: the next sweep would move its messages again", target, q.Name, o.Pattern)
+		}
+		out = append(out, SweepSource{Queue: q, Target: target})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no queue matches the pattern %q", o.Pattern)
+	}
+	return out, nil
+}
+
+// SweepTarget renders a target template for a source queue.
+func SweepTarget(to, source string) string { return strings.ReplaceAll(to, "{name}", source) }
+
+// SweepQueue moves the messages of one source whose death count exceeds
+// maxDeaths to target, declared (durable, classic) if missing. The others,
+// and those whose x-death cannot be read, stay in place, in order.
+func SweepQueue(ctx context.Context, conn *amqp.Connection, src SweepSource, maxDeaths int64, window int, progress func(Result)) (Result, error) {
+	if err := ensureQueue(conn, src.Target); err != nil {
+		return Result{Queue: src.Queue.Name, Target: src.Target}, err
+	}
+	p := Pass{
+		Queue: src.Queue.Name, Target: src.Target, Window: window, Progress: progress,
+		InPlaceRequeue: InPlaceRequeue(src.Queue.Type),
+		Decide: func(_ int, d *amqp.Delivery) Decision {
+			deaths := ReadDeaths(d.Headers)
+			switch {
+			case deaths.Problem != "":
+				return Decision{Note: NoteUnreadable}
+			case deaths.Count > maxDeaths:
+				return Decision{Move: true}
+			}
+			return Decision{Note: "at or below the threshold"}
+		},
+	}
+	return p.Run(ctx, conn)
+}
+
+func queueExists(conn *amqp.Connection, name string) error {
+	ch, err := conn.Channel()
+	if err != nil {
+		return fmt.Errorf("opening a channel: %w", err)
+	}
+	defer ch.Close()
+	if _, err := ch.QueueDeclarePassive(name, false, false, false, false, nil); err != nil {
+		return queueError(name, err)
+	}
+	return nil
+}
+
+// ensureQueue declares a missing target as a durable classic queue with no
+// arguments: the simplest queue that keeps messages until an operator acts.
+func ensureQueue(conn *amqp.Connection, name string) error {
+	err := queueExists(conn, name)
+	var nf *QueueNotFoundError
+	if !errors.As(err, &nf) {
+		return err
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		return fmt.Errorf("opening a channel: %w", err)
+	}
+	defer ch.Close()
+	if _, err := ch.QueueDeclare(name, true, false, false, false, nil); err != nil {
+		var ae *amqp.Error
+		if errors.As(err, &ae) && ae.Code == amqp.AccessRefused {
+			return fmt.Errorf("declaring target queue %q refused: %s", name, ae.Reason)
+		}
+		return fmt.Errorf("declaring target queue %q: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,338 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// Roles of a queue in a work queue's retry topology.
+const (
+	RoleWork       = "work"
+	RoleWait       = "wait"
+	RoleDLQ        = "dlq"
+	RoleParkingLot = "parking-lot"
+)
+
+// Flags status raises on a queue.
+const (
+	FlagDLQNotEmpty = "dlq-not-empty"
+	FlagNoConsumers = "no-consumers"
+	FlagMissing     = "missing"
+	FlagDrift       = "drift"
+)
+
+// StatusFormatVersion is the version of Status's JSON form.
+const StatusFormatVersion = 1
+
+// QueueStatus is one queue of a work queue's topology as the broker sees it.
+type QueueStatus struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+	// Delay and Retries describe a wait queue: the delay, and the retry
+	// numbers (contract.HeaderAttempt values) that wait in it.
+	Delay   string `json:"delay,omitempty"`
+	Retries []int  `json:"retries,omitempty"`
+	// Shared is set on a wait queue other work queues of the vhost also use,
+	// whose counts are therefore theirs too.
+	Shared      bool     `json:"shared,omitempty"`
+	Present     bool     `json:"present"`
+	Messages    int64    `json:"messages"`
+	Ready       int64    `json:"messages_ready"`
+	Unacked     int64    `json:"messages_unacknowledged"`
+	Consumers   int64    `json:"consumers"`
+	PublishRate float64  `json:"publish_rate"`
+	DeliverRate float64  `json:"deliver_rate"`
+	Flags       []string `json:"flags,omitempty"`
+	// Drift says how the queue differs from the spec.
+	Drift []string `json:"drift,omitempty"`
+}
+
+// WorkQueueStatus is a work queue of a spec and the queues around it.
+type WorkQueueStatus struct {
+	Vhost  string        `json:"vhost"`
+	File   string        `json:"file"`
+	Queue  string        `json:"queue"`
+	Queues []QueueStatus `json:"queues"`
+}
+
+// DriftItem is one object that differs from the spec.
+type DriftItem struct {
+	Action  plan.Action `json:"action"`
+	Address string      `json:"address"`
+	Reason  string      `json:"reason,omitempty"`
+}
+
+// Status is the state of every queue of a set of specs.
+type Status struct {
+	FormatVersion int               `json:"format_version"`
+	Queues        []WorkQueueStatus `json:"work_queues"`
+	// DriftChecked is false when the live topology was not read; Drift
+	// then says nothing.
+	DriftChecked bool `json:"drift_checked"`
+	// Drift lists the exchanges, bindings, policies and vhosts that differ
+	// from the spec; queues carry their own.
+	Drift   []DriftItem   `json:"drift,omitempty"`
+	Summary StatusSummary `json:"summary"`
+}
+
+// StatusSummary counts what status flags.
+type StatusSummary struct {
+	DLQsNotEmpty      int   `json:"dlqs_not_empty"`
+	DLQMessages       int64 `json:"dlq_messages"`
+	WithoutConsumers  int   `json:"work_queues_without_consumers"`
+	MissingQueues     int   `json:"missing_queues"`
+	DriftedObjects    int   `json:"drifted_objects"`
+	MessagesInRetries int64 `json:"messages_in_wait_queues"`
+}
+
+// BuildStatus puts together the spec, the queue counts the management API
+// reported per vhost, and (when live is not nil) the drift between the live
+// topology and the spec as plan.Diff computes it: any change but a no-op.
+func BuildStatus(files []*spec.File, stats map[string][]QueueInfo, live *topology.Topology) Status {
+	st := Status{FormatVersion: StatusFormatVersion, DriftChecked: live != nil}
+	byName := map[[2]string]QueueInfo{}
+	for vhost, qs := range stats {
+		for _, q := range qs {
+			byName[[2]string{vhost, q.Name}] = q
+		}
+	}
+	queueDrift := map[[2]string][]string{}
+	if live != nil {
+		p := plan.Diff(*live, spec.Expand(files...), plan.Options{})
+		for _, c := range p.Changes {
+			if c.Action == plan.NoOp {
+				continue
+			}
+			st.Summary.DriftedObjects++
+			if c.Address.Kind == topology.KindQueue {
+				why := string(c.Action)
+				if c.Reason != "" {
+					why += ": " + c.Reason
+				}
+				k := [2]string{c.Address.Vhost, c.Address.Name}
+				queueDrift[k] = append(queueDrift[k], why)
+				continue
+			}
+			st.Drift = append(st.Drift, DriftItem{Action: c.Action, Address: c.Address.String(), Reason: c.Reason})
+		}
+	}
+	// A wait queue is shared when several work queues of its vhost use it.
+	users := map[[2]string]int{}
+	for _, f := range files {
+		for _, q := range f.Spec.Queues {
+			for _, w := range waitQueues(&f.Spec, q) {
+				users[[2]string{f.Spec.Vhost, w.Name}]++
+			}
+		}
+	}
+	counted := map[[2]string]bool{} // a shared wait queue counts once
+	for _, f := range files {
+		vhost := f.Spec.Vhost
+		for _, q := range f.Spec.Queues {
+			wq := WorkQueueStatus{Vhost: vhost, File: f.Path, Queue: q.Name}
+			rows := []QueueStatus{{Name: q.Name, Role: RoleWork}}
+			for _, w := range waitQueues(&f.Spec, q) {
+				w.Shared = users[[2]string{vhost, w.Name}] > 1
+				rows = append(rows, w)
+			}
+			if q.DLQ {
+				rows = append(rows, QueueStatus{Name: contract.DeadLetterQueue(q.Name), Role: RoleDLQ})
+			}
+			if q.ParkingLot {
+				rows = append(rows, QueueStatus{Name: contract.ParkingLotQueue(q.Name), Role: RoleParkingLot})
+			}
+			for _, row := range rows {
+				k := [2]string{vhost, row.Name}
+				if info, ok := byName[k]; ok {
+					row.Present = true
+					row.Messages, row.Ready, row.Unacked = info.Messages, info.Ready, info.Unacked
+					row.Consumers, row.PublishRate, row.DeliverRate = info.Consumers, info.PublishRate, info.DeliverRate
+				}
+				row.Drift = queueDrift[k]
+				first := !counted[k]
+				counted[k] = true
+				switch {
+				case !row.Present:
+					row.Flags = append(row.Flags, FlagMissing)
+					if first {
+						st.Summary.MissingQueues++
+					}
+				case row.Role == RoleWork && row.Consumers == 0:
+					row.Flags = append(row.Flags, FlagNoConsumers)
+					st.Summary.WithoutConsumers++
+				case row.Role == RoleDLQ && row.Messages > 0:
+					row.Flags = append(row.Flags, FlagDLQNotEmpty)
+					st.Summary.DLQsNotEmpty++
+					st.Summary.DLQMessages += row.Messages
+				case row.Role == RoleWait && first:
+					st.Summary.MessagesInRetries += row.Messages
+				}
+				if len(row.Drift) > 0 {
+					row.Flags = append(row.Flags, FlagDrift)
+				}
+				wq.Queues = append(wq.Queues, row)
+			}
+			st.Queues = append(st.Queues, wq)
+		}
+	}
+	return st
+}
+
+// waitQueues returns the wait queues of q in retry order, one row per
+// queue with every retry that waits in it. Immediate retries wait nowhere.
+func waitQueues(s *spec.Spec, q spec.Queue) []QueueStatus {
+	var out []QueueStatus
+	index := map[string]int{}
+	for _, step := range s.Schedule(q) {
+		if step.Via == "" || step.Via == q.Name {
+			continue
+		}
+		retry := step.Attempt - 1
+		if i, ok := index[step.Via]; ok {
+			out[i].Retries = append(out[i].Retries, retry)
+			continue
+		}
+		index[step.Via] = len(out)
+		out = append(out, QueueStatus{Name: step.Via, Role: RoleWait, Delay: contract.FormatDelay(step.Delay), Retries: []int{retry}})
+	}
+	return out
+}
+
+// DLQHasMessages reports whether any DLQ of the status holds messages.
+func (s Status) DLQHasMessages() bool { return s.Summary.DLQsNotEmpty > 0 }
+
+// WriteJSON writes the status as one indented JSON document.
+func (s Status) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// WriteText writes the status as a table per work queue, then the drift
+// and a summary line. color highlights flags.
+func (s Status) WriteText(w io.Writer, color bool) error {
+	paint := func(code, text string) string {
+		if !color || text == "" {
+			return text
+		}
+		return "\x1b[" + code + "m" + text + "\x1b[0m"
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for i, wq := range s.Queues {
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		fmt.Fprintf(tw, "queue %s (vhost %s, %s)\n", wq.Queue, wq.Vhost, wq.File)
+		fmt.Fprintln(tw, "  QUEUE\tROLE\tMESSAGES\tREADY\tUNACKED\tCONSUMERS\tIN/S\tOUT/S\tFLAGS")
+		for _, q := range wq.Queues {
+			role := q.Role
+			if q.Role == RoleWait {
+				role = fmt.Sprintf("wait %s (%s %s)", q.Delay, plural(len(q.Retries), "retry", "retries"), joinInts(q.Retries))
+				if q.Shared {
+					role += ", shared"
+				}
+			}
+			var flags []string
+			for _, f := range q.Flags {
+				code := "33" // yellow
+				if f == FlagDLQNotEmpty || f == FlagMissing {
+					code = "31" // red
+				}
+				flags = append(flags, paint(code, f))
+			}
+			if !q.Present {
+				fmt.Fprintf(tw, "  %s\t%s\t-\t-\t-\t-\t-\t-\t%s\n", q.Name, role, strings.Join(flags, " "))
+				continue
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", q.Name, role, q.Messages, q.Ready, q.Unacked,
+				q.Consumers, rate(q.PublishRate), rate(q.DeliverRate), strings.Join(flags, " "))
+		}
+		for _, q := range wq.Queues {
+			for _, d := range q.Drift {
+				fmt.Fprintf(tw, "  drift: queue %s: %s\n", q.Name, d)
+			}
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(s.Drift) > 0 {
+		fmt.Fprintf(w, "\n%s:\n", paint("33", fmt.Sprintf("%d other %s differ from the spec", len(s.Drift), plural(len(s.Drift), "object", "objects"))))
+		for _, d := range s.Drift {
+			line := fmt.Sprintf("  %s %s", d.Action, d.Address)
+			if d.Reason != "" {
+				line += " (" + d.Reason + ")"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	sum := s.Summary
+	parts := []string{fmt.Sprintf("%d work %s", len(s.Queues), plural(len(s.Queues), "queue", "queues"))}
+	if sum.DLQsNotEmpty > 0 {
+		parts = append(parts, paint("31", fmt.Sprintf("%d %s holding %d %s", sum.DLQsNotEmpty, plural(sum.DLQsNotEmpty, "DLQ", "DLQs"), sum.DLQMessages, plural(int(sum.DLQMessages), "message", "messages"))))
+	} else {
+		parts = append(parts, "DLQs empty")
+	}
+	if sum.WithoutConsumers > 0 {
+		parts = append(parts, fmt.Sprintf("%d without consumers", sum.WithoutConsumers))
+	}
+	if sum.MissingQueues > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s missing", sum.MissingQueues, plural(sum.MissingQueues, "queue", "queues")))
+	}
+	switch {
+	case !s.DriftChecked:
+		parts = append(parts, "drift not checked")
+	case sum.DriftedObjects > 0:
+		parts = append(parts, fmt.Sprintf("%d drifted %s (see rmqtopo plan)", sum.DriftedObjects, plural(sum.DriftedObjects, "object", "objects")))
+	default:
+		parts = append(parts, "no drift")
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", strings.Join(parts, ", "))
+	return err
+}
+
+func rate(r float64) string {
+	if r == 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(r, 'f', 1, 64)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// FormatProgress renders a pass's progress for stderr.
+func FormatProgress(r Result, elapsed time.Duration) string {
+	verb := "moved"
+	if r.Target == "" {
+		verb = "read"
+	}
+	n := r.Moved
+	if r.Target == "" {
+		n = r.Scanned
+	}
+	return fmt.Sprintf("%s: examined %d of %d, %s %d, left %d, failed %d (%s)",
+		r.Queue, r.Scanned, r.Depth, verb, n, r.Left, r.Failed, elapsed.Round(time.Second))
+}

@@ -1,0 +1,180 @@
+package ops
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+const statusSpec = `version: 1
+vhost: shop
+exchanges:
+  - name: orders
+    type: topic
+queues:
+  - name: orders.created
+    bindings: [{exchange: orders, routing_key: order.created}]
+    immediate_retries: 1
+    retry: {delays: [5s, 5s, 1m]}
+  - name: orders.paid
+    bindings: [{exchange: orders, routing_key: order.paid}]
+    retry: {delays: [5s]}
+    parking_lot: true
+  - name: payments.capture
+    layout: per-attempt
+    retry: {delays: [10s]}
+    dlq: false
+`
+
+func parseSpec(t *testing.T, yaml string) []*spec.File {
+	t.Helper()
+	f, err := spec.Parse("shop.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	return []*spec.File{f}
+}
+
+func TestBuildStatus(t *testing.T) {
+	files := parseSpec(t, statusSpec)
+	stats := map[string][]QueueInfo{"shop": {
+		{Name: "orders.created", Messages: 4, Ready: 3, Unacked: 1, Consumers: 2, PublishRate: 1.5, DeliverRate: 1.25},
+		{Name: "rmqtopo.wait.5s", Messages: 7, Ready: 7},
+		{Name: "rmqtopo.wait.1m", Messages: 1, Ready: 1},
+		{Name: "orders.created.dlq", Messages: 2, Ready: 2},
+		{Name: "orders.paid"},
+		{Name: "orders.paid.dlq"},
+		{Name: "payments.capture", Consumers: 1},
+		{Name: "payments.capture.wait.1.10s"},
+		{Name: "unrelated", Messages: 99},
+	}}
+	// The live topology is the desired one with one queue argument changed,
+	// one queue and one binding missing.
+	live := spec.Expand(files...)
+	var queues []topology.Queue
+	for _, q := range live.Queues {
+		switch q.Name {
+		case "rmqtopo.wait.1m":
+			args := topology.Args{}
+			for k, v := range q.Arguments {
+				args[k] = v
+			}
+			args["x-message-ttl"] = int64(1000)
+			q.Arguments = args
+		case "orders.paid.parking-lot":
+			continue
+		}
+		queues = append(queues, q)
+	}
+	live.Queues = queues
+	for i, b := range live.Bindings {
+		if b.Destination == "orders.paid" && b.Source == "orders" {
+			live.Bindings = append(live.Bindings[:i], live.Bindings[i+1:]...)
+			break
+		}
+	}
+	st := BuildStatus(files, stats, &live)
+
+	type row struct {
+		Name, Role string
+		Retries    []int
+		Shared     bool
+		Messages   int64
+		Flags      []string
+		Drifted    bool
+	}
+	var got [][]row
+	for _, wq := range st.Queues {
+		var rows []row
+		for _, q := range wq.Queues {
+			rows = append(rows, row{q.Name, q.Role, q.Retries, q.Shared, q.Messages, q.Flags, len(q.Drift) > 0})
+		}
+		got = append(got, rows)
+	}
+	want := [][]row{
+		{
+			{Name: "orders.created", Role: RoleWork, Messages: 4},
+			{Name: "rmqtopo.wait.5s", Role: RoleWait, Retries: []int{2, 3}, Shared: true, Messages: 7},
+			{Name: "rmqtopo.wait.1m", Role: RoleWait, Retries: []int{4}, Messages: 1, Flags: []string{FlagDrift}, Drifted: true},
+			{Name: "orders.created.dlq", Role: RoleDLQ, Messages: 2, Flags: []string{FlagDLQNotEmpty}},
+		},
+		{
+			{Name: "orders.paid", Role: RoleWork, Flags: []string{FlagNoConsumers}},
+			{Name: "rmqtopo.wait.5s", Role: RoleWait, Retries: []int{1}, Shared: true, Messages: 7},
+			{Name: "orders.paid.dlq", Role: RoleDLQ},
+			{Name: "orders.paid.parking-lot", Role: RoleParkingLot, Flags: []string{FlagMissing, FlagDrift}, Drifted: true},
+		},
+		{
+			{Name: "payments.capture", Role: RoleWork},
+			{Name: "payments.capture.wait.1.10s", Role: RoleWait, Retries: []int{1}},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+	wantSum := StatusSummary{DLQsNotEmpty: 1, DLQMessages: 2, WithoutConsumers: 1, MissingQueues: 1, DriftedObjects: 4, MessagesInRetries: 8}
+	if diff := cmp.Diff(wantSum, st.Summary); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	// Drift of anything but a queue is listed on its own: the missing
+	// binding (the replaced wait queue's binding is re-created too).
+	if len(st.Drift) != 2 || !strings.Contains(st.Drift[0].Address+st.Drift[1].Address, `"orders -> orders.paid"`) {
+		t.Errorf("drift = %+v, want the binding orders -> orders.paid among 2", st.Drift)
+	}
+	if !st.DLQHasMessages() {
+		t.Error("DLQHasMessages = false, want true")
+	}
+
+	var text bytes.Buffer
+	if err := st.WriteText(&text, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"queue orders.created (vhost shop, shop.yaml)",
+		"rmqtopo.wait.5s  wait 5s (retries 2,3), shared",
+		"orders.created.dlq  dlq",
+		"dlq-not-empty",
+		"orders.paid.parking-lot  parking-lot  -",
+		"drift: queue rmqtopo.wait.1m: replace: queue argument x-message-ttl is immutable (1000 → 60000)",
+		"drift: queue orders.paid.parking-lot: create",
+		"2 other objects differ from the spec:",
+		"3 work queues, 1 DLQ holding 2 messages, 1 without consumers, 1 queue missing, 4 drifted objects (see rmqtopo plan)",
+	} {
+		if !strings.Contains(squeeze(text.String()), want) {
+			t.Errorf("text output lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// squeeze collapses the padding tabwriter adds to two spaces.
+func squeeze(s string) string {
+	var b strings.Builder
+	spaces := 0
+	for _, r := range s {
+		if r == ' ' {
+			spaces++
+			continue
+		}
+		if spaces > 0 {
+			b.WriteString(strings.Repeat(" ", min(spaces, 2)))
+			spaces = 0
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func TestBuildStatusWithoutLive(t *testing.T) {
+	st := BuildStatus(parseSpec(t, statusSpec), nil, nil)
+	if st.DriftChecked || st.Summary.DriftedObjects != 0 {
+		t.Errorf("without a live topology: DriftChecked=%v drifted=%d, want false and 0", st.DriftChecked, st.Summary.DriftedObjects)
+	}
+	if st.Summary.MissingQueues != 9 {
+		t.Errorf("without stats every queue is missing: got %d, want 9 (the shared wait queue once)", st.Summary.MissingQueues)
+	}
+}
