@@ -1,13 +1,546 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
 
-// statusCmd and dlqCmd are filled in by the operations work; they exist so
-// the command tree is complete from the start.
-type statusCmd struct{}
+	"github.com/alecthomas/kong"
+	amqp "github.com/rabbitmq/amqp091-go"
+	"gopkg.in/yaml.v3"
 
-func (c *statusCmd) Run(e *env) error { return errors.New("status: not implemented yet") }
+	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/ops"
+	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
 
-type dlqCmd struct{}
+// ExitDLQNotEmpty is the exit code of `status --exit-code` when a DLQ
+// holds messages: 1 is an error and 2 is plan's "changes" code.
+const ExitDLQNotEmpty = 3
 
-func (c *dlqCmd) Run(e *env) error { return errors.New("dlq: not implemented yet") }
+type statusCmd struct {
+	Files    []string  `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
+	Format   string    `short:"f" help:"Output format: text or json." enum:"text,json" default:"text"`
+	ExitCode bool      `name:"exit-code" help:"Exit 3 when a DLQ of the specs holds messages (for cron and CI alerts)."`
+	NoDrift  bool      `name:"no-drift" help:"Do not compare the live topology with the specs (needs no access to definitions)."`
+	Conn     connFlags `embed:""`
+}
+
+func (c *statusCmd) Run(e *env) (err error) {
+	files, err := loadSpecs(e, c.Files)
+	if err != nil {
+		return err
+	}
+	conn, err := c.Conn.ops(e)
+	if err != nil {
+		return err
+	}
+	defer func() { err = scrub(err, conn.secrets()) }()
+	vhosts := broker.Vhosts(spec.Expand(files...))
+	stats := map[string][]ops.QueueInfo{}
+	for _, v := range vhosts {
+		qs, err := ops.ListQueues(e.ctx, conn, v)
+		if errors.Is(err, errOpsNotFound) {
+			continue // no vhost: every queue shows as missing
+		}
+		if err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+		stats[v] = qs
+	}
+	var live *topology.Topology
+	if !c.NoDrift {
+		st, err := conn.client.Read(e.ctx, vhosts)
+		if err != nil {
+			return fmt.Errorf("status: reading the live topology for drift (--no-drift skips it): %w", err)
+		}
+		live = &st.Topology
+	}
+	st := ops.BuildStatus(files, stats, live)
+	if c.Format == "json" {
+		err = st.WriteJSON(e.stdout)
+	} else {
+		err = st.WriteText(e.stdout, e.color)
+	}
+	if err != nil {
+		return err
+	}
+	if c.ExitCode && st.DLQHasMessages() {
+		return &ExitError{Code: ExitDLQNotEmpty}
+	}
+	return nil
+}
+
+// dlqCmd's subcommands are listed in a group of their own, whose column
+// width leaves the main list's as it was.
+type dlqCmd struct {
+	Show   dlqShowCmd   `cmd:"" group:"Dead letters:" help:"Show the head of a DLQ without consuming or reordering it."`
+	Replay dlqReplayCmd `cmd:"" group:"Dead letters:" help:"Move DLQ messages back to their work queue for a fresh retry."`
+	Sweep  dlqSweepCmd  `cmd:"" group:"Dead letters:" help:"Move messages that died too often out of the matching queues."`
+}
+
+// opsQueueFlags are the flags of the commands that work on queues.
+type opsQueueFlags struct {
+	Vhost  string    `help:"Vhost of the queues." default:"/"`
+	Window int       `help:"Messages held at once (the consumer prefetch); bounds memory." default:"1000"`
+	Format string    `short:"f" help:"Output format: text or json." enum:"text,json" default:"text"`
+	Conn   connFlags `embed:""`
+}
+
+// opsSession is what one operations command holds open.
+type opsSession struct {
+	conn  *opsConn
+	amqp  *amqp.Connection
+	major int // the broker's major version
+}
+
+func (q *opsQueueFlags) open(e *env, purpose string) (*opsSession, error) {
+	if q.Window < 1 || q.Window > 65535 {
+		return nil, fmt.Errorf("--window must be between 1 and 65535, got %d", q.Window)
+	}
+	conn, err := q.Conn.ops(e)
+	if err != nil {
+		return nil, err
+	}
+	s := &opsSession{conn: conn}
+	if s.major, err = ops.BrokerMajor(e.ctx, conn); err != nil {
+		return nil, scrub(err, conn.secrets())
+	}
+	if s.amqp, err = conn.dial(e.ctx, q.Vhost, purpose); err != nil {
+		return nil, scrub(err, conn.secrets())
+	}
+	return s, nil
+}
+
+func (s *opsSession) close() { _ = s.amqp.Close() }
+
+// queue reads a queue that messages will be left in, and refuses one whose
+// delivery limit would lose them.
+func (s *opsSession) queue(ctx context.Context, vhost, name string) (ops.QueueInfo, error) {
+	q, err := ops.GetQueue(ctx, s.conn, vhost, name)
+	if errors.Is(err, errOpsNotFound) {
+		return q, fmt.Errorf("queue %q not found in vhost %q", name, vhost)
+	}
+	if err != nil {
+		return q, err
+	}
+	return q, ops.CheckLeaveSafe(q, s.major)
+}
+
+type dlqShowCmd struct {
+	Queue string `arg:"" name:"QUEUE" help:"The queue to read, usually a DLQ."`
+	Limit int    `short:"n" help:"Messages to show, from the head." default:"10"`
+	opsQueueFlags
+}
+
+func (c *dlqShowCmd) Run(e *env) (err error) {
+	if c.Limit < 1 {
+		return fmt.Errorf("dlq show: --limit must be at least 1, got %d", c.Limit)
+	}
+	s, err := c.open(e, "dlq show")
+	if err != nil {
+		return fmt.Errorf("dlq show: %w", err)
+	}
+	defer s.close()
+	defer func() { err = scrub(err, s.conn.secrets()) }()
+	q, err := s.queue(e.ctx, c.Vhost, c.Queue)
+	if err != nil {
+		return fmt.Errorf("dlq show: %w", err)
+	}
+	if !ops.InPlaceRequeue(q.Type) && q.Ready > int64(c.Limit) {
+		fmt.Fprintf(e.stderr, "reading all %d messages of %s queue %q to leave them in order\n", q.Ready, q.Type, c.Queue)
+	}
+	msgs, res, err := ops.Peek(e.ctx, s.amqp, c.Queue, q.Type, c.Limit, c.Window)
+	warnPass(e, res)
+	if err != nil {
+		return fmt.Errorf("dlq show: %w", err)
+	}
+	if c.Format == "json" {
+		return opsWriteJSON(e.stdout, struct {
+			Vhost    string        `json:"vhost"`
+			Queue    string        `json:"queue"`
+			Type     string        `json:"type"`
+			Depth    int           `json:"depth"`
+			Messages []ops.Message `json:"messages"`
+		}{c.Vhost, c.Queue, q.Type, res.Depth, opsNonNil(msgs)})
+	}
+	return writeMessages(e.stdout, c.Vhost, c.Queue, res.Depth, msgs)
+}
+
+func opsNonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// bodyPreview is how much of a body the text output shows.
+const bodyPreview = 200
+
+func writeMessages(w io.Writer, vhost, queue string, depth int, msgs []ops.Message) error {
+	fmt.Fprintf(w, "queue %s (vhost %s): %d %s, showing %d\n", queue, vhost, depth, opsPlural(depth, "message", "messages"), len(msgs))
+	for _, m := range msgs {
+		fmt.Fprintf(w, "\n#%d", m.Position)
+		if m.MessageID != "" {
+			fmt.Fprintf(w, " id %s", m.MessageID)
+		}
+		if m.Timestamp != nil {
+			fmt.Fprintf(w, " published %s", m.Timestamp.Format(time.RFC3339))
+		}
+		fmt.Fprintln(w)
+		reason := m.Reason
+		if m.ReasonSource != "" {
+			reason += " (from " + m.ReasonSource + ")"
+		}
+		fmt.Fprintf(w, "  reason:         %s\n", reason)
+		switch {
+		case m.Attempt != nil:
+			fmt.Fprintf(w, "  attempt:        %d\n", *m.Attempt)
+		case m.AttemptRaw != "":
+			fmt.Fprintf(w, "  attempt:        unreadable (%s)\n", m.AttemptRaw)
+		}
+		if m.DeathsUnreadable != "" {
+			fmt.Fprintf(w, "  deaths:         unreadable (%s)\n", m.DeathsUnreadable)
+		} else {
+			fmt.Fprintf(w, "  deaths:         %d\n", m.Deaths)
+		}
+		if m.FirstFailure != "" {
+			fmt.Fprintf(w, "  first failure:  %s\n", m.FirstFailure)
+		}
+		if m.LastError != "" {
+			fmt.Fprintf(w, "  last error:     %s\n", m.LastError)
+		}
+		fmt.Fprintf(w, "  original route: exchange %q, routing key %q\n", m.OriginalExchange, m.OriginalRoutingKey)
+		if m.ReplayCount > 0 {
+			fmt.Fprintf(w, "  replayed:       %d %s\n", m.ReplayCount, opsPlural(int(m.ReplayCount), "time", "times"))
+		}
+		body := m.Body
+		if len(body) > bodyPreview {
+			body = body[:bodyPreview] + "…"
+		}
+		kind := m.ContentType
+		if kind == "" {
+			kind = "no content type"
+		}
+		fmt.Fprintf(w, "  body:           %d bytes, %s, %s: %s\n", m.Size, kind, m.BodyEncoding, body)
+	}
+	return nil
+}
+
+func opsPlural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+type dlqReplayCmd struct {
+	Queue      string   `arg:"" name:"QUEUE" help:"The DLQ to replay from."`
+	To         string   `help:"Work queue to replay to (default: QUEUE without its .dlq suffix)."`
+	Limit      int      `short:"n" help:"Replay at most this many messages (0: every match)." default:"0"`
+	Header     []string `name:"header" placeholder:"NAME=VALUE" help:"Replay only messages whose header NAME has VALUE; repeat to require several."`
+	RoutingKey string   `name:"routing-key" help:"Replay only messages first published with this routing key."`
+	opsQueueFlags
+}
+
+func (c *dlqReplayCmd) Run(e *env) (err error) {
+	headers := map[string]string{}
+	for _, h := range c.Header {
+		name, value, ok := strings.Cut(h, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("dlq replay: --header %q: want NAME=VALUE", h)
+		}
+		headers[name] = value
+	}
+	if c.Limit < 0 {
+		return fmt.Errorf("dlq replay: --limit must not be negative, got %d", c.Limit)
+	}
+	target, err := ops.ReplayTarget(c.Queue, c.To)
+	if err != nil {
+		return fmt.Errorf("dlq replay: %w", err)
+	}
+	s, err := c.open(e, "dlq replay")
+	if err != nil {
+		return fmt.Errorf("dlq replay: %w", err)
+	}
+	defer s.close()
+	defer func() { err = scrub(err, s.conn.secrets()) }()
+	q, err := s.queue(e.ctx, c.Vhost, c.Queue)
+	if err != nil {
+		return fmt.Errorf("dlq replay: %w", err)
+	}
+	if _, err := ops.GetQueue(e.ctx, s.conn, c.Vhost, target); errors.Is(err, errOpsNotFound) {
+		return fmt.Errorf("dlq replay: work queue %q not found in vhost %q; give the queue to replay to with --to", target, c.Vhost)
+	} else if err != nil {
+		return fmt.Errorf("dlq replay: %w", err)
+	}
+	p := newPassProgress(e.stderr)
+	fmt.Fprintf(e.stderr, "replaying from %s to %s\n", c.Queue, target)
+	res, err := ops.Replay(e.ctx, s.amqp, ops.ReplayOptions{
+		Queue: c.Queue, To: target, QueueType: q.Type, Limit: c.Limit, Headers: headers,
+		RoutingKey: c.RoutingKey, Window: c.Window, Progress: p.update,
+	})
+	p.stop()
+	return finishMoves(e, c.Format, "dlq replay", []ops.Result{res}, err)
+}
+
+type dlqSweepCmd struct {
+	Pattern   string `help:"Queues to sweep: a name where * matches any characters and ? one." env:"RMQTOPO_SWEEP_PATTERN"`
+	MaxDeaths *int64 `name:"max-deaths" placeholder:"N" help:"Move messages dead-lettered more than N times (the sum of the x-death counts)." env:"RMQTOPO_SWEEP_MAX_DEATHS"`
+	To        string `help:"Target queue; {name} is the source queue's name, e.g. dead.{name}; declared if missing." env:"RMQTOPO_SWEEP_TO"`
+	Config    string `name:"config" placeholder:"FILE" help:"JSON or YAML file with pattern, max_deaths, to, vhost and window; flags and environment variables win." env:"RMQTOPO_SWEEP_CONFIG"`
+	opsQueueFlags
+
+	configErr error // from BeforeResolve, reported by Run as a runtime error
+}
+
+// sweepConfigKeys are the flags a --config file may set.
+var sweepConfigKeys = []string{"pattern", "max-deaths", "to", "vhost", "window"}
+
+// BeforeResolve loads --config as a kong resolver. Kong applies resolvers
+// only to flags not given on the command line; this one also skips flags
+// whose environment variable is set, so the order is flag, environment,
+// file, default.
+func (c *dlqSweepCmd) BeforeResolve(kctx *kong.Context) error {
+	// Kong would present an error here as a usage error; the file's
+	// problems are not the command line's.
+	c.configErr = c.loadConfig(kctx)
+	return nil
+}
+
+func (c *dlqSweepCmd) loadConfig(kctx *kong.Context) error {
+	var path string
+	for _, f := range kctx.Flags() {
+		if f.Name == "config" {
+			path, _ = kctx.FlagValue(f).(string)
+		}
+	}
+	if path == "" {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("dlq sweep: --config: %w", err)
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("dlq sweep: --config %s: %v", path, opsOneLine(err.Error()))
+	}
+	values := map[string]any{}
+	for k, v := range raw {
+		name := strings.ReplaceAll(k, "_", "-")
+		known := false
+		for _, key := range sweepConfigKeys {
+			known = known || key == name
+		}
+		if !known {
+			return fmt.Errorf("dlq sweep: --config %s: unknown key %q (known: %s)", path, k, strings.Join(sweepConfigKeys, ", "))
+		}
+		switch v.(type) {
+		case string, int, int64, float64:
+		default:
+			return fmt.Errorf("dlq sweep: --config %s: %q must be a string or a number", path, k)
+		}
+		values[name] = fmt.Sprint(v)
+	}
+	kctx.AddResolver(kong.ResolverFunc(func(_ *kong.Context, _ *kong.Path, f *kong.Flag) (any, error) {
+		for _, name := range f.Envs {
+			if _, set := os.LookupEnv(name); set {
+				return nil, nil
+			}
+		}
+		return values[f.Name], nil
+	}))
+	return nil
+}
+
+func (c *dlqSweepCmd) Run(e *env) (err error) {
+	switch {
+	case c.configErr != nil:
+		return c.configErr
+	case c.Pattern == "":
+		return errors.New("dlq sweep: a pattern is required: --pattern, RMQTOPO_SWEEP_PATTERN or \"pattern\" in --config")
+	case c.To == "":
+		return errors.New("dlq sweep: a target is required: --to, RMQTOPO_SWEEP_TO or \"to\" in --config")
+	case c.MaxDeaths == nil:
+		return errors.New("dlq sweep: a death threshold is required: --max-deaths, RMQTOPO_SWEEP_MAX_DEATHS or \"max_deaths\" in --config")
+	}
+	s, err := c.open(e, "dlq sweep")
+	if err != nil {
+		return fmt.Errorf("dlq sweep: %w", err)
+	}
+	defer s.close()
+	defer func() { err = scrub(err, s.conn.secrets()) }()
+	queues, err := ops.ListQueues(e.ctx, s.conn, c.Vhost)
+	if errors.Is(err, errOpsNotFound) {
+		return fmt.Errorf("dlq sweep: vhost %q not found", c.Vhost)
+	}
+	if err != nil {
+		return fmt.Errorf("dlq sweep: %w", err)
+	}
+	sources, err := ops.PlanSweep(queues, ops.SweepOptions{Pattern: c.Pattern, MaxDeaths: *c.MaxDeaths, To: c.To})
+	if err != nil {
+		return fmt.Errorf("dlq sweep: vhost %q: %w", c.Vhost, err)
+	}
+	for _, src := range sources {
+		if err := ops.CheckLeaveSafe(src.Queue, s.major); err != nil {
+			return fmt.Errorf("dlq sweep: %w", err)
+		}
+	}
+	var results []ops.Result
+	var errs []error
+	for _, src := range sources {
+		if e.ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(e.stderr, "sweeping %s into %s\n", src.Queue.Name, src.Target)
+		p := newPassProgress(e.stderr)
+		res, err := ops.SweepQueue(e.ctx, s.amqp, src, *c.MaxDeaths, c.Window, p.update)
+		p.stop()
+		results = append(results, res)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", src.Queue.Name, err))
+			if s.amqp.IsClosed() {
+				break
+			}
+		}
+	}
+	return finishMoves(e, c.Format, "dlq sweep", results, errors.Join(errs...))
+}
+
+// finishMoves prints the summary of moves to stdout, their warnings to
+// stderr, and turns their error into the command's.
+func finishMoves(e *env, format, cmd string, results []ops.Result, err error) error {
+	var total moveTotal
+	for _, r := range results {
+		warnPass(e, r)
+		total.Scanned += r.Scanned
+		total.Moved += r.Moved
+		total.Left += r.Left
+		total.Failed += r.Failed
+		total.Unexamined += r.Unexamined
+		for k, n := range r.LeftBy {
+			if total.LeftBy == nil {
+				total.LeftBy = map[string]int{}
+			}
+			total.LeftBy[k] += n
+		}
+	}
+	var werr error
+	if format == "json" {
+		werr = opsWriteJSON(e.stdout, struct {
+			Results []ops.Result `json:"results"`
+			Total   moveTotal    `json:"total"`
+		}{opsNonNil(results), total})
+	} else {
+		for _, r := range results {
+			fmt.Fprintf(e.stdout, "%s -> %s: %s\n", r.Queue, r.Target, moveSummary(r))
+		}
+		if len(results) > 1 {
+			fmt.Fprintf(e.stdout, "total: %s\n", moveSummary(ops.Result{Moved: total.Moved, Left: total.Left, Failed: total.Failed, LeftBy: total.LeftBy}))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, opsOneLineErr(err))
+	}
+	if total.Failed > 0 {
+		return fmt.Errorf("%s: %d %s could not be moved and stayed where they were", cmd, total.Failed, opsPlural(total.Failed, "message", "messages"))
+	}
+	return werr
+}
+
+// moveTotal adds up the results of several passes.
+type moveTotal struct {
+	Scanned    int            `json:"scanned"`
+	Moved      int            `json:"moved"`
+	Left       int            `json:"left"`
+	LeftBy     map[string]int `json:"left_by,omitempty"`
+	Failed     int            `json:"failed"`
+	Unexamined int            `json:"unexamined,omitempty"`
+}
+
+func moveSummary(r ops.Result) string {
+	s := fmt.Sprintf("moved %d, left %d, failed %d", r.Moved, r.Left, r.Failed)
+	keys := make([]string, 0, len(r.LeftBy))
+	for k := range r.LeftBy {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %s", r.LeftBy[k], k))
+	}
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, "; ") + ")"
+	}
+	if r.Stopped != "" {
+		s += "; stopped: " + r.Stopped
+	}
+	return s
+}
+
+// opsOneLineErr joins the lines of several errors, so that the command still
+// fails with one "rmqtopo: ..." line.
+func opsOneLineErr(err error) error {
+	return errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
+}
+
+func warnPass(e *env, r ops.Result) {
+	for _, w := range r.Warnings {
+		fmt.Fprintf(e.stderr, "warning: %s: %s\n", r.Queue, w)
+	}
+}
+
+// passProgress prints a pass's progress to stderr about once a second;
+// passes shorter than a second print nothing.
+type passProgress struct {
+	w     io.Writer
+	mu    sync.Mutex
+	last  ops.Result
+	start time.Time
+	quit  chan struct{}
+	once  sync.Once
+}
+
+func newPassProgress(w io.Writer) *passProgress {
+	p := &passProgress{w: w, start: time.Now(), quit: make(chan struct{})}
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.quit:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				if p.last.Queue != "" {
+					fmt.Fprintln(p.w, ops.FormatProgress(p.last, time.Since(p.start)))
+				}
+				p.mu.Unlock()
+			}
+		}
+	}()
+	return p
+}
+
+func (p *passProgress) update(r ops.Result) {
+	p.mu.Lock()
+	p.last = r
+	p.mu.Unlock()
+}
+
+func (p *passProgress) stop() { p.once.Do(func() { close(p.quit) }) }
+
+func opsWriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
