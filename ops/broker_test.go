@@ -384,3 +384,67 @@ func TestSweep(t *testing.T) {
 		t.Errorf("queue other has %d messages, want its 6", got)
 	}
 }
+
+// TestPassNackedMoves moves into a full queue that rejects publishes: the
+// broker nacks those copies, so their sources must stay, in order.
+func TestPassNackedMoves(t *testing.T) {
+	b := brokertest.Get(t)
+	for _, typ := range []string{"classic", "quorum"} {
+		t.Run(typ, func(t *testing.T) {
+			vhost := b.NewVhost(t)
+			conn := b.Dial(t, vhost)
+			declare(t, conn, "src", typ, nil)
+			declare(t, conn, "full", "classic", amqp.Table{"x-max-length": int64(4), "x-overflow": "reject-publish"})
+			publishAll(t, conn, "src", msgs("m", 10, nil))
+			res, err := Pass{Queue: "src", Target: "full", Window: 8, InPlaceRequeue: InPlaceRequeue(typ),
+				Decide: func(int, *amqp.Delivery) Decision { return Decision{Move: true} }}.Run(context.Background(), conn)
+			if err == nil || !strings.Contains(err.Error(), `the broker did not confirm`) {
+				t.Errorf("Run error = %v, want the nacked moves reported", err)
+			}
+			if res.Moved != 4 || res.Moved+res.Failed != res.Scanned {
+				t.Errorf("result %+v, want 4 moved and the rest failed", res)
+			}
+			if diff := cmp.Diff(ids("m", 0, 1, 2, 3), drainIDs(t, b, conn, vhost, "full")); diff != "" {
+				t.Errorf("moved (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(ids("m", seq(4, 10, nil)...), drainIDs(t, b, conn, vhost, "src")); diff != "" {
+				t.Errorf("left (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPassInterrupted cancels a pass's context halfway: it stops moving,
+// settles what is in flight and leaves the rest in order.
+func TestPassInterrupted(t *testing.T) {
+	b := brokertest.Get(t)
+	for _, typ := range []string{"classic", "quorum"} {
+		t.Run(typ, func(t *testing.T) {
+			vhost := b.NewVhost(t)
+			conn := b.Dial(t, vhost)
+			declare(t, conn, "src", typ, nil)
+			declare(t, conn, "dst", "classic", nil)
+			publishAll(t, conn, "src", msgs("m", 300, nil))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			res, err := Pass{Queue: "src", Target: "dst", Window: 16, InPlaceRequeue: InPlaceRequeue(typ),
+				Decide: func(int, *amqp.Delivery) Decision { return Decision{Move: true} },
+				Progress: func(r Result) {
+					if r.Scanned == 100 {
+						cancel()
+					}
+				}}.Run(ctx, conn)
+			if err == nil || !strings.Contains(err.Error(), "interrupted") {
+				t.Errorf("Run error = %v, want interrupted", err)
+			}
+			if res.Failed != 0 || res.Moved < 100 || res.Moved > 120 {
+				t.Errorf("result %+v, want about 100 moved and none failed", res)
+			}
+			moved := drainIDs(t, b, conn, vhost, "dst")
+			left := drainIDs(t, b, conn, vhost, "src")
+			if diff := cmp.Diff(ids("m", seq(0, 300, nil)...), append(moved, left...)); diff != "" {
+				t.Errorf("moved then left (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
