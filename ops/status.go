@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -227,7 +228,8 @@ func (s Status) WriteText(w io.Writer, color bool) error {
 		}
 		return "\x1b[" + code + "m" + text + "\x1b[0m"
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	for i, wq := range s.Queues {
 		if i > 0 {
 			fmt.Fprintln(tw)
@@ -265,6 +267,12 @@ func (s Status) WriteText(w io.Writer, color bool) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	// A row without flags ends in padding.
+	for _, line := range strings.SplitAfter(table.String(), "\n") {
+		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+strings.Repeat("\n", strings.Count(line, "\n"))); err != nil {
+			return err
+		}
 	}
 	if len(s.Drift) > 0 {
 		fmt.Fprintf(w, "\n%s:\n", paint("33", fmt.Sprintf("%d other %s differ from the spec", len(s.Drift), plural(len(s.Drift), "object", "objects"))))
