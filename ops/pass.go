@@ -151,6 +151,12 @@ func (p Pass) Run(ctx context.Context, conn *amqp.Connection) (Result, error) {
 		return r.res, fmt.Errorf("opening a channel: %w", err)
 	}
 	r.ch = ch
+	started := false
+	defer func() {
+		if !started {
+			ch.Close()
+		}
+	}()
 	q, err := ch.QueueDeclarePassive(p.Queue, false, false, false, false, nil)
 	if err != nil {
 		return r.res, queueError(p.Queue, err)
@@ -161,7 +167,6 @@ func (p Pass) Run(ctx context.Context, conn *amqp.Connection) (Result, error) {
 		r.limit = p.Scan
 	}
 	if r.limit == 0 {
-		ch.Close()
 		return r.res, nil
 	}
 	r.batch = max(1, p.Window/4)
@@ -178,6 +183,7 @@ func (p Pass) Run(ctx context.Context, conn *amqp.Connection) (Result, error) {
 	if err := ch.Qos(p.Window, 0, false); err != nil {
 		return r.res, fmt.Errorf("setting prefetch: %w", err)
 	}
+	started = true // finish closes the channel once the broker settled the pass
 	r.scan(ctx)
 	r.finish(ctx)
 	if r.fatal == nil && r.ctxDone {
