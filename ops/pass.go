@@ -123,10 +123,9 @@ type passRun struct {
 // confirm mode) and acked in the source only after the broker confirmed
 // the copy; any other outcome keeps it unacked. Messages left in place are
 // held unacked until the end of the pass, then requeued one by one in
-// delivery order. When half the window is held by left messages, the
-// consumer is cancelled (its deliveries stay held) and a new one takes the
-// next window, so memory stays bounded by Window whatever the queue's
-// depth. Before closing its channel, Run waits until the broker has
+// delivery order. When a consumer holds a full window of messages, it is
+// cancelled (its deliveries stay held) and a new one takes the next window,
+// so memory stays bounded by Window whatever the queue's depth. Before closing its channel, Run waits until the broker has
 // settled every ack and requeue: closing earlier makes a quorum queue
 // return unsettled messages out of order, and acked ones as duplicates.
 func (p Pass) Run(ctx context.Context, conn *amqp.Connection) (Result, error) {
