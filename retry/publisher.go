@@ -18,11 +18,6 @@ import (
 // errPublisherClosed is returned by publishes after Close.
 var errPublisherClosed = errors.New("retry: retrier closed")
 
-// confirmBuffer is the capacity of the confirmation listener. The
-// connection's reader goroutine hands every confirmation to it; a roomy
-// buffer keeps the reader from waiting on the dispatcher.
-const confirmBuffer = 4096
-
 // minReopenInterval spaces attempts to open a new publish channel, so that a
 // broker refusing every publish (a deleted exchange closes the channel each
 // time) does not turn into a tight open/close loop.
@@ -40,9 +35,8 @@ type publishResult struct {
 // closed the previous one.
 //
 // Publishes are pipelined: a handler publishes and then waits for its own
-// confirmation only, while other handlers publish behind it. Confirmations
-// are matched to publishes by delivery tag in a dispatcher goroutine (see
-// confirmChannel), not by holding a lock across publish and wait.
+// confirmation only, while other handlers publish behind it (see
+// confirmChannel).
 type publisher struct {
 	conn    *amqp.Connection
 	log     *slog.Logger
@@ -119,8 +113,8 @@ func (p *publisher) close() error {
 	if cc == nil {
 		return nil
 	}
-	err := cc.ch.Close()
 	cc.die(errPublisherClosed)
+	err := cc.ch.Close()
 	if errors.Is(err, amqp.ErrClosed) {
 		err = nil
 	}
@@ -131,128 +125,120 @@ func (p *publisher) close() error {
 type pending struct {
 	exchange, key string
 	msg           *amqp.Publishing
-	returned      bool               // guarded by confirmChannel.mu
-	done          chan publishResult // buffered, receives exactly one result
+	returned      bool // guarded by confirmChannel.mu
 }
 
-// confirmChannel is one confirm-mode channel and its dispatcher.
+// confirmChannel is one confirm-mode channel shared by concurrent
+// publishers.
 //
-// The dispatcher goroutine is the only reader of the channel's
-// confirmation and return listeners. The connection's reader goroutine
-// sends a basic.return to the unbuffered return listener before it
-// processes the basic.ack of the same message (RabbitMQ sends the return
-// first), so by the time the dispatcher sees a confirmation it has already
-// recorded any return for that message. Returns carry no delivery tag, so a
-// return marks every in-flight publish with the same exchange, routing key,
-// headers, message id and body: at worst a routed twin is also treated as
-// unroutable, which makes a duplicate in the DLQ, never a loss.
+// Confirmations are matched to publishes by delivery tag in the
+// connection's reader goroutine: amqp091 resolves the DeferredConfirmation
+// of each tag as its basic.ack or basic.nack arrives (multiple=true ones
+// included), and each publisher waits on its own. No lock is held across
+// publish and wait, so publishes from many handlers are in flight together.
+//
+// Returns carry no delivery tag. RabbitMQ sends a message's basic.return
+// before its basic.ack, and the reader goroutine puts the return into the
+// buffered return listener before it resolves the confirmation; so once a
+// publisher's confirmation is resolved, its return (if any) is in the
+// buffer or was already taken out by another publisher. Publishers drain
+// the buffer under mu and mark the in-flight publishes each return matches
+// (same exchange, routing key, message id, correlation id, attempt and
+// body: a false match only sends a routed twin to the DLQ as well, a
+// duplicate, never a loss), then read their own mark under the same lock.
+// The buffer cannot fill: every return in it belongs to a publish that still
+// holds one of the channel's slots, and a publish drains the buffer before
+// it frees its slot.
 type confirmChannel struct {
-	ch  *amqp.Channel
-	log *slog.Logger
+	ch      *amqp.Channel
+	log     *slog.Logger
+	returns <-chan amqp.Return
+	slots   chan struct{} // one per publish in flight; capacity returnBuffer
 
 	mu       sync.Mutex
-	byTag    map[uint64]*pending          // published, tag known
-	early    map[uint64]amqp.Confirmation // confirmed before its publisher registered the tag
-	inflight map[*pending]struct{}        // every unresolved publish, for return matching
-	dead     atomic.Bool                  // set once; pending publishes then fail
-	deadErr  error                        // why; guarded by mu
-	gone     chan struct{}                // closed when dead
+	inflight map[*pending]struct{} // for return matching
+
+	dead    atomic.Bool
+	dieOnce sync.Once
+	deadErr error         // set before gone closes
+	gone    chan struct{} // closed when the channel is unusable
 }
+
+// returnBuffer is the capacity of the return listener and so the number of
+// publishes one channel has in flight at most.
+const returnBuffer = 1024
 
 func newConfirmChannel(ch *amqp.Channel, log *slog.Logger) *confirmChannel {
 	cc := &confirmChannel{
 		ch:       ch,
 		log:      log,
-		byTag:    map[uint64]*pending{},
-		early:    map[uint64]amqp.Confirmation{},
+		returns:  ch.NotifyReturn(make(chan amqp.Return, returnBuffer)),
+		slots:    make(chan struct{}, returnBuffer),
 		inflight: map[*pending]struct{}{},
 		gone:     make(chan struct{}),
 	}
-	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, confirmBuffer))
-	returns := ch.NotifyReturn(make(chan amqp.Return)) // unbuffered: see the type's doc
 	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
-	go cc.dispatch(confirms, returns, closes)
+	go func() {
+		e, ok := <-closes
+		var err error = amqp.ErrClosed
+		if ok && e != nil {
+			err = e
+			// Should the connection have automatic recovery enabled, stop
+			// it from reviving this channel: the publisher opens its own.
+			defer func() { go func() { _ = ch.Close() }() }()
+		}
+		cc.die(fmt.Errorf("publish channel closed: %w", err))
+	}()
 	return cc
 }
 
 func (cc *confirmChannel) isDead() bool { return cc.dead.Load() }
 
-// dispatch resolves publishes until the channel is gone. It never blocks
-// on anything but cc.mu, which publishers hold only for map updates, so
-// the connection's reader goroutine is never held up by a handler.
-func (cc *confirmChannel) dispatch(confirms <-chan amqp.Confirmation, returns <-chan amqp.Return, closes <-chan *amqp.Error) {
-	for confirms != nil || returns != nil {
+// die marks the channel unusable, with err as the reason. Idempotent.
+func (cc *confirmChannel) die(err error) {
+	cc.dieOnce.Do(func() {
+		cc.deadErr = err
+		cc.dead.Store(true)
+		close(cc.gone)
+		if !errors.Is(err, errPublisherClosed) {
+			cc.log.Warn("retry: publish channel lost; a new one opens on the next publish", "error", err)
+		}
+	})
+}
+
+// reason returns why the channel died, waiting briefly for the close
+// notification that follows the channel's shutdown.
+func (cc *confirmChannel) reason() error {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-cc.gone:
+		return cc.deadErr
+	case <-t.C:
+		return fmt.Errorf("publish channel closed: %w", amqp.ErrClosed)
+	}
+}
+
+// drainLocked marks the in-flight publishes that the buffered returns
+// match. cc.mu must be held.
+func (cc *confirmChannel) drainLocked() {
+	for {
 		select {
-		case r, ok := <-returns:
+		case r, ok := <-cc.returns:
 			if !ok {
-				returns = nil
-				continue
+				return
 			}
-			cc.markReturned(r)
-		case c, ok := <-confirms:
-			if !ok {
-				confirms = nil
-				continue
-			}
-			cc.resolve(c)
-		case e, ok := <-closes:
-			closes = nil
-			// Confirmations read before the close are already buffered:
-			// resolve them first, so a confirmed publish is not reported
-			// as failed.
-			for drained := false; !drained; {
-				select {
-				case c, ok := <-confirms:
-					if !ok {
-						confirms = nil
-						drained = true
-						continue
-					}
-					cc.resolve(c)
-				default:
-					drained = true
-				}
-			}
-			var err error = amqp.ErrClosed
-			if ok && e != nil {
-				err = e
-			}
-			cc.die(fmt.Errorf("publish channel closed: %w", err))
-			// Should the connection have automatic recovery enabled, stop
-			// it from reviving this channel: the publisher opens its own.
-			go func() { _ = cc.ch.Close() }()
+			cc.markLocked(&r)
+		default:
+			return
 		}
 	}
-	cc.die(fmt.Errorf("publish channel closed: %w", amqp.ErrClosed))
 }
 
-// die fails every unresolved publish with err. Idempotent.
-func (cc *confirmChannel) die(err error) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.dead.Load() {
-		return
-	}
-	cc.deadErr = err
-	cc.dead.Store(true)
-	close(cc.gone)
-	for pd := range cc.inflight {
-		pd.done <- publishResult{err: err}
-	}
-	clear(cc.inflight)
-	clear(cc.byTag)
-	clear(cc.early)
-	if !errors.Is(err, errPublisherClosed) {
-		cc.log.Warn("retry: publish channel lost; a new one opens on the next publish", "error", err)
-	}
-}
-
-func (cc *confirmChannel) markReturned(r amqp.Return) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
+func (cc *confirmChannel) markLocked(r *amqp.Return) {
 	n := 0
 	for pd := range cc.inflight {
-		if sameMessage(pd, &r) {
+		if sameMessage(pd, r) {
 			pd.returned = true
 			n++
 		}
@@ -272,78 +258,62 @@ func (cc *confirmChannel) markReturned(r amqp.Return) {
 	}
 }
 
-func (cc *confirmChannel) resolve(c amqp.Confirmation) {
+// finish collects pd's return, if any, forgets pd and frees its slot. Call
+// it only once pd's confirmation is resolved (or its publish failed).
+func (cc *confirmChannel) finish(pd *pending) (returned bool) {
 	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.dead.Load() {
-		return
-	}
-	pd, ok := cc.byTag[c.DeliveryTag]
-	if !ok {
-		// The publisher has sent the message but not yet registered its
-		// tag; it will find the answer here.
-		cc.early[c.DeliveryTag] = c
-		return
-	}
-	delete(cc.byTag, c.DeliveryTag)
+	cc.drainLocked()
+	returned = pd.returned
 	delete(cc.inflight, pd)
-	pd.done <- publishResult{acked: c.Ack, returned: pd.returned}
+	cc.mu.Unlock()
+	<-cc.slots
+	return returned
 }
 
 // publish sends msg and waits for its confirmation, the channel's death,
 // or ctx.
 func (cc *confirmChannel) publish(ctx context.Context, exchange, key string, msg amqp.Publishing) publishResult {
-	pd := &pending{exchange: exchange, key: key, msg: &msg, done: make(chan publishResult, 1)}
-	// Register for return matching before the message can reach the
-	// broker: a return may arrive before PublishWithDeferredConfirm
-	// returns.
-	cc.mu.Lock()
-	if cc.dead.Load() {
-		err := cc.deadErr
-		cc.mu.Unlock()
-		return publishResult{err: err}
+	select {
+	case cc.slots <- struct{}{}:
+	case <-cc.gone:
+		return publishResult{err: cc.deadErr}
+	case <-ctx.Done():
+		return publishResult{err: fmt.Errorf("waiting to publish: %w", ctx.Err())}
 	}
+	// Register for return matching before the message can reach the
+	// broker.
+	pd := &pending{exchange: exchange, key: key, msg: &msg}
+	cc.mu.Lock()
 	cc.inflight[pd] = struct{}{}
 	cc.mu.Unlock()
 
-	// amqp091 assigns the delivery tag and sends the frames under the
-	// channel's own lock, so the tag order is the wire order.
 	dc, err := cc.ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, true, false, msg)
 	if err != nil || dc == nil {
-		cc.mu.Lock()
-		delete(cc.inflight, pd)
-		cc.mu.Unlock()
+		cc.finish(pd)
 		if err == nil {
 			err = errors.New("publish channel is not in confirm mode")
 		}
 		if errors.Is(err, amqp.ErrClosed) {
-			cc.die(fmt.Errorf("publish channel closed: %w", err))
+			return publishResult{err: cc.reason()}
 		}
 		return publishResult{err: fmt.Errorf("publishing to exchange %q: %w", exchange, err)}
 	}
-	tag := dc.DeliveryTag
-
-	cc.mu.Lock()
-	if c, ok := cc.early[tag]; ok {
-		delete(cc.early, tag)
-		delete(cc.inflight, pd)
-		pd.done <- publishResult{acked: c.Ack, returned: pd.returned}
-	} else if _, live := cc.inflight[pd]; live {
-		cc.byTag[tag] = pd
-	} // else: die() already answered pd.
-	cc.mu.Unlock()
-
 	select {
-	case r := <-pd.done:
-		return r
-	case <-ctx.Done():
-		// The answer may still come: the dispatcher then drops it into
-		// pd.done, which nobody reads. The outcome is unknown here.
-		select {
-		case r := <-pd.done:
-			return r
-		default:
+	case <-dc.Done():
+		returned := cc.finish(pd)
+		if !dc.Acked() && cc.ch.IsClosed() {
+			// amqp091 nacks every unconfirmed publish when the channel
+			// shuts down: this is no broker nack.
+			return publishResult{err: cc.reason()}
 		}
+		return publishResult{acked: dc.Acked(), returned: returned}
+	case <-ctx.Done():
+		// The answer may still come (or the channel's shutdown resolves
+		// it); keep the slot until then, so a late return still has room.
+		go func() {
+			<-dc.Done()
+			cc.finish(pd)
+		}()
 		return publishResult{err: fmt.Errorf("waiting for the broker's confirmation: %w", ctx.Err())}
 	}
 }
