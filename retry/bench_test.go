@@ -9,12 +9,14 @@ package retry_test
 // Figures from the project's machine are in docs/benchmarks.md.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -58,7 +60,7 @@ func benchRetryThroughput(b *testing.B, deliveryMode uint8) {
 	// measure puts n messages in the work queue, then times handlers
 	// goroutines settling them all with handle. Only the settling runs
 	// under b's timer when timed is set.
-	measure := func(b *testing.B, n, handlers int, timed bool, handle func(amqp.Delivery)) (rate float64, cpuPerMsg time.Duration) {
+	measure := func(b *testing.B, n, handlers int, timed bool, handle func(amqp.Delivery)) (rate float64, cpuPerMsg, brokerPerMsg time.Duration) {
 		e.prefill(b, n, deliveryMode)
 		ch, err := e.conn.Channel()
 		if err != nil {
@@ -76,7 +78,7 @@ func benchRetryThroughput(b *testing.B, deliveryMode uint8) {
 			b.StartTimer()
 		}
 		start := time.Now()
-		cpu0 := cpuTime()
+		cpu0, bcpu0 := cpuTime(), e.brokerCPU()
 		deliveries, err := ch.Consume(workQueue, "", false, false, false, false, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -100,7 +102,7 @@ func benchRetryThroughput(b *testing.B, deliveryMode uint8) {
 			b.Fatalf("%d of %d messages left", left, n)
 		}
 		elapsed := time.Since(start)
-		cpu := cpuTime() - cpu0
+		cpu, bcpu := cpuTime()-cpu0, e.brokerCPU()-bcpu0
 		if timed {
 			b.StopTimer()
 		}
@@ -109,7 +111,14 @@ func benchRetryThroughput(b *testing.B, deliveryMode uint8) {
 		if _, err := e.purge(b, wait); err != nil {
 			b.Fatal(err)
 		}
-		return float64(n) / elapsed.Seconds(), cpu / time.Duration(n)
+		return float64(n) / elapsed.Seconds(), cpu / time.Duration(n), bcpu / time.Duration(n)
+	}
+	report := func(b *testing.B, rate float64, cpu, bcpu time.Duration) {
+		b.ReportMetric(rate, "msg/s")
+		b.ReportMetric(float64(cpu.Nanoseconds())/1e3, "client-cpu-µs/msg")
+		if bcpu > 0 {
+			b.ReportMetric(float64(bcpu.Nanoseconds())/1e3, "broker-cpu-µs/msg")
+		}
 	}
 
 	pub, err := e.conn.Channel()
@@ -144,9 +153,8 @@ func benchRetryThroughput(b *testing.B, deliveryMode uint8) {
 
 	b.Run("raw", func(b *testing.B) {
 		b.StopTimer()
-		rate, cpu := measure(b, b.N, 1, true, raw)
-		b.ReportMetric(rate, "msg/s")
-		b.ReportMetric(float64(cpu.Nanoseconds())/1e3, "client-cpu-µs/msg")
+		rate, cpu, bcpu := measure(b, b.N, 1, true, raw)
+		report(b, rate, cpu, bcpu)
 	})
 	// Each helper figure is paired with a raw run over as many messages
 	// right after it, so that x-raw compares like with like on a machine
@@ -156,14 +164,13 @@ func benchRetryThroughput(b *testing.B, deliveryMode uint8) {
 			b.StopTimer()
 			r := newRetrier(b, e, retry.WithLogger(discardLogger()))
 			process := r.Handle(func(context.Context, amqp.Delivery) error { return errFail })
-			rate, cpu := measure(b, b.N, handlers, true, func(d amqp.Delivery) {
+			rate, cpu, bcpu := measure(b, b.N, handlers, true, func(d amqp.Delivery) {
 				if out, err := process(ctx, d); out != retry.Retried || err != nil {
 					b.Errorf("outcome %v, %v", out, err)
 				}
 			})
-			rawRate, _ := measure(b, b.N, 1, false, raw)
-			b.ReportMetric(rate, "msg/s")
-			b.ReportMetric(float64(cpu.Nanoseconds())/1e3, "client-cpu-µs/msg")
+			rawRate, _, _ := measure(b, b.N, 1, false, raw)
+			report(b, rate, cpu, bcpu)
 			b.ReportMetric(rawRate, "raw-msg/s")
 			b.ReportMetric(rate/rawRate, "x-raw")
 		})
@@ -171,6 +178,36 @@ func benchRetryThroughput(b *testing.B, deliveryMode uint8) {
 }
 
 var errFail = errors.New("fail")
+
+// brokerCPU is the CPU time the harness's private node has used, or 0 for
+// an external broker.
+func (e *env) brokerCPU() time.Duration {
+	if e.b.Node == nil {
+		return 0
+	}
+	pid, err := e.b.Node.PID()
+	if err != nil {
+		return 0
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command (which may hold spaces) in parentheses;
+	// utime and stime are the 14th and 15th fields, in clock ticks.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return time.Duration(ut+st) * time.Second / ticksPerSecond
+}
 
 // cpuTime is the CPU time this process has used, user and system: the
 // client side's cost (the broker's is not counted).
