@@ -46,9 +46,10 @@
 //
 // A Retrier is safe for concurrent use by any number of handlers (consumer
 // prefetch above one). They share one confirm-mode channel: each handler
-// publishes and waits only for its own confirmation, which a dispatcher
-// matches by delivery tag, so confirmations are pipelined. If the broker or
-// the network closes that channel, the next publish opens a new one.
+// publishes and waits only for its own confirmation, which the connection's
+// reader matches to it by delivery tag, so confirmations are pipelined. If
+// the broker or the network closes that channel, the next publish opens a
+// new one.
 //
 // A Retrier publishes with the connection it is given; it does not reconnect
 // a closed connection. Services that reconnect create a new Retrier on the
