@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -88,6 +89,8 @@ func (s *Session) conn(vhost string) *vhostConn {
 	return vc
 }
 
+const lockPurpose = "apply lock"
+
 func (s *Session) dial(vhost, purpose string) (*amqp.Connection, error) {
 	u := *s.amqpURL
 	u.Path = "/" + vhost
@@ -120,7 +123,7 @@ func (s *Session) Lock(ctx context.Context, vhost string) error {
 	if vc.lock != nil && !vc.lock.IsClosed() {
 		return nil
 	}
-	conn, err := s.dial(vhost, "apply lock")
+	conn, err := s.dial(vhost, lockPurpose)
 	if err != nil {
 		return fmt.Errorf("lock vhost %q: %w", vhost, err)
 	}
@@ -148,16 +151,22 @@ func (s *Session) Lock(ctx context.Context, vhost string) error {
 	return nil
 }
 
-// lockHolder names the connection holding vhost's lock, best effort.
+// lockHolder names the connection holding vhost's lock, best effort: the
+// management API learns a queue's owner and a connection's name from
+// statistics emitted every few seconds, so a lock taken a moment ago is
+// reported without its holder.
 func (s *Session) lockHolder(ctx context.Context, vhost string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var q struct {
-		Owner struct {
-			Name string `json:"name"`
-		} `json:"owner_pid_details"`
+		Owner json.RawMessage `json:"owner_pid_details"`
 	}
-	if s.do(ctx, http.MethodGet, "/api/queues/"+esc(vhost)+"/"+esc(LockQueue), nil, nil, &q) != nil || q.Owner.Name == "" {
+	var owner struct {
+		Name string `json:"name"`
+	}
+	// Before statistics arrive the owner is an empty list, not an object.
+	if s.do(ctx, http.MethodGet, "/api/queues/"+esc(vhost)+"/"+esc(LockQueue), url.Values{"columns": {"owner_pid_details"}}, nil, &q) != nil ||
+		json.Unmarshal(q.Owner, &owner) != nil || owner.Name == "" {
 		return ""
 	}
 	var c struct {
@@ -165,10 +174,10 @@ func (s *Session) lockHolder(ctx context.Context, vhost string) string {
 			Name string `json:"connection_name"`
 		} `json:"client_properties"`
 	}
-	if s.do(ctx, http.MethodGet, "/api/connections/"+esc(q.Owner.Name), nil, nil, &c) != nil || c.Props.Name == "" {
-		return fmt.Sprintf(" (connection %s)", q.Owner.Name)
+	if s.do(ctx, http.MethodGet, "/api/connections/"+esc(owner.Name), nil, nil, &c) != nil || c.Props.Name == "" {
+		return fmt.Sprintf(" (connection %s)", owner.Name)
 	}
-	return fmt.Sprintf(" (%s, connection %s)", c.Props.Name, q.Owner.Name)
+	return fmt.Sprintf(" (%s, connection %s)", c.Props.Name, owner.Name)
 }
 
 // Close closes every connection of the session, releasing its locks.

@@ -1,0 +1,215 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+func TestIsWaitQueueName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"rmqtopo.wait.5s":               true,
+		"rmqtopo.wait.1500ms":           true,
+		"orders.wait.1.10s":             true,
+		"payments.capture.wait.3.5m":    true,
+		"a.b.wait.12.2h":                true,
+		"demo.order_processor.delay_2s": true,
+		"wait-queue-10s":                true,
+		"wait-queue-500ms":              true,
+		"orders":                        false,
+		"orders.dlq":                    false,
+		"orders.wait":                   false,
+		"orders.wait.1":                 false,
+		"orders.wait.x.5s":              false,
+		"orders.delay_2m":               false,
+		"wait-queue-":                   false,
+		"my-wait-queue-10s":             false,
+		"rmqtopo.lock":                  false,
+	} {
+		if got := broker.IsWaitQueueName(name); got != want {
+			t.Errorf("IsWaitQueueName(%q) = %t, want %t", name, got, want)
+		}
+	}
+}
+
+func TestClean(t *testing.T) {
+	in := topology.Topology{
+		Vhosts: []string{"v"},
+		Queues: []topology.Queue{
+			{Vhost: "v", Name: "amq.gen-abc"}, {Vhost: "v", Name: broker.LockQueue}, {Vhost: "v", Name: "work"},
+		},
+		Bindings: []topology.Binding{
+			{Vhost: "v", Source: "x", Destination: "amq.gen-abc", DestinationType: topology.DestQueue},
+			{Vhost: "v", Source: "x", Destination: "work", DestinationType: topology.DestQueue},
+			{Vhost: "v", Source: "x", Destination: "amq.gen-abc", DestinationType: topology.DestExchange},
+		},
+	}
+	want := topology.Topology{
+		Vhosts: []string{"v"},
+		Queues: []topology.Queue{{Vhost: "v", Name: "work"}},
+		Bindings: []topology.Binding{
+			{Vhost: "v", Source: "x", Destination: "work", DestinationType: topology.DestQueue},
+			{Vhost: "v", Source: "x", Destination: "amq.gen-abc", DestinationType: topology.DestExchange},
+		},
+	}
+	if diff := cmp.Diff(want, broker.Clean(in)); diff != "" {
+		t.Errorf("Clean (-want +got):\n%s", diff)
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	st := func() *broker.State {
+		return &broker.State{
+			Vhosts:   []string{"v"},
+			Topology: topology.Topology{Vhosts: []string{"v"}, Queues: []topology.Queue{{Vhost: "v", Name: "q", Arguments: topology.Args{"x-message-ttl": int64(5)}}}},
+			Owned:    map[topology.Address]bool{{Kind: topology.KindQueue, Vhost: "v", Name: "q"}: true},
+			Messages: map[topology.Address]int64{{Kind: topology.KindQueue, Vhost: "v", Name: "q"}: 3},
+		}
+	}
+	a, b := st(), st()
+	b.Messages[topology.Address{Kind: topology.KindQueue, Vhost: "v", Name: "q"}] = 7
+	if a.Fingerprint() != b.Fingerprint() {
+		t.Error("message counts changed the fingerprint")
+	}
+	for name, mutate := range map[string]func(*broker.State){
+		"argument": func(s *broker.State) { s.Topology.Queues[0].Arguments["x-message-ttl"] = int64(6) },
+		"owned":    func(s *broker.State) { s.Owned = map[topology.Address]bool{} },
+		"vhost":    func(s *broker.State) { s.Topology.Vhosts = nil },
+	} {
+		c := st()
+		mutate(c)
+		if c.Fingerprint() == a.Fingerprint() {
+			t.Errorf("changing the %s left the fingerprint as it was", name)
+		}
+	}
+}
+
+// fakeAPI answers every request with status and body.
+func fakeAPI(t *testing.T, status int, body string) *broker.Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := broker.NewClient(broker.Config{URL: srv.URL, User: "alice", Password: "s3cret-pass"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestHTTPErrors(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		body   string
+		kind   error
+		msg    string
+	}{
+		{401, `{"error":"not_authorized","reason":"Login failed"}`, broker.ErrAuth,
+			`authentication failed for user "alice" at http://127.0.0.1:PORT (HTTP 401)`},
+		{401, `{"error":"not_authorised","reason":"Not administrator user"}`, broker.ErrPermission,
+			`permission denied for user "alice": Not administrator user (HTTP 401); rmqtopo reads definitions and records ownership in global parameters, which needs the administrator tag`},
+		{403, `{"error":"not_authorised","reason":"User not authorised to access virtual host"}`, broker.ErrPermission,
+			`permission denied for user "alice": User not authorised to access virtual host (HTTP 403)`},
+		{400, `{"error":"bad_request","reason":"inequivalent arg 'x-delivery-limit' for queue 'q1' in vhost 'v1': received '21' but current is '20'"}`, broker.ErrInequivalent,
+			`the broker refused: inequivalent arg 'x-delivery-limit' for queue 'q1' in vhost 'v1': received '21' but current is '20' (HTTP 400)`},
+		{400, `{"error":"bad_request","reason":"queue 'c1' in vhost 'v1' not empty"}`, broker.ErrNotEmpty,
+			`the broker refused: queue 'c1' in vhost 'v1' not empty (HTTP 400)`},
+		{500, `{"error":"internal_error","reason":"boom\nsecond line"}`, broker.ErrServer,
+			`the management API at http://127.0.0.1:PORT failed with HTTP 500: internal_error: boom second line`},
+		{502, `<html>bad gateway</html>`, broker.ErrServer,
+			`the management API at http://127.0.0.1:PORT failed with HTTP 502: <html>bad gateway</html>`},
+	} {
+		c := fakeAPI(t, tc.status, tc.body)
+		err := c.PutVhost(context.Background(), "v")
+		if !errors.Is(err, tc.kind) {
+			t.Errorf("HTTP %d %s: err = %v, want kind %v", tc.status, tc.body, err, tc.kind)
+			continue
+		}
+		got := portRE(err.Error(), c.URL())
+		if got != tc.msg {
+			t.Errorf("HTTP %d:\n got %s\nwant %s", tc.status, got, tc.msg)
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("password in %q", err)
+		}
+	}
+}
+
+func portRE(s, url string) string {
+	return strings.ReplaceAll(s, url, "http://127.0.0.1:PORT")
+}
+
+func TestReadMissingVhost(t *testing.T) {
+	c := fakeAPI(t, 400, `{"error":"bad_request","reason":"vhost_not_found"}`)
+	got, err := c.ReadVhost(context.Background(), "nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(topology.Topology{}, got); diff != "" {
+		t.Errorf("missing vhost (-want +got):\n%s", diff)
+	}
+}
+
+func TestTransportErrors(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c, _ := broker.NewClient(broker.Config{URL: "http://bob:pw-in-url@" + addr})
+	err = c.PutVhost(context.Background(), "v")
+	want := "cannot connect to the management API at http://" + addr + ": connection refused — is the management plugin enabled?"
+	if !errors.Is(err, broker.ErrUnreachable) || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+
+	// A server that never answers: the timeout names itself.
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+	}))
+	defer hang.Close()
+	defer close(release)
+	c, _ = broker.NewClient(broker.Config{URL: hang.URL, Timeout: 100 * time.Millisecond})
+	err = c.PutVhost(context.Background(), "v")
+	want = "the management API at " + hang.URL + " did not answer within 100ms (--timeout)"
+	if !errors.Is(err, broker.ErrTimeout) || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+}
+
+func TestURLUserinfo(t *testing.T) {
+	var gotUser, gotPass string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotUser, gotPass, _ = r.BasicAuth()
+		w.WriteHeader(204)
+	}))
+	defer srv.Close()
+	u := strings.Replace(srv.URL, "http://", "http://carol:pa%24%24word@", 1)
+	c, err := broker.NewClient(broker.Config{URL: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.URL() != srv.URL {
+		t.Errorf("URL() = %q, want %q (no credentials)", c.URL(), srv.URL)
+	}
+	if err := c.PutVhost(context.Background(), "v"); err != nil {
+		t.Fatal(err)
+	}
+	if gotUser != "carol" || gotPass != "pa$$word" {
+		t.Errorf("basic auth %q:%q", gotUser, gotPass)
+	}
+}
