@@ -1,0 +1,447 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+)
+
+// The online tests drive run() in-process against the harness broker
+// (TestMain in main_test.go owns it), each in a vhost of its own, with the
+// connection given as flags.
+
+type online struct {
+	b     *brokertest.Broker
+	vhost string
+	dir   string
+}
+
+func newOnline(t *testing.T) *online {
+	t.Helper()
+	b := brokertest.Get(t)
+	o := &online{b: b, vhost: b.NewVhost(t), dir: t.TempDir()}
+	t.Cleanup(func() { o.deleteOwned(t, o.vhost) })
+	return o
+}
+
+func (o *online) deleteOwned(t *testing.T, vhost string) {
+	c, err := broker.NewClient(broker.Config{URL: o.b.MgmtURL, User: o.b.User, Password: o.b.Password})
+	if err == nil {
+		err = c.DeleteOwned(context.Background(), vhost)
+	}
+	if err != nil {
+		t.Logf("deleting the ownership record of %q: %v", vhost, err)
+	}
+}
+
+// conn are the connection flags for the harness broker.
+func (o *online) conn() []string {
+	return []string{"--url", o.b.MgmtURL, "--amqp-url", o.b.AMQPURL, "--user", o.b.User, "--password", o.b.Password}
+}
+
+// spec writes a spec for the test's vhost and returns its path.
+func (o *online) spec(t *testing.T, name, body string) string {
+	t.Helper()
+	path := filepath.Join(o.dir, name)
+	if err := os.WriteFile(path, []byte(fmt.Sprintf("version: 1\nvhost: %q\n%s", o.vhost, body)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// rmqtopo runs the CLI in-process and returns its output and exit code,
+// printing errors exactly as main does.
+func rmqtopo(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	code = exitCode(err, &errb)
+	return out.String(), errb.String(), code
+}
+
+func (o *online) must(t *testing.T, want int, args ...string) string {
+	t.Helper()
+	stdout, stderr, code := rmqtopo(t, "", append(args, o.conn()...)...)
+	if code != want {
+		t.Fatalf("rmqtopo %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, stdout, stderr)
+	}
+	return stdout
+}
+
+const smallSpec = `layout: per-attempt
+exchanges:
+  - {name: biz, type: topic}
+queues:
+  - name: work
+    type: quorum
+    bindings: [{exchange: biz, routing_key: "work.#"}]
+    retry: {delays: [1s, 5s]}
+`
+
+func TestOnlinePlanApplyPlan(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	path := o.spec(t, "small.yaml", smallSpec)
+
+	out := o.must(t, 2, "plan", "--detailed-exitcode", path)
+	if !strings.Contains(out, "Plan: 11 to create, 0 to update, 0 to replace, 0 to delete.") {
+		t.Errorf("plan output:\n%s", out)
+	}
+	var doc struct {
+		FormatVersion int `json:"format_version"`
+		Summary       struct {
+			Create int `json:"create"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(o.must(t, 0, "plan", "-f", "json", path)), &doc); err != nil || doc.Summary.Create != 11 || doc.FormatVersion != 1 {
+		t.Errorf("plan -f json: %+v, %v", doc, err)
+	}
+	if md := o.must(t, 0, "plan", "--format", "markdown", path); !strings.Contains(md, "work.wait.2.5s") {
+		t.Errorf("plan -f markdown lacks the wait queue:\n%s", md)
+	}
+
+	out = o.must(t, 0, "apply", "--auto-approve", path)
+	if !strings.Contains(out, "Apply complete: 11 created") {
+		t.Errorf("apply output:\n%s", out)
+	}
+	out = o.must(t, 0, "plan", "--detailed-exitcode", path)
+	if want := "No changes. The broker matches the spec.\n"; out != want {
+		t.Errorf("second plan: %q, want %q", out, want)
+	}
+	// apply with nothing to do asks nothing, even without a terminal.
+	stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", path}, o.conn()...)...)
+	if code != 0 || !strings.Contains(stdout, "No changes.") {
+		t.Errorf("apply without changes: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	// The AMQP URL defaults to the management host and the broker's own
+	// AMQP port.
+	stdout, stderr, code = rmqtopo(t, "", "apply", "--auto-approve", path, "--url", o.b.MgmtURL, "--user", o.b.User, "--password", o.b.Password)
+	if code != 0 {
+		t.Errorf("apply with a derived AMQP URL: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// stdinTerminal pretends stdin is a terminal for the duration of a test.
+func stdinTerminal(t *testing.T) {
+	old := stdinIsTerminal
+	stdinIsTerminal = func(io.Reader) bool { return true }
+	t.Cleanup(func() { stdinIsTerminal = old })
+}
+
+func TestOnlineApplyConfirmation(t *testing.T) {
+	o := newOnline(t)
+	path := o.spec(t, "small.yaml", smallSpec)
+	args := append([]string{"apply", path}, o.conn()...)
+
+	_, stderr, code := rmqtopo(t, "yes\n", args...)
+	if want := "rmqtopo: apply: stdin is not a terminal, so it cannot ask for confirmation; pass --auto-approve to apply without asking\n"; code != 1 || stderr != want {
+		t.Errorf("apply without a terminal: exit %d, stderr %q\nwant %q", code, stderr, want)
+	}
+
+	stdinTerminal(t)
+	_, stderr, code = rmqtopo(t, "no\n", args...)
+	if code != 1 || !strings.HasSuffix(stderr, "rmqtopo: apply cancelled; nothing was changed\n") {
+		t.Errorf("answer no: exit %d, stderr %q", code, stderr)
+	}
+	o.must(t, 2, "plan", "--detailed-exitcode", path)
+
+	stdout, stderr, code := rmqtopo(t, "yes\n", args...)
+	if code != 0 || !strings.Contains(stderr, "Only 'yes' will be accepted") || !strings.Contains(stdout, "Apply complete") {
+		t.Errorf("answer yes: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	o.must(t, 0, "plan", "--detailed-exitcode", path)
+}
+
+// TestOnlineLockHeld: while another connection holds the vhost's lock,
+// apply stops with a clear error and changes nothing.
+func TestOnlineLockHeld(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	path := o.spec(t, "small.yaml", smallSpec)
+	ch, err := o.b.Dial(t, o.vhost).Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare(broker.LockQueue, false, true, true, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", path}, o.conn()...)...)
+	want := fmt.Sprintf("rmqtopo: apply: another rmqtopo apply holds the lock on vhost %q", o.vhost)
+	if code != 1 || !strings.HasPrefix(stderr, want) || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("exit %d, stderr %q\nwant one line starting %q", code, stderr, want)
+	}
+	o.must(t, 2, "plan", "--detailed-exitcode", path)
+}
+
+func TestOnlineSavedPlan(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	path := o.spec(t, "small.yaml", smallSpec)
+	saved := filepath.Join(o.dir, "plan.json")
+
+	o.must(t, 0, "plan", "--out", saved, path)
+	out := o.must(t, 0, "apply", "--auto-approve", saved)
+	if !strings.Contains(out, "Apply complete: 11 created") {
+		t.Errorf("apply of the saved plan:\n%s", out)
+	}
+	o.must(t, 0, "plan", "--detailed-exitcode", path)
+
+	// A saved plan applied twice is stale the second time: the broker
+	// changed (by the first apply).
+	_, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", saved}, o.conn()...)...)
+	if code != 1 || !strings.Contains(stderr, "is stale: the broker's topology or ownership record changed since it was made") {
+		t.Errorf("stale plan: exit %d, stderr %q", code, stderr)
+	}
+
+	// Someone else's change also makes it stale.
+	path2 := o.spec(t, "more.yaml", smallSpec+"  - {name: other, dlq: false}\n")
+	o.must(t, 0, "plan", "--out", saved, path2)
+	ch, err := o.b.Dial(t, o.vhost).Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("intruder", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = rmqtopo(t, "", append([]string{"apply", "--auto-approve", saved}, o.conn()...)...)
+	if code != 1 || !strings.Contains(stderr, "is stale") {
+		t.Errorf("stale plan: exit %d, stderr %q", code, stderr)
+	}
+	if _, stderr, code = rmqtopo(t, "", append([]string{"apply", "--prune", saved}, o.conn()...)...); code != 1 ||
+		!strings.Contains(stderr, "--prune does not apply to a saved plan") {
+		t.Errorf("apply --prune PLAN: exit %d, stderr %q", code, stderr)
+	}
+
+	var sp savedPlan
+	data, _ := os.ReadFile(saved)
+	if err := json.Unmarshal(data, &sp); err != nil {
+		t.Fatal(err)
+	}
+	if sp.Kind != savedPlanKind || sp.FormatVersion != 1 || !strings.HasPrefix(sp.Fingerprint, "sha256:") ||
+		!cmp.Equal(sp.Vhosts, []string{o.vhost}) || sp.Broker != o.b.MgmtURL {
+		t.Errorf("saved plan header: %+v", sp)
+	}
+}
+
+// TestOnlineRefusesDestroy: a queue replace that would destroy messages
+// fails plan and apply until --allow-destroy.
+func TestOnlineRefusesDestroy(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	conn := o.b.Dial(t, o.vhost)
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("work", true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.PublishConfirmed(t, conn, "", "work", amqp.Publishing{Body: []byte("x")})
+	path := o.spec(t, "small.yaml", smallSpec)
+	deadline := time.Now().Add(20 * time.Second)
+	var stdout, stderr string
+	var code int
+	for {
+		stdout, stderr, code = rmqtopo(t, "", append([]string{"plan", path}, o.conn()...)...)
+		if strings.Contains(stdout, "RT001") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond) // the broker's statistics lag
+	}
+	want := "rmqtopo: plan: 1 change destroys messages or may (RT001); apply refuses it without --allow-destroy\n"
+	if code != 1 || stderr != want {
+		t.Fatalf("plan: exit %d, stderr %q, want %q\nstdout:\n%s", code, stderr, want, stdout)
+	}
+	_, stderr, code = rmqtopo(t, "", append([]string{"apply", "--auto-approve", path}, o.conn()...)...)
+	if code != 1 || !strings.HasSuffix(stderr, "rmqtopo: apply: 1 change destroys messages or may (RT001); apply refuses it without --allow-destroy\n") {
+		t.Fatalf("apply: exit %d, stderr %q", code, stderr)
+	}
+	if n := o.b.QueueDepth(t, o.vhost, "work"); n != 1 {
+		t.Fatalf("work holds %d messages, want 1", n)
+	}
+	o.must(t, 0, "apply", "--auto-approve", "--allow-destroy", path)
+	o.must(t, 0, "plan", "--detailed-exitcode", path)
+}
+
+func TestOnlineBrokerErrors(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	path := o.spec(t, "small.yaml", smallSpec)
+	const secret = "Wr0ng-S3cret-pw"
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+		want string
+	}{
+		{"wrong password", []string{"plan", path, "--url", o.b.MgmtURL, "--user", "guest", "--password", secret},
+			"", fmt.Sprintf("rmqtopo: plan: read vhost %q: authentication failed for user \"guest\" at %s (HTTP 401)\n", o.vhost, o.b.MgmtURL)},
+		{"password in the URL", []string{"apply", "--auto-approve", path, "--url", strings.Replace(o.b.MgmtURL, "http://", "http://guest:"+secret+"@", 1)},
+			"", fmt.Sprintf("rmqtopo: apply: find the AMQP port: authentication failed for user \"guest\" at %s (HTTP 401)\n", o.b.MgmtURL)},
+		{"connection refused", []string{"plan", path, "--url", closed},
+			"", fmt.Sprintf("rmqtopo: plan: read vhost %q: cannot connect to the management API at %s: connection refused — is the management plugin enabled?\n", o.vhost, closed)},
+		{"AMQP refused", []string{"apply", "--auto-approve", path, "--url", o.b.MgmtURL, "--amqp-url", "amqp://guest:" + secret + "@" + strings.TrimPrefix(closed, "http://") + "/"},
+			"", fmt.Sprintf("rmqtopo: apply: lock vhost %q: cannot connect to AMQP at amqp://%s: connection refused (set --amqp-url)\n", o.vhost, strings.TrimPrefix(closed, "http://"))},
+		{"bad URL", []string{"plan", path, "--url", "ftp://u:" + secret + "@x"},
+			"", "rmqtopo: management URL \"ftp://u:xxxxx@x\": want http://HOST:PORT or https://HOST:PORT\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := rmqtopo(t, "", tc.args...)
+			if code != 1 || stderr != tc.want {
+				t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", code, stderr, tc.want)
+			}
+			if strings.Contains(stdout+stderr, secret) {
+				t.Errorf("the password appears in the output:\n%s%s", stdout, stderr)
+			}
+		})
+	}
+}
+
+// TestOnlineNewVhost: a spec for a vhost that does not exist plans its
+// creation; apply creates it, locks it and fills it.
+func TestOnlineNewVhost(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	o.vhost += "-new"
+	t.Cleanup(func() {
+		req, _ := http.NewRequest(http.MethodDelete, o.b.MgmtURL+"/api/vhosts/"+url.PathEscape(o.vhost), nil)
+		req.SetBasicAuth(o.b.User, o.b.Password)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+		o.deleteOwned(t, o.vhost)
+	})
+	path := o.spec(t, "small.yaml", smallSpec)
+	out := o.must(t, 2, "plan", "--detailed-exitcode", path)
+	if !strings.Contains(out, fmt.Sprintf("+ vhost %q", o.vhost)) || !strings.Contains(out, "Plan: 12 to create") {
+		t.Errorf("plan:\n%s", out)
+	}
+	o.must(t, 0, "apply", "--auto-approve", path)
+	o.must(t, 0, "plan", "--detailed-exitcode", path)
+}
+
+func TestOnlineAgainst(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	path := o.spec(t, "small.yaml", smallSpec)
+	stdout, stderr, code := rmqtopo(t, "", "plan", "--against", "empty", "--detailed-exitcode", path)
+	if code != 2 || !strings.Contains(stdout, "Plan: 12 to create") {
+		t.Errorf("--against empty: exit %d\n%s%s", code, stdout, stderr)
+	}
+	o.must(t, 0, "apply", "--auto-approve", path)
+
+	// A multi-vhost export of the whole broker, as rabbitmqctl
+	// export_definitions writes it: only the spec's vhost counts.
+	req, _ := http.NewRequest(http.MethodGet, o.b.MgmtURL+"/api/definitions", nil)
+	req.SetBasicAuth(o.b.User, o.b.Password)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	export, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	file := filepath.Join(o.dir, "export.json")
+	os.WriteFile(file, export, 0o644)
+	stdout, stderr, code = rmqtopo(t, "", "plan", "--against", file, "--detailed-exitcode", path)
+	if code != 0 || !strings.Contains(stdout, "No changes.") {
+		t.Errorf("--against the export: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// The single-vhost export (GET /api/definitions/{vhost}) has no vhost
+	// fields; it describes the spec's vhost.
+	req, _ = http.NewRequest(http.MethodGet, o.b.MgmtURL+"/api/definitions/"+url.PathEscape(o.vhost), nil)
+	req.SetBasicAuth(o.b.User, o.b.Password)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	export, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	os.WriteFile(file, export, 0o644)
+	stdout, stderr, code = rmqtopo(t, "", "plan", "--against", file, "--detailed-exitcode", path)
+	if code != 0 {
+		t.Errorf("--against the vhost export: exit %d\n%s%s", code, stdout, stderr)
+	}
+	_, stderr, code = rmqtopo(t, "", "plan", "--against", "empty", "--out", filepath.Join(o.dir, "p.json"), path)
+	if code != 1 || !strings.Contains(stderr, "--out needs a live broker") {
+		t.Errorf("--against with --out: exit %d, %q", code, stderr)
+	}
+}
+
+// TestOnlineKilledApplyConverges kills a real rmqtopo process with SIGKILL
+// in the middle of a big apply; planning and applying again converges.
+func TestOnlineKilledApplyConverges(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	bin := filepath.Join(o.dir, "rmqtopo")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	var sb strings.Builder
+	sb.WriteString("layout: per-attempt\nexchanges:\n  - {name: biz, type: topic}\nqueues:\n")
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&sb, "  - name: svc%03d\n    bindings: [{exchange: biz, routing_key: \"k.%d\"}]\n    retry: {exponential: {initial: 1s, factor: 2, attempts: 5}}\n", i, i)
+	}
+	path := o.spec(t, "big.yaml", sb.String())
+
+	cmd := exec.Command(bin, append([]string{"apply", "--auto-approve", path}, o.conn()...)...)
+	cmd.Stdout = io.Discard
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill it at its first progress report, a second into the changes.
+	sc := bufio.NewScanner(stderr)
+	var seen []string
+	for sc.Scan() {
+		seen = append(seen, sc.Text())
+		if strings.HasPrefix(sc.Text(), "applied ") {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, stderr)
+	werr := cmd.Wait()
+	if len(seen) == 0 || !strings.HasPrefix(seen[len(seen)-1], "applied ") {
+		t.Fatalf("apply ended before it could be killed mid-way (%v); stderr:\n%s", werr, strings.Join(seen, "\n"))
+	}
+	t.Logf("killed at %q", seen[len(seen)-1])
+	o.must(t, 2, "plan", "--detailed-exitcode", path)
+
+	out := o.must(t, 0, "apply", "--auto-approve", path)
+	if !strings.Contains(out, "Apply complete") {
+		t.Errorf("re-run:\n%s", out)
+	}
+	o.must(t, 0, "plan", "--detailed-exitcode", path)
+}
