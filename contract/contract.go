@@ -85,6 +85,9 @@ const (
 	ReasonRejected   = "rejected"   // the handler called the failure permanent
 	ReasonUnroutable = "unroutable" // the retry publish could not be routed
 	ReasonExhausted  = "exhausted"  // the attempt counter was past any binding
+	// ReasonMalformedAttempt: the delivery's attempt header could not be
+	// read, so no retry number can be trusted not to loop.
+	ReasonMalformedAttempt = "malformed-attempt"
 )
 
 // MaxErrorBytes bounds HeaderLastError so that a header table never comes

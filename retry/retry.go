@@ -69,10 +69,9 @@ import (
 	"github.com/rmqtopo/rmqtopo/contract"
 )
 
-// ReasonMalformedAttempt is the dead-letter reason of a delivery that
-// failed while its attempt header could not be read (see
-// contract.ParseAttempt): it cannot be given a next attempt number.
-const ReasonMalformedAttempt = "malformed-attempt"
+// ReasonMalformedAttempt is the dead-letter reason of a delivery whose
+// attempt header could not be read; see contract.ReasonMalformedAttempt.
+const ReasonMalformedAttempt = contract.ReasonMalformedAttempt
 
 // ErrReject marks a failure as permanent: a delivery whose handler error
 // errors.Is ErrReject goes to the DLQ without retries. Wrap it
