@@ -55,9 +55,44 @@ broker-start: rabbitnode
 broker-stop: rabbitnode
 	@$(RABBITNODE) stop --dir $(BROKER_DIR)
 
-# Placeholders, to be filled in.
-demo:
-	@echo "demo: not yet"
+# The demo: a private node on fixed ports (AMQP 5680, management
+# http://127.0.0.1:15680, guest/guest; never the system broker), then plan,
+# apply and plan again examples/shop.yaml, and its retry schedule. The node
+# keeps running for exploring; `bin/rabbitnode stop --dir .broker/demo`
+# stops it. Running the demo again reuses it.
+DEMO_DIR ?= .broker/demo
+DEMO_SPEC ?= examples/shop.yaml
 
-bench:
-	@echo "bench: not yet"
+demo: build rabbitnode
+	@set -e; \
+	$(RABBITNODE) start --dir $(DEMO_DIR) --default-ports >/dev/null; \
+	. $(DEMO_DIR)/env; \
+	export RMQTOPO_URL="$$RMQTOPO_TEST_URL"; \
+	echo; echo "\$$ rmqtopo plan $(DEMO_SPEC)"; \
+	bin/rmqtopo plan $(DEMO_SPEC); \
+	echo; echo "\$$ rmqtopo apply --auto-approve $(DEMO_SPEC)"; \
+	bin/rmqtopo apply --auto-approve $(DEMO_SPEC); \
+	echo; echo "\$$ rmqtopo plan --detailed-exitcode $(DEMO_SPEC)"; \
+	bin/rmqtopo plan --detailed-exitcode $(DEMO_SPEC); \
+	echo; echo "\$$ rmqtopo render $(DEMO_SPEC) -f schedule"; \
+	bin/rmqtopo render $(DEMO_SPEC) -f schedule; \
+	echo; echo "The demo broker keeps running: management UI $$RMQTOPO_TEST_URL (guest/guest)."; \
+	echo "Stop it with: $(RABBITNODE) stop --dir $(DEMO_DIR)"
+
+# Benchmarks, each step once, against a node of their own (or the broker
+# named by RMQTOPO_TEST_URL). BENCH selects benchmarks by regexp. Figures
+# and how to read them: docs/benchmarks.md.
+BENCH_DIR ?= .broker/bench
+BENCH ?= .
+
+bench: rabbitnode
+	@set -e; \
+	run() { $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 60m ./...; }; \
+	if [ -n "$$RMQTOPO_TEST_URL" ]; then \
+		run; \
+	else \
+		trap '$(RABBITNODE) stop --dir $(BENCH_DIR)' EXIT; \
+		$(RABBITNODE) start --dir $(BENCH_DIR) --name rmqtopo-bench@localhost >/dev/null; \
+		. $(BENCH_DIR)/env; \
+		run; \
+	fi

@@ -56,7 +56,7 @@ func newLive(t *testing.T) *live {
 	return connect(t, b, vhost)
 }
 
-func connect(t *testing.T, b *brokertest.Broker, vhost string) *live {
+func connect(t testing.TB, b *brokertest.Broker, vhost string) *live {
 	t.Helper()
 	c, err := broker.NewClient(broker.Config{URL: b.MgmtURL, AMQPURL: b.AMQPURL, User: b.User, Password: b.Password})
 	if err != nil {

@@ -27,7 +27,11 @@ func Plan(ctx context.Context, c *Client, desired topology.Topology, opts PlanOp
 	if err != nil {
 		return plan.Plan{}, nil, err
 	}
-	if err := st.ReadCounts(ctx, c, desired, opts); err != nil {
+	p := st.Diff(desired, opts)
+	if len(CountsNeeded(p)) == 0 {
+		return p, st, nil
+	}
+	if err := st.readCounts(ctx, c, CountsNeeded(p)); err != nil {
 		return plan.Plan{}, nil, err
 	}
 	return st.Diff(desired, opts), st, nil
@@ -77,10 +81,9 @@ func CountsNeeded(p plan.Plan) map[string][]string {
 	return out
 }
 
-// ReadCounts reads into st.Messages the counts of the queues that a plan
-// of desired against st needs.
-func (st *State) ReadCounts(ctx context.Context, c *Client, desired topology.Topology, opts PlanOptions) error {
-	need := CountsNeeded(st.Diff(desired, opts))
+// readCounts reads into st.Messages the counts of the named queues, by
+// vhost.
+func (st *State) readCounts(ctx context.Context, c *Client, need map[string][]string) error {
 	vhosts := make([]string, 0, len(need))
 	for v := range need {
 		vhosts = append(vhosts, v)
