@@ -685,3 +685,79 @@ func TestReadNormalises(t *testing.T) {
 		t.Errorf("missing vhost read as %v", st.Topology.Vhosts)
 	}
 }
+
+// TestSessionErrors: the Target contract at the broker: idempotent
+// deletes, classified refusals, and a channel pool that survives them.
+func TestSessionErrors(t *testing.T) {
+	t.Parallel()
+	l := newLive(t)
+	ctx := context.Background()
+	q := topology.Queue{Vhost: l.vhost, Name: "q", Durable: true, Arguments: topology.Args{"x-message-ttl": int64(1000)}}
+	if err := l.s.DeclareQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.s.DeclareQueue(ctx, q); err != nil {
+		t.Fatalf("declaring an identical queue again: %v", err)
+	}
+	other := q
+	other.Arguments = topology.Args{"x-message-ttl": int64(2000)}
+	err := l.s.DeclareQueue(ctx, other)
+	if !errors.Is(err, broker.ErrInequivalent) || !strings.HasPrefix(err.Error(), "the broker refused: inequivalent arg 'x-message-ttl' for queue 'q' in vhost '"+l.vhost+"'") ||
+		!strings.HasSuffix(err.Error(), "(AMQP 406)") {
+		t.Errorf("inequivalent declare: %v", err)
+	}
+	b := topology.Binding{Vhost: l.vhost, Source: "missing", Destination: "q", DestinationType: topology.DestQueue}
+	if err := l.s.Bind(ctx, b); !errors.Is(err, broker.ErrNotFound) || !strings.Contains(err.Error(), "no exchange 'missing'") {
+		t.Errorf("bind to a missing exchange: %v", err)
+	}
+	for name, f := range map[string]func() error{
+		"unbind":          func() error { return l.s.Unbind(ctx, b) },
+		"delete exchange": func() error { return l.s.DeleteExchange(ctx, l.vhost, "missing") },
+		"delete queue":    func() error { return l.s.DeleteQueue(ctx, topology.Queue{Vhost: l.vhost, Name: "missing"}, true) },
+		"delete quorum": func() error {
+			return l.s.DeleteQueue(ctx, topology.Queue{Vhost: l.vhost, Name: "missing", Arguments: topology.Args{"x-queue-type": "quorum"}}, true)
+		},
+		"delete policy": func() error { return l.s.DeletePolicy(ctx, l.vhost, "missing") },
+		"http unbind":   func() error { return l.c.Unbind(ctx, b) },
+		"http delete q": func() error { return l.c.DeleteQueue(ctx, topology.Queue{Vhost: l.vhost, Name: "missing"}, true) },
+	} {
+		if err := f(); err != nil {
+			t.Errorf("%s of what is missing: %v", name, err)
+		}
+	}
+	// The session still works after the channel errors above.
+	if n, err := l.s.QueueDepth(ctx, l.vhost, "q"); err != nil || n != 0 {
+		t.Errorf("QueueDepth = %d, %v", n, err)
+	}
+	if err := l.c.DeclareQueue(ctx, other); !errors.Is(err, broker.ErrInequivalent) || !strings.HasSuffix(err.Error(), "(HTTP 400)") {
+		t.Errorf("inequivalent declare over HTTP: %v", err)
+	}
+}
+
+// TestHTTPWrites runs a plan, a schedule change and a prune through the
+// management API writes, which the benchmark compares with AMQP.
+func TestHTTPWrites(t *testing.T) {
+	t.Parallel()
+	l := newLive(t)
+	l.s.HTTPWrites = true
+	const specFmt = "version: 1\nlayout: per-attempt\nexchanges: [{name: biz, type: headers}]\nqueues:\n" +
+		"  - name: work\n    bindings: [{exchange: biz, arguments: {x-match: any, kind: work}}]\n    retry: {delays: [%s]}\n%s"
+	before := spec.Expand(parseFor(t, "a.yaml", []byte(fmt.Sprintf(specFmt, "1s, 2s", "  - {name: extra, type: quorum}\n")), l.vhost))
+	l.converge(t, before, true)
+	l.statsReady(t, before)
+	after := spec.Expand(parseFor(t, "b.yaml", []byte(fmt.Sprintf(specFmt, "1s, 3s", "")), l.vhost))
+	p := l.converge(t, after, true)
+	want := []string{
+		"create queue work.wait.2.3s",
+		"create binding " + retryBinding("", "work", "work.wait.2.3s", 2),
+		"delete binding " + retryBinding("", "work", "work.wait.2.2s", 2),
+		"delete queue extra",
+		"delete queue extra.dlq",
+		"delete queue work.wait.2.2s",
+		"delete exchange extra.dlx",
+		"delete exchange extra.retry",
+	}
+	if diff := cmp.Diff(want, changes(p)); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+}
