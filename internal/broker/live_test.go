@@ -761,3 +761,28 @@ func TestHTTPWrites(t *testing.T) {
 		t.Errorf("plan (-want +got):\n%s", diff)
 	}
 }
+
+// TestPolicies: policies are created, updated in place and pruned.
+func TestPolicies(t *testing.T) {
+	t.Parallel()
+	l := newLive(t)
+	const specFmt = "version: 1\nqueues: [{name: work, dlq: false}]\npolicies:\n%s"
+	pol := func(maxLen int) string {
+		return fmt.Sprintf("  - {name: cap, pattern: \"^work$\", apply_to: queues, priority: 3, definition: {max-length: %d, overflow: reject-publish}}\n", maxLen)
+	}
+	first := spec.Expand(parseFor(t, "a.yaml", []byte(fmt.Sprintf(specFmt, pol(10))), l.vhost))
+	p := l.converge(t, first, true)
+	if diff := cmp.Diff([]string{"create exchange work.retry", "create policy cap", "create queue work"}, sorted(changes(p))); diff != "" {
+		t.Errorf("first plan (-want +got):\n%s", diff)
+	}
+	second := spec.Expand(parseFor(t, "b.yaml", []byte(fmt.Sprintf(specFmt, pol(20))), l.vhost))
+	p = l.converge(t, second, true)
+	if diff := cmp.Diff([]string{"update policy cap"}, changes(p)); diff != "" {
+		t.Errorf("second plan (-want +got):\n%s", diff)
+	}
+	none := spec.Expand(parseFor(t, "c.yaml", []byte("version: 1\nqueues: [{name: work, dlq: false}]\n"), l.vhost))
+	p = l.converge(t, none, true)
+	if diff := cmp.Diff([]string{"delete policy cap"}, changes(p)); diff != "" {
+		t.Errorf("prune plan (-want +got):\n%s", diff)
+	}
+}
