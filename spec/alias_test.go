@@ -1,0 +1,69 @@
+package spec
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestAnchorsAndMergeKeys(t *testing.T) {
+	src := `version: 1
+retry_policies:
+  base: &sched
+    delays: [1s, 2s]
+queues:
+  - &q
+    name: a
+    type: quorum
+    retry: *sched
+  - <<: *q
+    name: b
+    type: classic
+`
+	f, err := Parse("anchors.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		Name, Type string
+		Delays     []time.Duration
+	}
+	var gots []got
+	for _, q := range f.Spec.Queues {
+		gots = append(gots, got{q.Name, q.Type, q.Retry.Delays()})
+	}
+	want := []got{
+		{"a", TypeQuorum, []time.Duration{time.Second, 2 * time.Second}},
+		{"b", TypeClassic, []time.Duration{time.Second, 2 * time.Second}},
+	}
+	if diff := cmp.Diff(want, gots); diff != "" {
+		t.Errorf("queues (-want +got):\n%s", diff)
+	}
+}
+
+func TestAliasBombFailsFast(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\nx0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n")
+	for i := 1; i <= 9; i++ {
+		b.WriteString("x" + string(rune('0'+i)) + ": &a" + string(rune('0'+i)) + " [")
+		for j := 0; j < 10; j++ {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("*a" + string(rune('0'+i-1)))
+		}
+		b.WriteString("]\n")
+	}
+	start := time.Now()
+	_, err := Parse("bomb.yaml", []byte(b.String()))
+	var es Errors
+	if !errors.As(err, &es) || !strings.Contains(es.Error(), "expands to more than") {
+		t.Fatalf("Parse of an alias bomb: %v, want an expansion error", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Parse took %v on an alias bomb", d)
+	}
+}
