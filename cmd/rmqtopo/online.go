@@ -306,28 +306,18 @@ type progress struct {
 	mu    sync.Mutex
 	done  int
 	total int
-	quit  chan struct{}
-	once  sync.Once
+	*ticker
 }
 
 func newProgress(w io.Writer) *progress {
-	p := &progress{w: w, quit: make(chan struct{})}
-	go func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.quit:
-				return
-			case <-t.C:
-				p.mu.Lock()
-				if p.total > 0 && p.done < p.total {
-					fmt.Fprintf(p.w, "applied %d/%d changes\n", p.done, p.total)
-				}
-				p.mu.Unlock()
-			}
+	p := &progress{w: w}
+	p.ticker = everySecond(func() {
+		p.mu.Lock()
+		if p.total > 0 && p.done < p.total {
+			fmt.Fprintf(p.w, "applied %d/%d changes\n", p.done, p.total)
 		}
-	}()
+		p.mu.Unlock()
+	})
 	return p
 }
 
@@ -340,7 +330,32 @@ func (p *progress) update(done, total int) {
 	p.mu.Unlock()
 }
 
-func (p *progress) stop() { p.once.Do(func() { close(p.quit) }) }
+// ticker calls a function about once a second, for progress reports,
+// until stopped.
+type ticker struct {
+	quit chan struct{}
+	once sync.Once
+}
+
+func everySecond(tick func()) *ticker {
+	t := &ticker{quit: make(chan struct{})}
+	go func() {
+		tt := time.NewTicker(time.Second)
+		defer tt.Stop()
+		for {
+			select {
+			case <-t.quit:
+				return
+			case <-tt.C:
+				tick()
+			}
+		}
+	}()
+	return t
+}
+
+// stop ends the ticks; it may be called more than once.
+func (t *ticker) stop() { t.once.Do(func() { close(t.quit) }) }
 
 // scrub removes secrets from an error's text, as a last line of defence:
 // messages are built without credentials, but errors of other libraries

@@ -48,7 +48,7 @@ func (c *statusCmd) Run(e *env) (err error) {
 	stats := map[string][]ops.QueueInfo{}
 	for _, v := range vhosts {
 		qs, err := ops.ListQueues(e.ctx, conn, v)
-		if errors.Is(err, errOpsNotFound) {
+		if isOpsNotFound(err) {
 			continue // no vhost: every queue shows as missing
 		}
 		if err != nil {
@@ -126,7 +126,7 @@ func (s *opsSession) close() { _ = s.amqp.Close() }
 // delivery limit would lose them.
 func (s *opsSession) queue(ctx context.Context, vhost, name string) (ops.QueueInfo, error) {
 	q, err := ops.GetQueue(ctx, s.conn, vhost, name)
-	if errors.Is(err, errOpsNotFound) {
+	if isOpsNotFound(err) {
 		return q, fmt.Errorf("queue %q not found in vhost %q", name, vhost)
 	}
 	if err != nil {
@@ -277,7 +277,7 @@ func (c *dlqReplayCmd) Run(e *env) (err error) {
 	if err != nil {
 		return fmt.Errorf("dlq replay: %w", err)
 	}
-	if _, err := ops.GetQueue(e.ctx, s.conn, c.Vhost, target); errors.Is(err, errOpsNotFound) {
+	if _, err := ops.GetQueue(e.ctx, s.conn, c.Vhost, target); isOpsNotFound(err) {
 		return fmt.Errorf("dlq replay: work queue %q not found in vhost %q; give the queue to replay to with --to", target, c.Vhost)
 	} else if err != nil {
 		return fmt.Errorf("dlq replay: %w", err)
@@ -332,7 +332,7 @@ func (c *dlqSweepCmd) loadConfig(kctx *kong.Context) error {
 	}
 	var raw map[string]any
 	if err := yaml.Unmarshal(data, &raw); err != nil {
-		return fmt.Errorf("dlq sweep: --config %s: %v", path, opsOneLine(err.Error()))
+		return fmt.Errorf("dlq sweep: --config %s: %v", path, broker.OneLine(err.Error()))
 	}
 	values := map[string]any{}
 	for k, v := range raw {
@@ -380,7 +380,7 @@ func (c *dlqSweepCmd) Run(e *env) (err error) {
 	defer s.close()
 	defer func() { err = scrub(err, s.conn.secrets()) }()
 	queues, err := ops.ListQueues(e.ctx, s.conn, c.Vhost)
-	if errors.Is(err, errOpsNotFound) {
+	if isOpsNotFound(err) {
 		return fmt.Errorf("dlq sweep: vhost %q not found", c.Vhost)
 	}
 	if err != nil {
@@ -506,28 +506,18 @@ type passProgress struct {
 	mu    sync.Mutex
 	last  ops.Result
 	start time.Time
-	quit  chan struct{}
-	once  sync.Once
+	*ticker
 }
 
 func newPassProgress(w io.Writer) *passProgress {
-	p := &passProgress{w: w, start: time.Now(), quit: make(chan struct{})}
-	go func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.quit:
-				return
-			case <-t.C:
-				p.mu.Lock()
-				if p.last.Queue != "" {
-					fmt.Fprintln(p.w, ops.FormatProgress(p.last, time.Since(p.start)))
-				}
-				p.mu.Unlock()
-			}
+	p := &passProgress{w: w, start: time.Now()}
+	p.ticker = everySecond(func() {
+		p.mu.Lock()
+		if p.last.Queue != "" {
+			fmt.Fprintln(p.w, ops.FormatProgress(p.last, time.Since(p.start)))
 		}
-	}()
+		p.mu.Unlock()
+	})
 	return p
 }
 
@@ -536,8 +526,6 @@ func (p *passProgress) update(r ops.Result) {
 	p.last = r
 	p.mu.Unlock()
 }
-
-func (p *passProgress) stop() { p.once.Do(func() { close(p.quit) }) }
 
 func opsWriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

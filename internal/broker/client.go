@@ -118,8 +118,17 @@ func (c *Client) URL() string { return c.display }
 func (c *Client) User() string { return c.user }
 
 // Secrets returns the strings that must never appear in output, for
-// callers that scrub errors from other libraries.
-func (c *Client) Secrets() []string { return secretForms(c.pass, c.user) }
+// callers that scrub errors from other libraries: the password, and the
+// one of Config.AMQPURL if it has its own.
+func (c *Client) Secrets() []string {
+	out := secretForms(c.pass, c.user)
+	if u, err := url.Parse(c.cfg.AMQPURL); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			out = append(out, secretForms(p, u.User.Username())...)
+		}
+	}
+	return out
+}
 
 // secretForms lists a password as it may appear in text. A password equal
 // to the user name, such as guest's, is left out: messages name the user,
@@ -205,6 +214,14 @@ func (c *Client) doStatus(ctx context.Context, method, path string, query url.Va
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// GetJSON GETs path (starting with /api/, its segments escaped) with query
+// and decodes the JSON answer into dst, with the client's transport,
+// timeout and errors: a missing object is ErrNotFound (or
+// ErrVhostNotFound), and every failure is an *Error of one line.
+func (c *Client) GetJSON(ctx context.Context, path string, query url.Values, dst any) error {
+	return c.do(ctx, http.MethodGet, path, query, nil, dst)
 }
 
 // ignoreNotFound makes deletes idempotent: deleting what is gone succeeds.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -67,9 +68,9 @@ func (e *Error) Unwrap() []error {
 	return []error{e.Kind, e.Err}
 }
 
-// oneLine keeps broker reasons on one line: every error becomes one line of
-// "rmqtopo: ..." output.
-func oneLine(s string) string {
+// OneLine keeps a message on one line, its whitespace collapsed and its
+// length bounded: every error becomes one line of "rmqtopo: ..." output.
+func OneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 600 {
 		s = s[:600] + "…"
@@ -81,7 +82,7 @@ func oneLine(s string) string {
 // {"error": ..., "reason": ...}; 3.x uses 401 for missing permissions too,
 // so "Login failed" is what tells a bad password from a missing tag.
 func (c *Client) httpError(status int, code, reason string) error {
-	code, reason = oneLine(code), oneLine(reason)
+	code, reason = OneLine(code), OneLine(reason)
 	e := &Error{Status: status}
 	switch {
 	case status == 401 && (reason == "Login failed" || reason == "" || code == ""):
@@ -145,11 +146,11 @@ func transportError(display string, timeout string, ctx context.Context, err err
 	case errors.As(err, &dnsErr):
 		e.Msg = fmt.Sprintf("cannot connect to the management API at %s: no such host %q", display, dnsErr.Name)
 	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr):
-		e.Msg = fmt.Sprintf("TLS with the management API at %s failed: %s (see --ca-cert)", display, oneLine(inner.Error()))
+		e.Msg = fmt.Sprintf("TLS with the management API at %s failed: %s (see --ca-cert)", display, OneLine(inner.Error()))
 	case errors.As(err, &recordErr):
 		e.Msg = fmt.Sprintf("TLS with the management API at %s failed: the server does not speak TLS (use http://)", display)
 	default:
-		e.Msg = fmt.Sprintf("cannot reach the management API at %s: %s", display, oneLine(inner.Error()))
+		e.Msg = fmt.Sprintf("cannot reach the management API at %s: %s", display, OneLine(inner.Error()))
 	}
 	return e
 }
@@ -168,13 +169,13 @@ func amqpError(display string, err error) error {
 		if errors.Is(err, amqp.ErrClosed) {
 			return &Error{Kind: ErrUnreachable, Msg: fmt.Sprintf("the AMQP connection to %s closed", display), Err: err}
 		}
-		return &Error{Kind: ErrUnreachable, Msg: fmt.Sprintf("AMQP to %s: %s", display, oneLine(err.Error())), Err: err}
+		return &Error{Kind: ErrUnreachable, Msg: fmt.Sprintf("AMQP to %s: %s", display, OneLine(err.Error())), Err: err}
 	}
 	reason := ae.Reason
 	if _, after, ok := strings.Cut(reason, " - "); ok {
 		reason = after
 	}
-	reason = oneLine(reason)
+	reason = OneLine(reason)
 	e := &Error{Status: ae.Code, Err: err}
 	switch ae.Code {
 	case amqp.AccessRefused:
@@ -214,21 +215,24 @@ func amqpError(display string, err error) error {
 	return e
 }
 
-// dialError classifies a failed AMQP dial to display (a URL without
-// credentials).
-func dialError(display, user string, err error) error {
+// dialError classifies a failed AMQP dial of user to vhost at display (a
+// URL without credentials); timeout is the dial's bound.
+func dialError(display, user, vhost string, timeout time.Duration, err error) error {
 	var ae *amqp.Error
 	switch {
 	case errors.As(err, &ae) && ae.Code == amqp.AccessRefused:
 		return &Error{Kind: ErrAuth, Status: ae.Code, Err: err,
 			Msg: fmt.Sprintf("AMQP authentication failed for user %q at %s (AMQP 403)", user, display)}
+	case errors.As(err, &ae) && ae.Code == amqp.NotAllowed && strings.Contains(ae.Reason, "vhost") && strings.Contains(ae.Reason, "not found"):
+		return &Error{Kind: ErrVhostNotFound, Status: ae.Code, Err: err,
+			Msg: fmt.Sprintf("vhost %q not found (AMQP 530)", vhost)}
 	case errors.As(err, &ae):
 		return amqpError(display, err)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return &Error{Kind: ErrUnreachable, Err: err,
 			Msg: fmt.Sprintf("cannot connect to AMQP at %s: connection refused (set --amqp-url)", display)}
 	case isTimeout(err):
-		return &Error{Kind: ErrTimeout, Err: err, Msg: fmt.Sprintf("AMQP at %s did not answer in time", display)}
+		return &Error{Kind: ErrTimeout, Err: err, Msg: fmt.Sprintf("AMQP at %s did not answer within %s (--timeout)", display, timeout)}
 	}
 	msg := err.Error()
 	if strings.Contains(msg, "Exception (501)") || strings.Contains(msg, "EOF") {
@@ -237,5 +241,5 @@ func dialError(display, user string, err error) error {
 		return &Error{Kind: ErrPermission, Err: err,
 			Msg: fmt.Sprintf("AMQP at %s closed the connection during the handshake (wrong credentials, or no access to the vhost?)", display)}
 	}
-	return &Error{Kind: ErrUnreachable, Err: err, Msg: fmt.Sprintf("cannot connect to AMQP at %s: %s", display, oneLine(msg))}
+	return &Error{Kind: ErrUnreachable, Err: err, Msg: fmt.Sprintf("cannot connect to AMQP at %s: %s", display, OneLine(msg))}
 }

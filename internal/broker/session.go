@@ -91,7 +91,11 @@ func (s *Session) conn(vhost string) *vhostConn {
 
 const lockPurpose = "apply lock"
 
-func (s *Session) dial(vhost, purpose string) (*amqp.Connection, error) {
+// Dial opens an AMQP connection to vhost, named for the broker's
+// connection list after purpose ("rmqtopo PURPOSE (pid N on HOST)"). The
+// session does not keep it: the caller closes it. Failures are *Error of
+// one line that names the URL without credentials.
+func (s *Session) Dial(vhost, purpose string) (*amqp.Connection, error) {
 	u := *s.amqpURL
 	u.Path = "/" + vhost
 	u.RawPath = "/" + url.PathEscape(vhost)
@@ -106,7 +110,7 @@ func (s *Session) dial(vhost, purpose string) (*amqp.Connection, error) {
 		Dial:            amqp.DefaultDial(s.timeout),
 	})
 	if err != nil {
-		return nil, dialError(s.display, s.amqpUser(), err)
+		return nil, dialError(s.display, s.amqpUser(), vhost, s.timeout, err)
 	}
 	return conn, nil
 }
@@ -123,7 +127,7 @@ func (s *Session) Lock(ctx context.Context, vhost string) error {
 	if vc.lock != nil && !vc.lock.IsClosed() {
 		return nil
 	}
-	conn, err := s.dial(vhost, lockPurpose)
+	conn, err := s.Dial(vhost, lockPurpose)
 	if err != nil {
 		return fmt.Errorf("lock vhost %q: %w", vhost, err)
 	}
@@ -217,7 +221,7 @@ func (s *Session) channel(vhost string) (*vhostConn, *amqp.Channel, error) {
 		}
 	}
 	if vc.work == nil || vc.work.IsClosed() {
-		conn, err := s.dial(vhost, "apply")
+		conn, err := s.Dial(vhost, "apply")
 		if err != nil {
 			return nil, nil, err
 		}
