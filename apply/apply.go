@@ -53,9 +53,11 @@ type Target interface {
 	// DeleteExchange deletes an exchange and the bindings touching it.
 	DeleteExchange(ctx context.Context, vhost, name string) error
 	// DeleteQueue deletes a queue and its bindings. With ifEmpty, a queue
-	// that holds messages is kept and the error is one that
-	// Options.IsNotEmpty recognises. q is the queue as the plan saw it; its
-	// arguments tell the implementation its type.
+	// that holds messages (or, where the implementation can tell, has
+	// consumers that may hold unacknowledged ones) is kept, with its
+	// bindings as they were, and the error is one that Options.IsNotEmpty
+	// recognises. q is the queue as the plan saw it; its arguments tell
+	// the implementation its type.
 	DeleteQueue(ctx context.Context, q topology.Queue, ifEmpty bool) error
 	// PutOwned replaces the record of the objects rmqtopo owns in vhost
 	// with owned. Writing the same record twice is harmless.
@@ -85,7 +87,7 @@ type Options struct {
 	// there. An error stops the apply.
 	VhostCreated func(ctx context.Context, vhost string) error
 	// IsNotEmpty recognises Target's error for a guarded queue delete that
-	// found messages, to explain it; nil recognises none.
+	// found messages or consumers, to explain it; nil recognises none.
 	IsNotEmpty func(error) bool
 }
 
@@ -345,7 +347,7 @@ func (r *runner) exec(ctx context.Context, c plan.Change) error {
 	}
 	what := fmt.Sprintf("%s %s", verb(c), a)
 	if r.opts.IsNotEmpty != nil && r.opts.IsNotEmpty(err) {
-		return fmt.Errorf("apply: %s: stopped: it is not empty (%w); messages arrived after the plan was made, so it was kept; plan again", what, err)
+		return fmt.Errorf("apply: %s: stopped: %w; it was kept, because deleting it could lose messages that arrived after the plan was made or that its consumers hold; plan again", what, err)
 	}
 	return fmt.Errorf("apply: %s: %w", what, err)
 }

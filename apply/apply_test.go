@@ -301,7 +301,7 @@ func TestApplyNotEmptyIsExplained(t *testing.T) {
 		Owned:      map[topology.Address]bool{qu("old").Addr(): true},
 		IsNotEmpty: func(err error) bool { return errors.Is(err, errNotEmpty) },
 	})
-	if err == nil || !strings.Contains(err.Error(), "messages arrived after the plan was made") || !errors.Is(err, errNotEmpty) {
+	if err == nil || !strings.Contains(err.Error(), "arrived after the plan was made") || !errors.Is(err, errNotEmpty) {
 		t.Fatalf("err = %v", err)
 	}
 }

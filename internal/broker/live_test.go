@@ -502,7 +502,7 @@ func TestDeleteGuard(t *testing.T) {
 			publish(t, conn, "", "work", nil, 1)
 			_, err = apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned,
 				IsNotEmpty: func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) }})
-			if !errors.Is(err, broker.ErrNotEmpty) || !strings.Contains(err.Error(), "messages arrived after the plan was made") {
+			if !errors.Is(err, broker.ErrNotEmpty) || !strings.Contains(err.Error(), "arrived after the plan was made") {
 				t.Fatalf("err = %v, want the not-empty stop", err)
 			}
 			if n := l.b.QueueDepth(t, l.vhost, "work"); n != 1 {

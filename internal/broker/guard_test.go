@@ -1,0 +1,185 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// guardBinding is a binding to the guarded queue as the management API
+// reports it, properties key included: a restored binding must be the same
+// binding, not merely an equivalent one.
+type guardBinding struct {
+	Source        string         `json:"source"`
+	RoutingKey    string         `json:"routing_key"`
+	Arguments     map[string]any `json:"arguments"`
+	PropertiesKey string         `json:"properties_key"`
+}
+
+// guardSetup declares, in a vhost of its own, a quorum queue "work" bound
+// from a direct exchange (two keys) and from a headers exchange with
+// arguments, and returns the session's view of the queue.
+func guardSetup(t *testing.T) (*live, *amqp.Connection, topology.Queue) {
+	t.Helper()
+	l := newLive(t)
+	conn := l.b.Dial(t, l.vhost)
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if _, err := ch.QueueDeclare("work", true, false, false, false, amqp.Table{"x-queue-type": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range [][2]string{{"biz", "direct"}, {"hdr", "headers"}} {
+		if err := ch.ExchangeDeclare(x[0], x[1], true, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, key := range []string{"a", "b"} {
+		if err := ch.QueueBind("work", key, "biz", false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ch.QueueBind("work", "", "hdr", false, amqp.Table{"x-match": "all", "kind": "order", "n": int64(7)}); err != nil {
+		t.Fatal(err)
+	}
+	return l, conn, topology.Queue{Vhost: l.vhost, Name: "work", Durable: true,
+		Arguments: topology.Args{"x-queue-type": "quorum"}}
+}
+
+// bindings lists the bindings to queue, the default exchange's included.
+func (l *live) bindings(t *testing.T, queue string) []guardBinding {
+	t.Helper()
+	var out []guardBinding
+	if err := l.c.GetJSON(context.Background(), "/api/queues/"+url.PathEscape(l.vhost)+"/"+url.PathEscape(queue)+"/bindings", nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Source != out[j].Source {
+			return out[i].Source < out[j].Source
+		}
+		return out[i].PropertiesKey < out[j].PropertiesKey
+	})
+	return out
+}
+
+func (l *live) queueExists(t *testing.T, queue string) bool {
+	t.Helper()
+	_, err := l.s.QueueDepth(context.Background(), l.vhost, queue)
+	if errors.Is(err, broker.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+// TestQuorumDeleteGuard: the guarded delete of a quorum queue cuts it off
+// from its exchanges, refuses if it holds ready messages or has a consumer
+// (which may hold unacknowledged deliveries that the count leaves out),
+// and then restores its bindings exactly; an empty, unconsumed queue is
+// deleted.
+func TestQuorumDeleteGuard(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("consumer holding an unacked message", func(t *testing.T) {
+		t.Parallel()
+		l, conn, q := guardSetup(t)
+		publish(t, conn, "biz", "a", nil, 1)
+		cons, err := conn.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cons.Qos(1, 0, false); err != nil {
+			t.Fatal(err)
+		}
+		deliveries, err := cons.Consume("work", "holder", false, false, false, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-deliveries:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no delivery")
+		}
+		// Not acknowledged: the queue has no ready message, which is all a
+		// count can see.
+		if n := l.b.QueueDepth(t, l.vhost, "work"); n != 0 {
+			t.Fatalf("work holds %d ready messages with the delivery unacked, want 0", n)
+		}
+		before := l.bindings(t, "work")
+
+		err = l.s.DeleteQueue(ctx, q, true)
+		if !errors.Is(err, broker.ErrNotEmpty) || !strings.Contains(err.Error(), "has 1 consumers") ||
+			!strings.Contains(err.Error(), "--allow-destroy") {
+			t.Fatalf("err = %v, want the consumers refusal", err)
+		}
+		if !l.queueExists(t, "work") {
+			t.Fatal("work was deleted with an unacknowledged delivery")
+		}
+		if diff := cmp.Diff(before, l.bindings(t, "work")); diff != "" {
+			t.Errorf("bindings after the refusal (-before +after):\n%s", diff)
+		}
+		// The delivery goes back to the queue when its channel closes.
+		cons.Close()
+		waitFor(t, 10*time.Second, "the unacked delivery back in work", func() bool {
+			return l.b.QueueDepth(t, l.vhost, "work") == 1
+		})
+	})
+
+	t.Run("empty", func(t *testing.T) {
+		t.Parallel()
+		l, _, q := guardSetup(t)
+		if got := len(l.bindings(t, "work")); got != 4 {
+			t.Fatalf("work has %d bindings, want 4 (default exchange, 2 from biz, 1 from hdr)", got)
+		}
+		if err := l.s.DeleteQueue(ctx, q, true); err != nil {
+			t.Fatal(err)
+		}
+		if l.queueExists(t, "work") {
+			t.Fatal("the empty queue work was kept")
+		}
+		// A queue already gone is success.
+		if err := l.s.DeleteQueue(ctx, q, true); err != nil {
+			t.Fatalf("deleting a missing queue: %v", err)
+		}
+	})
+
+	t.Run("ready message", func(t *testing.T) {
+		t.Parallel()
+		l, conn, q := guardSetup(t)
+		publish(t, conn, "biz", "b", nil, 1)
+		before := l.bindings(t, "work")
+
+		err := l.s.DeleteQueue(ctx, q, true)
+		if !errors.Is(err, broker.ErrNotEmpty) || !strings.Contains(err.Error(), "holds 1 messages") {
+			t.Fatalf("err = %v, want the not-empty refusal", err)
+		}
+		if n := l.b.QueueDepth(t, l.vhost, "work"); n != 1 {
+			t.Fatalf("work holds %d messages, want 1", n)
+		}
+		if diff := cmp.Diff(before, l.bindings(t, "work")); diff != "" {
+			t.Errorf("bindings after the refusal (-before +after):\n%s", diff)
+		}
+		// The restored bindings route: by key, and by headers matching the
+		// restored arguments.
+		publish(t, conn, "biz", "a", nil, 1)
+		publish(t, conn, "hdr", "", amqp.Table{"kind": "order", "n": int64(7)}, 1)
+		if n := l.b.QueueDepth(t, l.vhost, "work"); n != 3 {
+			t.Fatalf("work holds %d messages after publishing through the restored bindings, want 3", n)
+		}
+	})
+}
