@@ -25,6 +25,7 @@ const (
 	CodeQueueMessagesUnknown     = "RT003"
 	CodeWaitQueueDraining        = "RT004"
 	CodeReplaceExchange          = "RT005"
+	CodeQueueHasConsumers        = "RT006"
 )
 
 // Diagnostic is one finding of Check about one change.
@@ -69,6 +70,13 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 				ds = append(ds, Diagnostic{Code: code, Severity: destructive, Address: a, Messages: *c.Messages,
 					Message: fmt.Sprintf("%s %s destroys %s%s", verb, a, countMessages(*c.Messages), destroyHint(opts))})
 			}
+			// Counts of ready messages leave out the deliveries that
+			// consumers hold unacknowledged; a delete drops those too.
+			if c.Consumers != nil && *c.Consumers > 0 {
+				ds = append(ds, Diagnostic{Code: CodeQueueHasConsumers, Severity: destructive, Address: a,
+					Message: fmt.Sprintf("%s has %s, which may hold unacknowledged deliveries that %s it destroys%s",
+						a, countConsumers(*c.Consumers), verb, consumersHint(opts))})
+			}
 		case c.Action == NoOp && c.Draining:
 			d := Diagnostic{Code: CodeWaitQueueDraining, Severity: SeverityInfo, Address: a}
 			if c.Messages != nil {
@@ -101,6 +109,20 @@ func countMessages(n int64) string {
 		return "1 message"
 	}
 	return fmt.Sprintf("%d messages", n)
+}
+
+func consumersHint(opts CheckOptions) string {
+	if opts.AllowDestroy {
+		return " (accepted with --allow-destroy)"
+	}
+	return "; stop them or re-run with --allow-destroy"
+}
+
+func countConsumers(n int64) string {
+	if n == 1 {
+		return "1 consumer"
+	}
+	return fmt.Sprintf("%d consumers", n)
 }
 
 // Blocking returns the diagnostics that must stop an apply.

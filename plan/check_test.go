@@ -87,6 +87,37 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
+			name: "RT006 queue replace or delete with consumers attached",
+			changes: []plan.Change{
+				{Action: plan.DeleteThenCreate, Address: ordersAddr, Messages: ptr(int64(0)), Consumers: ptr(int64(1))},
+				{Action: plan.Delete, Address: waitAddr, Messages: ptr(int64(3)), Consumers: ptr(int64(2))},
+				// Zero or unknown consumers, and a draining no-op, are no RT006.
+				{Action: plan.DeleteThenCreate, Address: ordersAddr, Messages: ptr(int64(0)), Consumers: ptr(int64(0))},
+				{Action: plan.Delete, Address: ordersAddr, Messages: ptr(int64(0))},
+				{Action: plan.NoOp, Address: waitAddr, Messages: ptr(int64(0)), Consumers: ptr(int64(4)), Draining: true},
+			},
+			want: []plan.Diagnostic{
+				{Code: "RT006", Severity: plan.SeverityError, Address: ordersAddr,
+					Message: `queue "orders" in vhost "/" has 1 consumer, which may hold unacknowledged deliveries that replacing it destroys; stop them or re-run with --allow-destroy`},
+				{Code: "RT002", Severity: plan.SeverityError, Address: waitAddr, Messages: 3,
+					Message: `deleting queue "orders.wait.1.10s" in vhost "/" destroys 3 messages; re-run with --allow-destroy to accept`},
+				{Code: "RT006", Severity: plan.SeverityError, Address: waitAddr,
+					Message: `queue "orders.wait.1.10s" in vhost "/" has 2 consumers, which may hold unacknowledged deliveries that deleting it destroys; stop them or re-run with --allow-destroy`},
+				{Code: "RT004", Severity: plan.SeverityInfo, Address: waitAddr,
+					Message: `retired wait queue "orders.wait.1.10s" in vhost "/" is draining: 0 messages waiting; a later apply deletes it once empty`},
+			},
+			wantAllowed: []plan.Diagnostic{
+				{Code: "RT006", Severity: plan.SeverityWarning, Address: ordersAddr,
+					Message: `queue "orders" in vhost "/" has 1 consumer, which may hold unacknowledged deliveries that replacing it destroys (accepted with --allow-destroy)`},
+				{Code: "RT002", Severity: plan.SeverityWarning, Address: waitAddr, Messages: 3,
+					Message: `deleting queue "orders.wait.1.10s" in vhost "/" destroys 3 messages (accepted with --allow-destroy)`},
+				{Code: "RT006", Severity: plan.SeverityWarning, Address: waitAddr,
+					Message: `queue "orders.wait.1.10s" in vhost "/" has 2 consumers, which may hold unacknowledged deliveries that deleting it destroys (accepted with --allow-destroy)`},
+				{Code: "RT004", Severity: plan.SeverityInfo, Address: waitAddr,
+					Message: `retired wait queue "orders.wait.1.10s" in vhost "/" is draining: 0 messages waiting; a later apply deletes it once empty`},
+			},
+		},
+		{
 			name:    "RT005 exchange replace",
 			changes: []plan.Change{{Action: plan.DeleteThenCreate, Address: shopAddr}},
 			want: []plan.Diagnostic{{Code: "RT005", Severity: plan.SeverityWarning, Address: shopAddr,
@@ -116,12 +147,14 @@ func TestCheckOnDiff(t *testing.T) {
 		dropWait(t)
 	})
 	p := plan.Diff(small(), desired, plan.Options{Owned: owned(small()), IsWaitQueue: isWaitQueue,
-		Messages: map[topology.Address]int64{orders.Addr(): 42, wait10s.Addr(): 7}})
+		Messages:  map[topology.Address]int64{orders.Addr(): 42, wait10s.Addr(): 7},
+		Consumers: map[topology.Address]int64{orders.Addr(): 2, wait10s.Addr(): 1}})
 	var codes []string
 	for _, d := range plan.Check(p, plan.CheckOptions{}) {
 		codes = append(codes, d.Code+" "+string(d.Severity))
 	}
-	want := []string{"RT005 warning", "RT001 error", "RT004 info"}
+	// The draining wait queue's consumer is no RT006: it is kept.
+	want := []string{"RT005 warning", "RT001 error", "RT006 error", "RT004 info"}
 	if diff := cmp.Diff(want, codes); diff != "" {
 		t.Errorf("Check codes (-want +got):\n%s", diff)
 	}

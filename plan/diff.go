@@ -20,6 +20,9 @@ type Options struct {
 	// Messages is the live message count of each queue, by queue address. A
 	// queue missing here has an unknown count, which Check treats as unsafe.
 	Messages map[topology.Address]int64
+	// Consumers is the live consumer count of each queue, by queue address.
+	// A queue missing here has an unknown count.
+	Consumers map[topology.Address]int64
 	// IsWaitQueue recognises the name of a generated wait queue; nil
 	// recognises none.
 	IsWaitQueue func(name string) bool
@@ -168,6 +171,14 @@ func (d *differ) messages(a topology.Address) *int64 {
 	return &n
 }
 
+func (d *differ) consumers(a topology.Address) *int64 {
+	n, ok := d.opts.Consumers[a]
+	if !ok {
+		return nil
+	}
+	return &n
+}
+
 func (d *differ) diffVhosts(live, desired topology.Topology) {
 	have := map[string]bool{}
 	for _, v := range live.Vhosts {
@@ -246,7 +257,7 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 		default:
 			d.replaced[a] = true
 			d.add(Change{Action: DeleteThenCreate, Address: a, Before: &Object{Queue: &was}, After: after,
-				Reason: strings.Join(queueDifferences(was, q), "; "), Messages: d.messages(a)})
+				Reason: strings.Join(queueDifferences(was, q), "; "), Messages: d.messages(a), Consumers: d.consumers(a)})
 		}
 	}
 	for _, a := range sortedKeys(liveBy) {
@@ -264,7 +275,8 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 		case d.opts.IsWaitQueue != nil && d.opts.IsWaitQueue(a.Name):
 			switch {
 			case n != nil && *n == 0:
-				d.add(Change{Action: Delete, Address: a, Before: before, Reason: reasonRetiredEmpty, Messages: n})
+				d.add(Change{Action: Delete, Address: a, Before: before, Reason: reasonRetiredEmpty, Messages: n,
+					Consumers: d.consumers(a)})
 			case n != nil:
 				d.add(Change{Action: NoOp, Address: a, Before: before, Messages: n, Draining: true,
 					Reason: fmt.Sprintf("retired wait queue draining: %d messages waiting; deleted by a later apply once empty", *n)})
@@ -272,7 +284,8 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 				d.add(Change{Action: NoOp, Address: a, Before: before, Draining: true, Reason: reasonRetiredUnknown})
 			}
 		case d.opts.Prune:
-			d.add(Change{Action: Delete, Address: a, Before: before, Reason: reasonNotInSpec, Messages: n})
+			d.add(Change{Action: Delete, Address: a, Before: before, Reason: reasonNotInSpec, Messages: n,
+				Consumers: d.consumers(a)})
 		}
 	}
 }

@@ -4,8 +4,9 @@
 // A Plan is a plain data value: ordered Changes, each an Action on one
 // Address with the object Before and After. Diff computes it purely, with no
 // context and no I/O; Check is a separate pass that returns coded
-// diagnostics (messages at stake, draining wait queues); rendering and apply
-// only consume it. Reason is for display only: nothing branches on it.
+// diagnostics (messages at stake, consumers attached, draining wait
+// queues); rendering and apply only consume it. Reason is for display only:
+// nothing branches on it.
 //
 // # Rules
 //
@@ -40,6 +41,8 @@
 //	RT004  info                          a retired wait queue is kept while it drains
 //	RT005  warning                       an exchange replace: publishers may see unroutable
 //	                                     messages between delete and create
+//	RT006  error (warning when allowed)  a queue replace or delete while consumers are attached,
+//	                                     which may hold unacknowledged deliveries
 //
 // "Allowed" is CheckOptions.AllowDestroy (the --allow-destroy flag). Blocking
 // returns the error-severity diagnostics, which must stop an apply.

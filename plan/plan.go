@@ -40,6 +40,11 @@ type Change struct {
 	// Messages is the number of messages in a queue that the change deletes
 	// (replace or delete), as read from the broker; nil when unknown.
 	Messages *int64 `json:"messages,omitempty"`
+	// Consumers is the number of consumers attached to a queue that the
+	// change deletes (replace or delete), as read from the broker; they may
+	// hold unacknowledged deliveries that the delete drops. Nil when
+	// unknown.
+	Consumers *int64 `json:"consumers,omitempty"`
 	// Draining marks a NoOp that keeps a retired wait queue, no longer in
 	// the spec, until its messages have expired back into their work queue;
 	// Messages then holds the count still waiting, nil when unknown.

@@ -512,6 +512,87 @@ func TestDeleteGuard(t *testing.T) {
 	}
 }
 
+// TestPlanConsumers: a queue planned for replacement while a consumer is
+// attached carries its consumer count, and RT006 blocks the plan and the
+// apply without AllowDestroy; once the consumer is gone, RefreshCounts
+// clears it from the saved plan.
+func TestPlanConsumers(t *testing.T) {
+	t.Parallel()
+	l := newLive(t)
+	conn := l.b.Dial(t, l.vhost)
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("work", true, false, false, false,
+		amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(3)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.Consume("work", "c1", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	desired := spec.Expand(parseFor(t, "consumers.yaml", []byte(
+		"version: 1\nqueues:\n  - name: work\n    type: quorum\n    dlq: false\n    delivery_limit: 5\n"), l.vhost))
+	var p plan.Plan
+	var st *broker.State
+	var work plan.Change
+	waitFor(t, 20*time.Second, "a plan with the consumer counted", func() bool {
+		p, st = l.plan(t, desired, false)
+		for _, c := range p.Changes {
+			if c.Address == queueAddr(l.vhost, "work") {
+				work = c
+				return c.Consumers != nil && *c.Consumers == 1
+			}
+		}
+		return false
+	})
+	if work.Action != plan.DeleteThenCreate || work.Messages == nil || *work.Messages != 0 {
+		t.Fatalf("queue work: got %+v, want a replace with 0 messages", work)
+	}
+	codes := func(ds []plan.Diagnostic) []string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.Code+" "+string(d.Severity)+" "+d.Address.Name)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{plan.CodeQueueHasConsumers + " error work"},
+		codes(plan.Blocking(plan.Check(p, plan.CheckOptions{})))); diff != "" {
+		t.Errorf("blocking diagnostics (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{plan.CodeQueueHasConsumers + " warning work"},
+		codes(plan.Check(p, plan.CheckOptions{AllowDestroy: true}))); diff != "" {
+		t.Errorf("diagnostics with AllowDestroy (-want +got):\n%s", diff)
+	}
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned}); err == nil ||
+		!strings.Contains(err.Error(), "refusing") || !strings.Contains(err.Error(), "consumer") {
+		t.Fatalf("apply without AllowDestroy: err = %v, want a refusal naming the consumer", err)
+	}
+	if !l.queueExists(t, "work") {
+		t.Fatal("queue work is gone after the refused apply")
+	}
+
+	// With the consumer gone, a saved plan refreshed before apply no
+	// longer blocks.
+	if err := ch.Cancel("c1", false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the refreshed plan to count no consumer", func() bool {
+		if err := broker.RefreshCounts(context.Background(), l.c, &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range p.Changes {
+			if c.Address == queueAddr(l.vhost, "work") {
+				return c.Consumers != nil && *c.Consumers == 0
+			}
+		}
+		return false
+	})
+	if b := plan.Blocking(plan.Check(p, plan.CheckOptions{})); len(b) > 0 {
+		t.Errorf("blocking diagnostics after the consumer left: %v", codes(b))
+	}
+}
+
 // TestScheduleChangeLosesNothing changes a per-attempt delay while messages
 // wait in the old wait queue: the old queue is kept draining, the new one
 // created and the binding moved; every message comes back to the work

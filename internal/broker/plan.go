@@ -15,11 +15,11 @@ type PlanOptions struct {
 }
 
 // Plan reads the vhosts of desired and plans the changes that take them to
-// desired. Message counts are read only for the queues whose fate depends
-// on them: a first, count-free diff (Diff is pure and cheap) names the
-// queues it would replace or delete and the retired wait queues; their
-// counts come from one filtered listing per vhost, and the final diff uses
-// them. A plan with nothing destructive therefore costs one definitions
+// desired. Message and consumer counts are read only for the queues whose
+// fate depends on them: a first, count-free diff (Diff is pure and cheap)
+// names the queues it would replace or delete and the retired wait queues;
+// their counts come from one filtered listing per vhost, and the final diff
+// uses them. A plan with nothing destructive therefore costs one definitions
 // GET and one ownership GET per vhost.
 func Plan(ctx context.Context, c *Client, desired topology.Topology, opts PlanOptions) (plan.Plan, *State, error) {
 	vhosts := Vhosts(desired)
@@ -61,6 +61,7 @@ func (st *State) Diff(desired topology.Topology, opts PlanOptions) plan.Plan {
 		Prune:       opts.Prune,
 		Owned:       st.Owned,
 		Messages:    st.Messages,
+		Consumers:   st.Consumers,
 		IsWaitQueue: IsWaitQueueName,
 	})
 }
@@ -81,8 +82,8 @@ func CountsNeeded(p plan.Plan) map[string][]string {
 	return out
 }
 
-// readCounts reads into st.Messages the counts of the named queues, by
-// vhost.
+// readCounts reads into st.Messages and st.Consumers the counts of the
+// named queues, by vhost.
 func (st *State) readCounts(ctx context.Context, c *Client, need map[string][]string) error {
 	vhosts := make([]string, 0, len(need))
 	for v := range need {
@@ -91,32 +92,43 @@ func (st *State) readCounts(ctx context.Context, c *Client, need map[string][]st
 	sort.Strings(vhosts)
 	for _, v := range vhosts {
 		names := need[v]
-		var counts map[string]int64
+		var counts map[string]QueueCount
 		var err error
 		// Past a few hundred names a filter costs more than listing all.
 		if len(names) > 200 {
-			counts, err = c.MessageCounts(ctx, v, nil)
+			counts, err = c.QueueCounts(ctx, v, nil)
 		} else {
-			counts, err = c.MessageCounts(ctx, v, names)
+			counts, err = c.QueueCounts(ctx, v, names)
 		}
 		if err != nil {
 			return err
 		}
+		if st.Messages == nil {
+			st.Messages = map[topology.Address]int64{}
+		}
+		if st.Consumers == nil {
+			st.Consumers = map[topology.Address]int64{}
+		}
 		for _, n := range names {
-			if m, ok := counts[n]; ok {
-				st.Messages[topology.Address{Kind: topology.KindQueue, Vhost: v, Name: n}] = m
+			if q, ok := counts[n]; ok {
+				a := topology.Address{Kind: topology.KindQueue, Vhost: v, Name: n}
+				st.Messages[a] = q.Messages
+				if q.Consumers != nil {
+					st.Consumers[a] = *q.Consumers
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// RefreshCounts replaces the message counts of p's queue replaces, deletes
-// and draining wait queues with fresh ones from the broker, so that a plan
-// saved earlier is checked against the messages at stake now.
+// RefreshCounts replaces the message and consumer counts of p's queue
+// replaces, deletes and draining wait queues with fresh ones from the
+// broker, so that a plan saved earlier is checked against the messages and
+// consumers at stake now.
 func RefreshCounts(ctx context.Context, c *Client, p *plan.Plan) error {
 	for v, names := range CountsNeeded(*p) {
-		counts, err := c.MessageCounts(ctx, v, names)
+		counts, err := c.QueueCounts(ctx, v, names)
 		if err != nil {
 			return err
 		}
@@ -126,11 +138,13 @@ func RefreshCounts(ctx context.Context, c *Client, p *plan.Plan) error {
 				continue
 			}
 			if ch.Action == plan.DeleteThenCreate || ch.Action == plan.Delete || ch.Draining {
-				if n, ok := counts[ch.Address.Name]; ok {
-					n := n
-					ch.Messages = &n
-				} else {
-					ch.Messages = nil
+				ch.Messages, ch.Consumers = nil, nil
+				if q, ok := counts[ch.Address.Name]; ok {
+					ch.Messages = &q.Messages
+					if q.Consumers != nil && !ch.Draining {
+						n := *q.Consumers
+						ch.Consumers = &n
+					}
 				}
 			}
 		}

@@ -37,15 +37,19 @@ type State struct {
 	// Messages holds the message counts read, by queue address; a queue
 	// absent here has an unknown count.
 	Messages map[topology.Address]int64
+	// Consumers holds the consumer counts read with Messages, by queue
+	// address; a queue absent here has an unknown count.
+	Consumers map[topology.Address]int64
 }
 
 // Read reads the given vhosts concurrently: per vhost one GET
 // /api/definitions/{vhost} and one GET of its ownership record. A vhost
 // that does not exist is not an error: it is missing from the topology.
-// Message counts are not read; see MessageCounts.
+// Message and consumer counts are not read; see QueueCounts.
 func (c *Client) Read(ctx context.Context, vhosts []string) (*State, error) {
 	vhosts = uniqueSorted(vhosts)
-	st := &State{Vhosts: vhosts, Owned: map[topology.Address]bool{}, Messages: map[topology.Address]int64{}}
+	st := &State{Vhosts: vhosts, Owned: map[topology.Address]bool{}, Messages: map[topology.Address]int64{},
+		Consumers: map[topology.Address]int64{}}
 	type part struct {
 		t          topology.Topology
 		owned      []topology.Address
@@ -141,12 +145,33 @@ const pageSize = 500
 const maxFilterBytes = 3000
 
 // MessageCounts reads the message counts of the named queues in vhost (all
-// queues when names is nil) from the management API's paginated queue
-// listing, with a name filter so that the broker only reports on those
-// queues. Counts are the broker's statistics, refreshed every few seconds;
-// a queue whose statistics are not ready yet has no entry.
+// queues when names is nil); see QueueCounts.
 func (c *Client) MessageCounts(ctx context.Context, vhost string, names []string) (map[string]int64, error) {
-	counts := map[string]int64{}
+	qc, err := c.QueueCounts(ctx, vhost, names)
+	if err != nil {
+		return nil, err
+	}
+	counts := make(map[string]int64, len(qc))
+	for n, q := range qc {
+		counts[n] = q.Messages
+	}
+	return counts, nil
+}
+
+// QueueCount is what the broker's statistics say about one queue.
+type QueueCount struct {
+	Messages int64
+	// Consumers is nil when the broker did not report it.
+	Consumers *int64
+}
+
+// QueueCounts reads the message and consumer counts of the named queues in
+// vhost (all queues when names is nil) from the management API's paginated
+// queue listing, with a name filter so that the broker only reports on
+// those queues. Counts are the broker's statistics, refreshed every few
+// seconds; a queue whose message count is not ready yet has no entry.
+func (c *Client) QueueCounts(ctx context.Context, vhost string, names []string) (map[string]QueueCount, error) {
+	counts := map[string]QueueCount{}
 	var filters []string
 	if names == nil {
 		filters = []string{""}
@@ -154,7 +179,7 @@ func (c *Client) MessageCounts(ctx context.Context, vhost string, names []string
 		filters = nameFilters(names)
 	}
 	for _, f := range filters {
-		q := url.Values{"page_size": {strconv.Itoa(pageSize)}, "columns": {"name,messages"}}
+		q := url.Values{"page_size": {strconv.Itoa(pageSize)}, "columns": {"name,messages,consumers"}}
 		if f != "" {
 			q.Set("name", f)
 			q.Set("use_regex", "true")
@@ -164,8 +189,9 @@ func (c *Client) MessageCounts(ctx context.Context, vhost string, names []string
 			var resp struct {
 				PageCount int `json:"page_count"`
 				Items     []struct {
-					Name     string `json:"name"`
-					Messages *int64 `json:"messages"`
+					Name      string `json:"name"`
+					Messages  *int64 `json:"messages"`
+					Consumers *int64 `json:"consumers"`
 				} `json:"items"`
 			}
 			err := c.do(ctx, http.MethodGet, "/api/queues/"+esc(vhost), q, nil, &resp)
@@ -177,7 +203,7 @@ func (c *Client) MessageCounts(ctx context.Context, vhost string, names []string
 			}
 			for _, it := range resp.Items {
 				if it.Messages != nil {
-					counts[it.Name] = *it.Messages
+					counts[it.Name] = QueueCount{Messages: *it.Messages, Consumers: it.Consumers}
 				}
 			}
 			if page >= resp.PageCount {
