@@ -99,11 +99,11 @@ func blockingError(cmd string, b []plan.Diagnostic) error {
 			list = append(list, d.Code)
 		}
 	}
-	noun := "change destroys"
+	noun := "change puts"
 	if len(b) > 1 {
-		noun = "changes destroy"
+		noun = "changes put"
 	}
-	return fmt.Errorf("%s: %d %s messages or may (%s); apply refuses it without --allow-destroy",
+	return fmt.Errorf("%s: %d %s messages at risk (%s); apply refuses without --allow-destroy",
 		cmd, len(b), noun, strings.Join(list, ", "))
 }
 

@@ -268,12 +268,12 @@ func TestOnlineRefusesDestroy(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond) // the broker's statistics lag
 	}
-	want := "rmqtopo: plan: 1 change destroys messages or may (RT001); apply refuses it without --allow-destroy\n"
+	want := "rmqtopo: plan: 1 change puts messages at risk (RT001); apply refuses without --allow-destroy\n"
 	if code != 1 || stderr != want {
 		t.Fatalf("plan: exit %d, stderr %q, want %q\nstdout:\n%s", code, stderr, want, stdout)
 	}
 	_, stderr, code = rmqtopo(t, "", append([]string{"apply", "--auto-approve", path}, o.conn()...)...)
-	if code != 1 || !strings.HasSuffix(stderr, "rmqtopo: apply: 1 change destroys messages or may (RT001); apply refuses it without --allow-destroy\n") {
+	if code != 1 || !strings.HasSuffix(stderr, "rmqtopo: apply: 1 change puts messages at risk (RT001); apply refuses without --allow-destroy\n") {
 		t.Fatalf("apply: exit %d, stderr %q", code, stderr)
 	}
 	if n := o.b.QueueDepth(t, o.vhost, "work"); n != 1 {
