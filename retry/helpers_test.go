@@ -11,6 +11,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/retry"
 	"github.com/rmqtopo/rmqtopo/spec"
@@ -87,52 +88,26 @@ func newEnv(tb testing.TB, t topo, edit func(*topology.Topology)) *env {
 func declareTopology(tb testing.TB, ch *amqp.Channel, t topology.Topology) {
 	tb.Helper()
 	for _, e := range t.Exchanges {
-		if err := ch.ExchangeDeclare(e.Name, e.Type, e.Durable, e.AutoDelete, e.Internal, false, table(e.Arguments)); err != nil {
+		if err := ch.ExchangeDeclare(e.Name, e.Type, e.Durable, e.AutoDelete, e.Internal, false, broker.AMQPTable(e.Arguments)); err != nil {
 			tb.Fatalf("declaring exchange %q: %v", e.Name, err)
 		}
 	}
 	for _, q := range t.Queues {
-		if _, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, false, false, table(q.Arguments)); err != nil {
+		if _, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, false, false, broker.AMQPTable(q.Arguments)); err != nil {
 			tb.Fatalf("declaring queue %q: %v", q.Name, err)
 		}
 	}
 	for _, bd := range t.Bindings {
 		var err error
 		if bd.DestinationType == topology.DestExchange {
-			err = ch.ExchangeBind(bd.Destination, bd.RoutingKey, bd.Source, false, table(bd.Arguments))
+			err = ch.ExchangeBind(bd.Destination, bd.RoutingKey, bd.Source, false, broker.AMQPTable(bd.Arguments))
 		} else {
-			err = ch.QueueBind(bd.Destination, bd.RoutingKey, bd.Source, false, table(bd.Arguments))
+			err = ch.QueueBind(bd.Destination, bd.RoutingKey, bd.Source, false, broker.AMQPTable(bd.Arguments))
 		}
 		if err != nil {
 			tb.Fatalf("declaring binding %s: %v", bd.Addr(), err)
 		}
 	}
-}
-
-// table converts topology arguments to an AMQP table, nested tables too.
-func table(a map[string]any) amqp.Table {
-	if len(a) == 0 {
-		return nil
-	}
-	t := make(amqp.Table, len(a))
-	for k, v := range a {
-		t[k] = tableValue(v)
-	}
-	return t
-}
-
-func tableValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return table(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = tableValue(e)
-		}
-		return out
-	}
-	return v
 }
 
 // channel opens a channel closed at the end of the test.

@@ -280,7 +280,7 @@ func (s *Session) DeclareExchange(ctx context.Context, e topology.Exchange) erro
 		return s.Client.DeclareExchange(ctx, e)
 	}
 	return s.withChannel(ctx, e.Vhost, func(ch *amqp.Channel) error {
-		return ch.ExchangeDeclare(e.Name, e.Type, e.Durable, e.AutoDelete, e.Internal, false, table(e.Arguments))
+		return ch.ExchangeDeclare(e.Name, e.Type, e.Durable, e.AutoDelete, e.Internal, false, AMQPTable(e.Arguments))
 	})
 }
 
@@ -291,7 +291,7 @@ func (s *Session) DeclareQueue(ctx context.Context, q topology.Queue) error {
 		return s.Client.DeclareQueue(ctx, q)
 	}
 	return s.withChannel(ctx, q.Vhost, func(ch *amqp.Channel) error {
-		_, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, false, false, table(q.Arguments))
+		_, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, false, false, AMQPTable(q.Arguments))
 		return err
 	})
 }
@@ -303,9 +303,9 @@ func (s *Session) Bind(ctx context.Context, b topology.Binding) error {
 	}
 	return s.withChannel(ctx, b.Vhost, func(ch *amqp.Channel) error {
 		if b.DestinationType == topology.DestExchange {
-			return ch.ExchangeBind(b.Destination, b.RoutingKey, b.Source, false, table(b.Arguments))
+			return ch.ExchangeBind(b.Destination, b.RoutingKey, b.Source, false, AMQPTable(b.Arguments))
 		}
-		return ch.QueueBind(b.Destination, b.RoutingKey, b.Source, false, table(b.Arguments))
+		return ch.QueueBind(b.Destination, b.RoutingKey, b.Source, false, AMQPTable(b.Arguments))
 	})
 }
 
@@ -316,9 +316,9 @@ func (s *Session) Unbind(ctx context.Context, b topology.Binding) error {
 	}
 	return ignoreNotFound(s.withChannel(ctx, b.Vhost, func(ch *amqp.Channel) error {
 		if b.DestinationType == topology.DestExchange {
-			return ch.ExchangeUnbind(b.Destination, b.RoutingKey, b.Source, false, table(b.Arguments))
+			return ch.ExchangeUnbind(b.Destination, b.RoutingKey, b.Source, false, AMQPTable(b.Arguments))
 		}
-		return ch.QueueUnbind(b.Destination, b.RoutingKey, b.Source, table(b.Arguments))
+		return ch.QueueUnbind(b.Destination, b.RoutingKey, b.Source, AMQPTable(b.Arguments))
 	}))
 }
 
@@ -527,9 +527,10 @@ func (s *Session) QueueDepth(ctx context.Context, vhost, name string) (int, erro
 	return n, err
 }
 
-// table converts arguments for amqp091, which takes nested tables only as
-// amqp.Table.
-func table(a topology.Args) amqp.Table {
+// AMQPTable converts topology arguments for amqp091, which takes nested
+// tables only as amqp.Table. Tests that declare topologies over AMQP use it
+// too, so they send exactly what apply sends.
+func AMQPTable(a topology.Args) amqp.Table {
 	if len(a) == 0 {
 		return nil
 	}
@@ -543,9 +544,9 @@ func table(a topology.Args) amqp.Table {
 func tableValue(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
-		return table(x)
+		return AMQPTable(x)
 	case topology.Args:
-		return table(x)
+		return AMQPTable(x)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
