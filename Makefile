@@ -11,6 +11,8 @@ GO    ?= go
 
 # Where `make test` and broker-start/broker-stop keep their node.
 BROKER_DIR ?= .broker/test
+# The node's Erlang name; give each checkout its own to run tests side by side.
+TEST_NODE ?= rmqtopo-make@localhost
 # Built once per run so that stopping the node does not depend on the tree
 # still compiling at the end of the tests.
 RABBITNODE := bin/rabbitnode
@@ -37,7 +39,7 @@ test: rabbitnode
 		$(GO_TEST); \
 	else \
 		trap '$(RABBITNODE) stop --dir $(BROKER_DIR)' EXIT; \
-		$(RABBITNODE) start --dir $(BROKER_DIR) >/dev/null; \
+		$(RABBITNODE) start --dir $(BROKER_DIR) --name $(TEST_NODE) >/dev/null; \
 		. $(BROKER_DIR)/env; \
 		$(GO_TEST); \
 	fi
@@ -50,7 +52,7 @@ lint:
 # Start (or reuse) the node make test uses and print its environment;
 # `eval "$$(make -s broker-start)"` points `go test` at it.
 broker-start: rabbitnode
-	@$(RABBITNODE) start --dir $(BROKER_DIR)
+	@$(RABBITNODE) start --dir $(BROKER_DIR) --name $(TEST_NODE)
 
 broker-stop: rabbitnode
 	@$(RABBITNODE) stop --dir $(BROKER_DIR)
