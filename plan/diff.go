@@ -153,14 +153,10 @@ func (d *differ) plan() Plan {
 	return Plan{FormatVersion: FormatVersion, Changes: changes}
 }
 
-// reserved reports names that belong to the broker: the default exchange
-// and the amq.* exchanges and server-named queues.
-func reserved(name string) bool { return name == "" || strings.HasPrefix(name, "amq.") }
-
 // deletable reports whether a live object that left the spec may be
 // deleted at all; Prune and the wait-queue rule then decide whether it is.
 func (d *differ) deletable(a topology.Address) bool {
-	return d.vhosts[a.Vhost] && !reserved(a.Name) && d.opts.Owned[a]
+	return d.vhosts[a.Vhost] && !topology.Reserved(a.Name) && d.opts.Owned[a]
 }
 
 func (d *differ) messages(a topology.Address) *int64 {
@@ -198,13 +194,13 @@ func (d *differ) diffVhosts(live, desired topology.Topology) {
 func (d *differ) diffExchanges(live, desired topology.Topology) {
 	liveBy := map[topology.Address]topology.Exchange{}
 	for _, e := range live.Exchanges {
-		if !reserved(e.Name) {
+		if !topology.Reserved(e.Name) {
 			liveBy[e.Addr()] = canonicalExchange(e)
 		}
 	}
 	wanted := map[topology.Address]bool{}
 	for _, e := range desired.Exchanges {
-		if reserved(e.Name) {
+		if topology.Reserved(e.Name) {
 			continue
 		}
 		e := canonicalExchange(e)
@@ -235,13 +231,13 @@ func (d *differ) diffExchanges(live, desired topology.Topology) {
 func (d *differ) diffQueues(live, desired topology.Topology) {
 	liveBy := map[topology.Address]topology.Queue{}
 	for _, q := range live.Queues {
-		if !reserved(q.Name) {
+		if !topology.Reserved(q.Name) {
 			liveBy[q.Addr()] = canonicalQueue(q)
 		}
 	}
 	wanted := map[topology.Address]bool{}
 	for _, q := range desired.Queues {
-		if reserved(q.Name) {
+		if topology.Reserved(q.Name) {
 			continue
 		}
 		q := canonicalQueue(q)
@@ -331,7 +327,7 @@ func (d *differ) diffBindings(live, desired topology.Topology) {
 		// are removed.
 		var remove bool
 		switch {
-		case reserved(b.Source):
+		case topology.Reserved(b.Source):
 			remove = b.Source != "" && d.opts.Owned[a]
 		default:
 			remove = desiredExchanges[source] && (d.opts.Owned[a] || d.opts.Owned[source])

@@ -119,7 +119,7 @@ func Clean(t topology.Topology) topology.Topology {
 	dropped := map[topology.Address]bool{}
 	queues := t.Queues[:0:0]
 	for _, q := range t.Queues {
-		if strings.HasPrefix(q.Name, "amq.") || q.Name == LockQueue {
+		if topology.Reserved(q.Name) || q.Name == LockQueue {
 			dropped[q.Addr()] = true
 			continue
 		}
