@@ -196,7 +196,6 @@ func (d Document) ToTopology(vhosts ...string) topology.Topology {
 	return t
 }
 
-
 // normalizeQueueArgs drops the classic queue type, which newer brokers
 // report explicitly and older ones omit; topology.Queue treats absence as
 // classic.
