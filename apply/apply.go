@@ -103,51 +103,6 @@ type Result struct {
 // Changes counts the changes made.
 func (r Result) Changes() int { return r.Created + r.Updated + r.Replaced + r.Deleted }
 
-// phase is a step of the apply order. Creates go in dependency order, so
-// that a binding's endpoints exist before it; deletes go in reverse, after
-// every create, so that a schedule change binds the new wait queues before
-// it unbinds the old ones: a retry in between may be routed twice (which
-// at-least-once consumers tolerate), never zero times (which would send it
-// to the DLQ).
-type phase int
-
-const (
-	phaseVhost phase = iota
-	phaseExchange
-	phaseQueue
-	phaseBinding
-	phasePolicy
-	phaseDeletePolicy
-	phaseDeleteBinding
-	phaseDeleteQueue
-	phaseDeleteExchange
-	phaseDeleteVhost
-)
-
-var phaseNames = [...]string{"vhosts", "exchanges", "queues", "bindings", "policies",
-	"policy deletes", "binding deletes", "queue deletes", "exchange deletes", "vhost deletes"}
-
-func phaseOf(c plan.Change) phase {
-	del := c.Action == plan.Delete
-	var p phase
-	switch c.Address.Kind {
-	case topology.KindVhost:
-		p = phaseVhost
-	case topology.KindExchange:
-		p = phaseExchange
-	case topology.KindQueue:
-		p = phaseQueue
-	case topology.KindBinding:
-		p = phaseBinding
-	default:
-		p = phasePolicy
-	}
-	if del {
-		p = phaseDeleteVhost - p
-	}
-	return p
-}
-
 // ownerVhost is the vhost whose ownership record holds a.
 func ownerVhost(a topology.Address) string {
 	if a.Kind == topology.KindVhost {
@@ -179,7 +134,7 @@ func Apply(ctx context.Context, t Target, p plan.Plan, opts Options) (Result, er
 			steps = append(steps, c)
 		}
 	}
-	sort.SliceStable(steps, func(i, j int) bool { return phaseOf(steps[i]) < phaseOf(steps[j]) })
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].Phase() < steps[j].Phase() })
 	res := Result{Owned: map[topology.Address]bool{}}
 	for a, ok := range opts.Owned {
 		if ok {
@@ -215,7 +170,7 @@ func Apply(ctx context.Context, t Target, p plan.Plan, opts Options) (Result, er
 	var runErr error
 	for i := 0; i < len(steps); {
 		j := i
-		for j < len(steps) && phaseOf(steps[j]) == phaseOf(steps[i]) {
+		for j < len(steps) && steps[j].Phase() == steps[i].Phase() {
 			j++
 		}
 		if err := r.phase(ctx, steps[i:j]); err != nil {
@@ -320,7 +275,7 @@ feed:
 	wg.Wait()
 	if len(errs) == 0 {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("apply: interrupted during %s: %w", phaseNames[phaseOf(steps[0])], err)
+			return fmt.Errorf("apply: interrupted during %s: %w", steps[0].Phase(), err)
 		}
 		return nil
 	}

@@ -96,3 +96,8 @@ func ParseDelay(s string) (time.Duration, bool) {
 	}
 	return 0, false
 }
+
+// LockQueue is the exclusive queue an apply declares in every vhost it
+// changes, on a connection held for the whole apply; rmqtopo never plans
+// around it.
+const LockQueue = "rmqtopo.lock"

@@ -57,7 +57,7 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 	for _, c := range p.Changes {
 		a := c.Address
 		switch {
-		case c.Address.Kind == topology.KindQueue && (c.Action == DeleteThenCreate || c.Action == Delete):
+		case c.DestroysQueue():
 			verb, code := "replacing", CodeReplaceQueueWithMessages
 			if c.Action == Delete {
 				verb, code = "deleting", CodeDeleteQueueWithMessages

@@ -62,51 +62,6 @@ func Diff(live, desired topology.Topology, opts Options) Plan {
 	return d.plan()
 }
 
-// group is a change's place in the apply order: creates in dependency order,
-// then deletes in reverse dependency order.
-type group int
-
-const (
-	groupVhost group = iota
-	groupExchange
-	groupQueue
-	groupBinding
-	groupPolicy
-	groupDeletePolicy
-	groupDeleteBinding
-	groupDeleteQueue
-	groupDeleteExchange
-	groupCount
-)
-
-func groupOf(c Change) group {
-	del := c.Action == Delete
-	switch c.Address.Kind {
-	case topology.KindVhost:
-		return groupVhost
-	case topology.KindExchange:
-		if del {
-			return groupDeleteExchange
-		}
-		return groupExchange
-	case topology.KindQueue:
-		if del {
-			return groupDeleteQueue
-		}
-		return groupQueue
-	case topology.KindBinding:
-		if del {
-			return groupDeleteBinding
-		}
-		return groupBinding
-	default:
-		if del {
-			return groupDeletePolicy
-		}
-		return groupPolicy
-	}
-}
-
 type differ struct {
 	opts Options
 	// vhosts are the vhosts desired describes; nothing outside them is
@@ -141,8 +96,8 @@ func (d *differ) add(c Change) { d.changes = append(d.changes, c) }
 func (d *differ) plan() Plan {
 	sort.SliceStable(d.changes, func(i, j int) bool {
 		a, b := d.changes[i], d.changes[j]
-		if ga, gb := groupOf(a), groupOf(b); ga != gb {
-			return ga < gb
+		if pa, pb := a.Phase(), b.Phase(); pa != pb {
+			return pa < pb
 		}
 		return a.Address.Less(b.Address)
 	})

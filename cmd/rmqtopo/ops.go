@@ -44,7 +44,7 @@ func (c *statusCmd) Run(e *env) (err error) {
 		return err
 	}
 	defer func() { err = scrub(err, conn.secrets()) }()
-	vhosts := broker.Vhosts(spec.Expand(files...))
+	vhosts := spec.Expand(files...).VhostNames()
 	stats := map[string][]ops.QueueInfo{}
 	for _, v := range vhosts {
 		qs, err := ops.ListQueues(e.ctx, conn, v)
