@@ -34,4 +34,3 @@ func TestClean(t *testing.T) {
 		t.Errorf("Clean (-want +got):\n%s", diff)
 	}
 }
-

@@ -33,4 +33,3 @@ func TestFingerprint(t *testing.T) {
 		}
 	}
 }
-
