@@ -176,7 +176,7 @@ func intentOf(steps []plan.Change, owned map[topology.Address]bool) ([]string, m
 	intent := cloneSet(owned)
 	for _, c := range steps {
 		touched[ownerVhost(c.Address)] = true
-		if c.Action == plan.Create || c.Action == plan.DeleteThenCreate {
+		if c.Action == plan.Create || c.Action == plan.Replace {
 			intent[c.Address] = true
 		}
 	}
@@ -226,7 +226,7 @@ func (r *Result) count(done []plan.Change) {
 		case plan.Create:
 			r.Created++
 			r.Owned[d.Address] = true
-		case plan.DeleteThenCreate:
+		case plan.Replace:
 			r.Replaced++
 			r.Owned[d.Address] = true
 		case plan.Update:
@@ -356,7 +356,7 @@ func verb(c plan.Change) string {
 			return "unbind"
 		}
 		return "delete"
-	case plan.DeleteThenCreate:
+	case plan.Replace:
 		return "replace"
 	case plan.Update:
 		return "update"
@@ -403,11 +403,11 @@ func (r *runner) doExchange(ctx context.Context, c plan.Change) error {
 	switch c.Action {
 	case plan.Delete:
 		return r.t.DeleteExchange(ctx, a.Vhost, a.Name)
-	case plan.Create, plan.DeleteThenCreate:
+	case plan.Create, plan.Replace:
 		if after == nil {
 			return errMalformed
 		}
-		if c.Action == plan.DeleteThenCreate {
+		if c.Action == plan.Replace {
 			if err := r.t.DeleteExchange(ctx, a.Vhost, a.Name); err != nil {
 				return err
 			}
@@ -428,11 +428,11 @@ func (r *runner) doQueue(ctx context.Context, c plan.Change) error {
 	switch c.Action {
 	case plan.Delete:
 		return r.t.DeleteQueue(ctx, *before, ifEmpty)
-	case plan.Create, plan.DeleteThenCreate:
+	case plan.Create, plan.Replace:
 		if after == nil {
 			return errMalformed
 		}
-		if c.Action == plan.DeleteThenCreate {
+		if c.Action == plan.Replace {
 			if err := r.t.DeleteQueue(ctx, *before, ifEmpty); err != nil {
 				return err
 			}
@@ -450,7 +450,7 @@ func (r *runner) doBinding(ctx context.Context, c plan.Change) error {
 			return errMalformed
 		}
 		return r.t.Bind(ctx, *after)
-	case plan.DeleteThenCreate:
+	case plan.Replace:
 		if before == nil || after == nil {
 			return errMalformed
 		}
@@ -470,7 +470,7 @@ func (r *runner) doBinding(ctx context.Context, c plan.Change) error {
 func (r *runner) doPolicy(ctx context.Context, c plan.Change) error {
 	after := policyOf(c.After)
 	switch c.Action {
-	case plan.Create, plan.Update, plan.DeleteThenCreate:
+	case plan.Create, plan.Update, plan.Replace:
 		if after == nil {
 			return errMalformed
 		}
@@ -560,8 +560,8 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// Summary is a one-line account of a result, for people.
-func (r Result) Summary() string {
+// String is a one-line account of a result, for people.
+func (r Result) String() string {
 	var parts []string
 	add := func(n int, what string) {
 		if n > 0 {

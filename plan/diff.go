@@ -170,7 +170,7 @@ func (d *differ) diffExchanges(live, desired topology.Topology) {
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Exchange: &was}, After: after})
 		default:
 			d.replaced[a] = true
-			d.add(Change{Action: DeleteThenCreate, Address: a, Before: &Object{Exchange: &was}, After: after,
+			d.add(Change{Action: Replace, Address: a, Before: &Object{Exchange: &was}, After: after,
 				Reason: strings.Join(exchangeDifferences(was, e), "; ")})
 		}
 	}
@@ -207,7 +207,7 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: &was}, After: after})
 		default:
 			d.replaced[a] = true
-			d.add(Change{Action: DeleteThenCreate, Address: a, Before: &Object{Queue: &was}, After: after,
+			d.add(Change{Action: Replace, Address: a, Before: &Object{Queue: &was}, After: after,
 				Reason: strings.Join(queueDifferences(was, q), "; "), Messages: d.messages(a), Consumers: d.consumers(a)})
 		}
 	}

@@ -59,7 +59,7 @@ func (c Change) Phase() Phase {
 // DestroysQueue reports whether c deletes a queue, alone or to re-create
 // it, and so destroys whatever messages the queue holds.
 func (c Change) DestroysQueue() bool {
-	return c.Address.Kind == topology.KindQueue && (c.Action == DeleteThenCreate || c.Action == Delete)
+	return c.Address.Kind == topology.KindQueue && (c.Action == Replace || c.Action == Delete)
 }
 
 // NeedsCount reports whether the number of messages in c's queue decides

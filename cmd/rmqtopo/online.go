@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -126,14 +125,7 @@ type applyCmd struct {
 
 // stdinIsTerminal reports whether apply may ask for confirmation; tests
 // replace it.
-var stdinIsTerminal = func(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
+var stdinIsTerminal = func(r io.Reader) bool { return isTerminal(r) }
 
 func (c *applyCmd) Run(e *env) (err error) {
 	saved, desired, err := c.input(e)
@@ -303,10 +295,10 @@ func (a *applying) run(p plan.Plan, st *topology.State, concurrency int, allowDe
 	progress.stop()
 	if err != nil {
 		fmt.Fprintf(a.e.stderr, "Apply stopped after %s: %s. Planning and applying again finishes the job.\n",
-			res.Elapsed.Round(time.Millisecond), res.Summary())
+			res.Elapsed.Round(time.Millisecond), res.String())
 		return err
 	}
-	fmt.Fprintf(a.e.stdout, "\nApply complete: %s in %s.\n", res.Summary(), res.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(a.e.stdout, "\nApply complete: %s in %s.\n", res.String(), res.Elapsed.Round(time.Millisecond))
 	return nil
 }
 

@@ -150,7 +150,7 @@ func BenchmarkPlanApply(b *testing.B) {
 			}
 		})
 		fmt.Fprintf(os.Stderr, "  apply concurrency %d: %s total, %s of changes (%s)\n", conc, total.Round(time.Millisecond),
-			res.Elapsed.Round(time.Millisecond), res.Summary())
+			res.Elapsed.Round(time.Millisecond), res.String())
 		if i == 0 {
 			applyTotal, applyOnly, applyVhost = total, res.Elapsed, vhost
 		}

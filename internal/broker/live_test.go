@@ -400,7 +400,7 @@ func TestBrownfield(t *testing.T) {
 			replace = &p.Changes[i]
 		}
 	}
-	if replace == nil || replace.Action != plan.DeleteThenCreate || replace.Messages == nil || *replace.Messages != 3 {
+	if replace == nil || replace.Action != plan.Replace || replace.Messages == nil || *replace.Messages != 3 {
 		t.Fatalf("queue orders: got %+v, want a replace with 3 messages", replace)
 	}
 	diags := plan.Check(p, plan.CheckOptions{})
@@ -494,7 +494,7 @@ func TestDeleteGuard(t *testing.T) {
 				p, st = l.plan(t, desired, false)
 				for _, c := range p.Changes {
 					if c.Address == queueAddr(l.vhost, "work") {
-						return c.Action == plan.DeleteThenCreate && c.Messages != nil && *c.Messages == 0
+						return c.Action == plan.Replace && c.Messages != nil && *c.Messages == 0
 					}
 				}
 				return false
@@ -546,7 +546,7 @@ func TestPlanConsumers(t *testing.T) {
 		}
 		return false
 	})
-	if work.Action != plan.DeleteThenCreate || work.Messages == nil || *work.Messages != 0 {
+	if work.Action != plan.Replace || work.Messages == nil || *work.Messages != 0 {
 		t.Fatalf("queue work: got %+v, want a replace with 0 messages", work)
 	}
 	codes := func(ds []plan.Diagnostic) []string {
