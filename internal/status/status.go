@@ -1,4 +1,15 @@
-package ops
+// Package status reads the live state of a spec's queues against the spec:
+// for every work queue, its wait queues, DLQ and parking lot with their
+// depths, consumers and rates, flags for what needs an operator (a DLQ
+// holding messages, a work queue without consumers, a missing queue), and
+// the drift between the live topology and the spec.
+//
+// It is a read, like plan: it takes the spec, the broker's queue listing
+// and the live topology (read by internal/broker), and renders them as a
+// table or as JSON. Drift is plan.Diff's answer, so status and plan always
+// agree about what differs. Status changes nothing; moving messages is the
+// ops package's job.
+package status
 
 import (
 	"bytes"
@@ -8,9 +19,9 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -99,9 +110,9 @@ type StatusSummary struct {
 // BuildStatus puts together the spec, the queue counts the management API
 // reported per vhost, and (when live is not nil) the drift between the live
 // topology and the spec as plan.Diff computes it: any change but a no-op.
-func BuildStatus(files []*spec.File, stats map[string][]QueueInfo, live *topology.Topology) Status {
+func BuildStatus(files []*spec.File, stats map[string][]broker.QueueInfo, live *topology.Topology) Status {
 	st := Status{FormatVersion: StatusFormatVersion, DriftChecked: live != nil}
-	byName := map[[2]string]QueueInfo{}
+	byName := map[[2]string]broker.QueueInfo{}
 	for vhost, qs := range stats {
 		for _, q := range qs {
 			byName[[2]string{vhost, q.Name}] = q
@@ -329,18 +340,4 @@ func joinInts(xs []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ",")
-}
-
-// FormatProgress renders a pass's progress for stderr.
-func FormatProgress(r Result, elapsed time.Duration) string {
-	verb := "moved"
-	if r.Target == "" {
-		verb = "read"
-	}
-	n := r.Moved
-	if r.Target == "" {
-		n = r.Scanned
-	}
-	return fmt.Sprintf("%s: examined %d of %d, %s %d, left %d, failed %d (%s)",
-		r.Queue, r.Scanned, r.Depth, verb, n, r.Left, r.Failed, elapsed.Round(time.Second))
 }
