@@ -22,7 +22,7 @@ type QueueInfo struct {
 	PublishRate  float64 `json:"publish_rate"`
 	DeliverRate  float64 `json:"deliver_rate"`
 	Arguments    map[string]any
-	PolicyLimits map[string]any // effective_policy_definitions
+	PolicyLimits map[string]any // effective_policy_definition
 }
 
 // DeliveryLimit returns the queue's delivery limit, the lower of its
@@ -61,7 +61,7 @@ func jsonInt(v any) (int64, bool) {
 // else, which keeps a listing of thousands of queues small.
 const queueColumns = "name,type,messages,messages_ready,messages_unacknowledged,consumers," +
 	"message_stats.publish_details.rate,message_stats.deliver_get_details.rate," +
-	"arguments,effective_policy_definitions"
+	"arguments,effective_policy_definition"
 
 // apiQueue is a queue as the management API sends it.
 type apiQueue struct {
@@ -72,7 +72,7 @@ type apiQueue struct {
 	Unacked      int64          `json:"messages_unacknowledged"`
 	Consumers    int64          `json:"consumers"`
 	Arguments    map[string]any `json:"arguments"`
-	Policy       map[string]any `json:"effective_policy_definitions"`
+	Policy       map[string]any `json:"effective_policy_definition"`
 	MessageStats struct {
 		Publish    struct{ Rate float64 } `json:"publish_details"`
 		DeliverGet struct{ Rate float64 } `json:"deliver_get_details"`

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 )
 
 // TestListQueues lists a vhost of more queues than one page holds, and
-// reads a quorum queue's type, arguments and counts back, as the
+// reads a quorum queue's type, arguments, policy and counts back, as the
 // operations commands use them.
 func TestListQueues(t *testing.T) {
 	t.Parallel()
@@ -42,6 +43,12 @@ func TestListQueues(t *testing.T) {
 	if _, err := ch.QueueDeclare("dlq", true, false, false, false, args); err != nil {
 		t.Fatal(err)
 	}
+	_, err = l.b.Mgmt(t).PutPolicy(l.vhost, "limit", rabbithole.Policy{
+		Pattern: "^dlq$", ApplyTo: "queues", Definition: rabbithole.PolicyDefinition{"delivery-limit": 2000},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	publish(t, conn, "", "dlq", nil, 3)
 
 	queues, err := l.c.ListQueues(ctx, l.vhost)
@@ -56,18 +63,19 @@ func TestListQueues(t *testing.T) {
 		t.Errorf("listed queues (-want +got):\n%s", diff)
 	}
 
-	// The statistics count a little later (every 5s by default).
+	// The policy applies, and the statistics count (every 5s by default),
+	// a little later.
 	var dlq broker.QueueInfo
-	waitFor(t, 30*time.Second, "the counts of dlq", func() bool {
+	waitFor(t, 30*time.Second, "the policy and the counts of dlq", func() bool {
 		dlq, err = l.c.GetQueue(ctx, l.vhost, "dlq")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return dlq.Messages == 3
+		return dlq.PolicyLimits["delivery-limit"] != nil && dlq.Messages == 3
 	})
 	if dlq.Type != "quorum" || dlq.Ready != 3 || dlq.Unacked != 0 || dlq.Consumers != 0 ||
-		dlq.Arguments["x-delivery-limit"] != float64(5000) || dlq.DeliveryLimit() != 5000 {
-		t.Errorf("dlq = %+v, want a quorum queue of 3 ready messages, delivery limit 5000", dlq)
+		dlq.Arguments["x-delivery-limit"] != float64(5000) || dlq.DeliveryLimit() != 2000 {
+		t.Errorf("dlq = %+v, want a quorum queue of 3 ready messages, delivery limit 2000 (the policy's, lower)", dlq)
 	}
 	if q := queues[slices.Index(got, "q000")]; q.Type != "classic" {
 		t.Errorf("q000 listed as %+v, want a classic queue", q)
