@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -21,8 +20,8 @@ type connFlags struct {
 	Password           string        `name:"password" help:"Password (env RMQTOPO_PASSWORD). Prefer --password-file or the environment: flags show in ps."`
 	PasswordFile       string        `name:"password-file" placeholder:"FILE" help:"Read the password from the first line of FILE."`
 	CACert             string        `name:"ca-cert" placeholder:"FILE" help:"PEM CA certificates to verify the broker with (https:// and amqps://)."`
-	ClientCert         string        `name:"client-cert" placeholder:"FILE" help:"PEM client certificate for mutual TLS."`
-	ClientKey          string        `name:"client-key" placeholder:"FILE" help:"PEM key of --client-cert."`
+	ClientCert         string        `name:"client-cert" and:"client-tls" placeholder:"FILE" help:"PEM client certificate for mutual TLS."`
+	ClientKey          string        `name:"client-key" and:"client-tls" placeholder:"FILE" help:"PEM key of --client-cert."`
 	InsecureSkipVerify bool          `name:"insecure-skip-verify" help:"Do not verify the broker's certificate (testing only)."`
 	Timeout            time.Duration `name:"timeout" help:"Bound on every call to the broker." default:"30s"`
 }
@@ -67,9 +66,6 @@ func (f *connFlags) config(e *env) (broker.Config, error) {
 				return cfg, fmt.Errorf("--ca-cert: no PEM certificate in %s", f.CACert)
 			}
 			t.RootCAs = pool
-		}
-		if (f.ClientCert == "") != (f.ClientKey == "") {
-			return cfg, errors.New("--client-cert and --client-key go together")
 		}
 		if f.ClientCert != "" {
 			cert, err := tls.LoadX509KeyPair(f.ClientCert, f.ClientKey)
