@@ -223,7 +223,7 @@ vhost: billing
 exchanges:
   - name: In_Box
     type: headers
-    arguments: {x-ratio: 1.5, x-list: [1, a, true], x-table: {k: v}}
+    arguments: {alternate-exchange: "!!!"}
   - {name: "!!!", type: fanout}
 queues:
   - name: Invoices_Due
@@ -259,14 +259,23 @@ func k8sCases(t *testing.T) map[string][]*spec.File {
 	return cases
 }
 
+// renderCases are the examples, the k8s fixture, and oddArgs.
+func renderCases(t *testing.T) map[string]topology.Topology {
+	t.Helper()
+	cases := map[string]topology.Topology{"odd arguments": oddArgs}
+	for name, files := range k8sCases(t) {
+		cases[name] = spec.Expand(files...)
+	}
+	return cases
+}
+
 // TestKubernetesValidatesAgainstCRDs renders every example and the fixture,
 // validates each object against the operator's CRD schema, and reads the
 // objects back into the topology they came from: nothing dropped or changed.
 func TestKubernetesValidatesAgainstCRDs(t *testing.T) {
 	schemas := crdSchemas(t)
-	for name, files := range k8sCases(t) {
+	for name, want := range renderCases(t) {
 		t.Run(name, func(t *testing.T) {
-			want := spec.Expand(files...)
 			var buf bytes.Buffer
 			if err := render.Kubernetes(&buf, want, render.K8sOptions{Cluster: "rabbitmq", Namespace: "messaging"}); err != nil {
 				t.Fatal(err)

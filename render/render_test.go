@@ -68,6 +68,7 @@ var exampleFormats = []struct {
 	{"k8s", func(w *bytes.Buffer, fs []*spec.File) error {
 		return render.Kubernetes(w, spec.Expand(fs...), render.K8sOptions{Cluster: "rabbitmq"})
 	}},
+	{"terraform", func(w *bytes.Buffer, fs []*spec.File) error { return render.Terraform(w, spec.Expand(fs...)) }},
 }
 
 // TestExampleGoldens renders every example in every format and compares
