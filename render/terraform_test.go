@@ -2,9 +2,14 @@ package render_test
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -181,4 +186,145 @@ func TestTerraformRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTerraformEvaluates has Terraform itself evaluate each rendering
+// (when terraform is on PATH) and wants the topology back: escapes,
+// number and boolean types, and jsonencode'd arguments all survive. The
+// provider cannot be installed offline, so the resources are turned into
+// locals of the same shape and printed by `terraform console`; policy
+// values then go through what the provider does to them (string, then an
+// integer where one parses).
+func TestTerraformEvaluates(t *testing.T) {
+	tf, err := exec.LookPath("terraform")
+	if err != nil {
+		t.Skip("terraform is not on PATH")
+	}
+	for name, want := range renderCases(t) {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := render.Terraform(&buf, want); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(terraformAsLocals(buf.String())), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(tf, "console")
+			cmd.Dir = dir
+			cmd.Stdin = strings.NewReader("base64encode(jsonencode(local.all))\n")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("terraform console: %v\n%s", err, out)
+			}
+			m := regexp.MustCompile(`(?m)^"([A-Za-z0-9+/=]+)"$`).FindSubmatch(out)
+			if m == nil {
+				t.Fatalf("no value from terraform console:\n%s", out)
+			}
+			data, err := base64.StdEncoding.DecodeString(string(m[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := terraformTopology(t, data)
+			got.Vhosts = want.Vhosts
+			got.Sort()
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("terraform's reading of the rendering (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+var (
+	blockLine     = regexp.MustCompile(`(?m)^(\s+)(settings|policy) \{$`)
+	referenceExpr = regexp.MustCompile(`= (rabbitmq_[a-z]+)\.([A-Za-z0-9_-]+)\.name$`)
+)
+
+// terraformAsLocals turns each resource into a local object named
+// TYPE__LABEL, references into references to those locals, and adds
+// local.all holding them all.
+func terraformAsLocals(hcl string) string {
+	var b strings.Builder
+	var names []string
+	b.WriteString("locals {\n")
+	for _, line := range strings.Split(hcl, "\n") {
+		if m := resourceLine.FindStringSubmatch(line); m != nil {
+			names = append(names, m[1]+"__"+m[2])
+			line = "  " + m[1] + "__" + m[2] + " = {"
+		}
+		line = blockLine.ReplaceAllString(line, "$1$2 = {")
+		line = referenceExpr.ReplaceAllString(line, "= local.${1}__$2.name")
+		b.WriteString(line + "\n")
+	}
+	b.WriteString("  all = {\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "    %q = local.%s\n", n, n)
+	}
+	b.WriteString("  }\n}\n")
+	return b.String()
+}
+
+// terraformTopology reads the evaluated resources back into a topology.
+func terraformTopology(t *testing.T, data []byte) topology.Topology {
+	t.Helper()
+	var all map[string]map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&all); err != nil {
+		t.Fatal(err)
+	}
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	boolean := func(m map[string]any, k string) bool { b, _ := m[k].(bool); return b }
+	args := func(m map[string]any, k string) topology.Args {
+		if s, ok := m[k].(string); ok { // an arguments_json
+			var v map[string]any
+			d := json.NewDecoder(strings.NewReader(s))
+			d.UseNumber()
+			if err := d.Decode(&v); err != nil {
+				t.Fatalf("%s: %v", k, err)
+			}
+			return topology.NormalizeArgs(v)
+		}
+		v, _ := m[k].(map[string]any)
+		return topology.NormalizeArgs(v)
+	}
+	var got topology.Topology
+	for key, r := range all {
+		s, _ := r["settings"].(map[string]any)
+		switch typ, _, _ := strings.Cut(key, "__"); typ {
+		case "rabbitmq_exchange":
+			got.Exchanges = append(got.Exchanges, topology.Exchange{Vhost: str(r, "vhost"), Name: str(r, "name"),
+				Type: str(s, "type"), Durable: boolean(s, "durable"), AutoDelete: boolean(s, "auto_delete"),
+				Arguments: args(s, "arguments")})
+		case "rabbitmq_queue":
+			got.Queues = append(got.Queues, topology.Queue{Vhost: str(r, "vhost"), Name: str(r, "name"),
+				Durable: boolean(s, "durable"), AutoDelete: boolean(s, "auto_delete"), Arguments: args(s, "arguments_json")})
+		case "rabbitmq_binding":
+			got.Bindings = append(got.Bindings, topology.Binding{Vhost: str(r, "vhost"), Source: str(r, "source"),
+				Destination: str(r, "destination"), DestinationType: str(r, "destination_type"),
+				RoutingKey: str(r, "routing_key"), Arguments: args(r, "arguments_json")})
+		case "rabbitmq_policy":
+			p, _ := r["policy"].(map[string]any)
+			prio, _ := p["priority"].(json.Number).Int64()
+			got.Policies = append(got.Policies, topology.Policy{Vhost: str(r, "vhost"), Name: str(r, "name"),
+				Pattern: str(p, "pattern"), ApplyTo: str(p, "apply_to"), Priority: prio,
+				Definition: providerPolicyDefinition(args(p, "definition"))})
+		}
+	}
+	return got
+}
+
+// providerPolicyDefinition does to a definition what Terraform's map of
+// strings and the provider's putPolicy do: every value becomes a string,
+// and one that parses as an integer becomes that integer.
+func providerPolicyDefinition(def topology.Args) topology.Args {
+	for k, v := range def {
+		s := fmt.Sprint(v)
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			def[k] = n
+		} else {
+			def[k] = s
+		}
+	}
+	return def
 }
