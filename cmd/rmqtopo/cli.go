@@ -15,7 +15,7 @@ import (
 // in offline.go, plan and apply in online.go, status and dlq in ops.go.
 type cli struct {
 	Validate validateCmd `cmd:"" help:"Check spec files and report every problem at once."`
-	Render   renderCmd   `cmd:"" help:"Render spec files offline: definitions, mermaid, dot or schedule."`
+	Render   renderCmd   `cmd:"" help:"Render spec files offline: definitions, mermaid, dot, schedule, k8s or terraform."`
 	Plan     planCmd     `cmd:"" help:"Show the changes that would make the broker match the spec."`
 	Apply    applyCmd    `cmd:"" help:"Make the broker match the spec, or apply a saved plan."`
 	Status   statusCmd   `cmd:"" help:"Show queue, wait-queue, DLQ and parking-lot depths for specs."`
