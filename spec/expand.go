@@ -189,8 +189,7 @@ func (b *builder) build() {
 			skip[i] = true
 			continue
 		}
-		if !b.addQueue(topology.Queue{Name: q.Name, Arguments: b.workQueueArgs(q)},
-			origin{at: q.nameAt, what: fmt.Sprintf("declared at queues[%d]", i)}) {
+		if !b.addDeclaredQueue(q, origin{at: q.nameAt, what: fmt.Sprintf("declared at queues[%d]", i)}) {
 			skip[i] = true
 		}
 	}
@@ -201,6 +200,9 @@ func (b *builder) build() {
 		for _, bd := range q.Bindings {
 			b.checkSource(bd)
 			b.bind(bd.Exchange, topology.DestQueue, q.Name, bd.RoutingKey, bd.Arguments)
+		}
+		if q.Raw {
+			continue
 		}
 		b.checkQueue(q)
 		switch q.Preset {

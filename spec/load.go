@@ -545,11 +545,21 @@ func (d *decoder) binding(n *yaml.Node, path string) Binding {
 }
 
 func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
-	q := Queue{Type: TypeClassic, DLQ: true, at: at(n, path), nameAt: at(n, path)}
+	q := Queue{Type: TypeClassic, DLQ: true, Durable: true, at: at(n, path), nameAt: at(n, path), set: map[string]pos{}}
 	hasName := false
-	ok := d.fields(n, path, map[string]func(*yaml.Node, string){
+	known := map[string]func(*yaml.Node, string){
 		"name": func(v *yaml.Node, p string) { hasName = true; q.nameAt = at(v, p); d.name(v, p, &q.Name) },
-		"type": func(v *yaml.Node, p string) { q.Type = d.queueType(v, p) },
+		"type": func(v *yaml.Node, p string) {
+			if v.Kind == yaml.ScalarNode && v.Value == TypeStream {
+				q.Type = TypeStream
+				return
+			}
+			q.Type = d.queueType(v, p)
+		},
+		"raw":         func(v *yaml.Node, p string) { d.boolean(v, p, &q.Raw) },
+		"durable":     func(v *yaml.Node, p string) { d.boolean(v, p, &q.Durable) },
+		"auto_delete": func(v *yaml.Node, p string) { d.boolean(v, p, &q.AutoDelete) },
+		"arguments":   func(v *yaml.Node, p string) { q.argumentsAt = at(v, p); d.args(v, p, &q.Arguments) },
 		"bindings": func(v *yaml.Node, p string) {
 			d.list(v, p, func(_ int, b *yaml.Node, bp string) { q.Bindings = append(q.Bindings, d.binding(b, bp)) })
 		},
@@ -583,9 +593,17 @@ func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
 				}
 			}
 		},
-	})
+	}
+	for k, f := range known {
+		known[k] = func(v *yaml.Node, p string) { q.set[k] = at(v, p); f(v, p) }
+	}
+	ok := d.fields(n, path, known)
 	if ok && !hasName {
 		d.add(q.at, "queue needs a name")
+	}
+	if q.Raw {
+		// A raw queue has no DLQ; everything that reads DLQ sees that.
+		q.DLQ = false
 	}
 	return q
 }

@@ -39,6 +39,9 @@ const (
 const (
 	TypeClassic = "classic"
 	TypeQuorum  = "quorum"
+	// TypeStream is allowed for raw queues only: a stream has no
+	// dead-lettering, so no retry topology can be built on it.
+	TypeStream = "stream"
 )
 
 // DefaultDeliveryLimit is the explicit delivery limit of quorum work queues.
@@ -119,8 +122,20 @@ type Queue struct {
 	MaxLength        int64
 	DeliveryLimit    int
 	Preset           Preset
+	// Raw declares the queue exactly as written, with no retry topology:
+	// only Type, Durable, AutoDelete, Arguments and Bindings apply (see
+	// raw.go). Durable and AutoDelete are read for raw queues only; every
+	// other queue is durable.
+	Raw        bool
+	Durable    bool
+	AutoDelete bool
+	// Arguments are extra x-arguments of the queue; on a queue that is not
+	// raw they may not set what rmqtopo sets itself.
+	Arguments map[string]any
 
-	at, nameAt, deliveryLimitAt, retryAt, layoutAt pos
+	at, nameAt, deliveryLimitAt, retryAt, layoutAt, argumentsAt pos
+	// set records the keys written, for the checks of raw queues.
+	set map[string]pos
 }
 
 // RetryPolicy is a schedule of delayed retries.
