@@ -1,0 +1,85 @@
+package importer_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rmqtopo/rmqtopo/internal/importer"
+	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+func mustParse(t *testing.T, src string) topology.Topology {
+	t.Helper()
+	f, err := spec.Parse("in.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec.Expand(f)
+}
+
+// TestImportLeavesOutWhatTheSpecRefuses: objects the spec cannot express
+// are listed with the validator's own reason and everything else still
+// round-trips.
+func TestImportLeavesOutWhatTheSpecRefuses(t *testing.T) {
+	live := mustParse(t, "version: 1\nvhost: v\nexchanges: [{name: in, type: topic}]\nqueues: [{name: ok, raw: true, bindings: [{exchange: in}]}]\n")
+	live.Queues = append(live.Queues, topology.Queue{Vhost: "v", Name: "typo", Durable: true, Arguments: topology.Args{"x-max-lenght": int64(5)}})
+	live.Exchanges = append(live.Exchanges, topology.Exchange{Vhost: "v", Name: "odd", Type: "weird", Durable: true})
+	live.Policies = append(live.Policies, topology.Policy{Vhost: "v", Name: "look", Pattern: "^(?!x)", ApplyTo: "queues", Definition: topology.Args{"max-length": int64(1)}})
+	live.Bindings = append(live.Bindings, topology.Binding{Vhost: "v", Source: "in", Destination: "gone", DestinationType: "queue"})
+	live.Sort()
+	res, err := importer.Import(importer.Input{Vhost: "v", Topology: live, Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range res.Skipped {
+		got = append(got, s.Object)
+	}
+	want := []string{
+		`binding "in -> gone" [queue key=""] in vhost "v"`,
+		`exchange "odd" in vhost "v"`,
+		`policy "look" in vhost "v"`,
+		`queue "typo" in vhost "v"`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s", diff)
+	}
+	for _, s := range res.Skipped {
+		if !strings.Contains(string(res.YAML), s.Object) {
+			t.Errorf("the spec's header does not list %s:\n%s", s.Object, res.YAML)
+		}
+	}
+	if !strings.Contains(res.Skipped[3].Reason, `unknown queue argument "x-max-lenght"`) {
+		t.Errorf("reason for the queue: %q", res.Skipped[3].Reason)
+	}
+}
+
+// TestImportDemotesRetryTopologyOthersBindTo: a work queue whose retry
+// exchange something else is bound to cannot be written as a retry block
+// (a spec cannot bind a generated exchange), so everything is written raw
+// and still round-trips. Its shared wait queue then cannot be generated
+// for another queue either, which is why b uses other delays.
+func TestImportDemotesRetryTopologyOthersBindTo(t *testing.T) {
+	live := mustParse(t, `version: 1
+vhost: v
+exchanges: [{name: in, type: topic}]
+queues:
+  - {name: a, type: quorum, retry: {delays: [1s]}, bindings: [{exchange: in}]}
+  - {name: b, retry: {delays: [5s, 10s]}, arguments: {x-single-active-consumer: true}}
+`)
+	live.Bindings = append(live.Bindings, topology.Binding{Vhost: "v", Source: "a.retry", Destination: "in", DestinationType: "exchange"})
+	live.Sort()
+	res, err := importer.Import(importer.Input{Vhost: "v", Topology: live, Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(live, spec.Expand(res.File)); diff != "" {
+		t.Errorf("(-want +got):\n%s\n%s", diff, res.YAML)
+	}
+	if res.Recognised != 1 || !strings.Contains(string(res.YAML), "x-single-active-consumer: true") {
+		t.Errorf("want only b recognised, with its argument:\n%s", res.YAML)
+	}
+}
