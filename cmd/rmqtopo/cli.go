@@ -20,6 +20,7 @@ type cli struct {
 	Apply    applyCmd    `cmd:"" help:"Make the broker match the spec, or apply a saved plan."`
 	Status   statusCmd   `cmd:"" help:"Show queue, wait-queue, DLQ and parking-lot depths for specs."`
 	DLQ      dlqCmd      `cmd:"" name:"dlq" help:"Inspect, replay and sweep dead-letter queues."`
+	Import   importCmd   `cmd:"" help:"Write a spec for what already exists in one vhost of a broker or definitions file."`
 
 	Color string `help:"Colour output: auto (on a TTY, unless NO_COLOR is set), always or never." enum:"auto,always,never" default:"auto"`
 }
