@@ -23,14 +23,15 @@ import (
 var _ apply.Target = (*broker.Session)(nil)
 
 type planCmd struct {
-	Files            []string  `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
-	Format           string    `short:"f" help:"Output format: text, json or markdown." enum:"text,json,markdown" default:"text"`
-	DetailedExitcode bool      `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 2 when there are, 1 on error."`
-	Out              string    `name:"out" placeholder:"FILE" help:"Save the plan to FILE, for 'rmqtopo apply FILE'."`
-	Against          string    `name:"against" placeholder:"FILE|empty" help:"Plan against a definitions export (rabbitmqctl export_definitions, GET /api/definitions) or an empty broker instead of a live one; needs no credentials."`
-	Prune            bool      `help:"Delete objects rmqtopo created that left the spec."`
-	AllowDestroy     bool      `name:"allow-destroy" help:"Accept changes that destroy messages (queue replaces and deletes)."`
-	Conn             connFlags `embed:""`
+	Files            []string    `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
+	Format           string      `short:"f" help:"Output format: text, json or markdown." enum:"text,json,markdown" default:"text"`
+	DetailedExitcode bool        `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 2 when there are, 1 on error."`
+	Out              string      `name:"out" placeholder:"FILE" help:"Save the plan to FILE, for 'rmqtopo apply FILE'."`
+	Against          string      `name:"against" placeholder:"FILE|empty" help:"Plan against a definitions export (rabbitmqctl export_definitions, GET /api/definitions) or an empty broker instead of a live one; needs no credentials."`
+	Prune            bool        `help:"Delete objects rmqtopo created that left the spec."`
+	AllowDestroy     bool        `name:"allow-destroy" help:"Accept changes that destroy messages (queue replaces and deletes)."`
+	Conn             connFlags   `embed:""`
+	Version          versionFlag `embed:""`
 }
 
 // Validate refuses flag combinations before anything is read.
@@ -50,9 +51,10 @@ func (c *planCmd) Run(e *env) (err error) {
 	var (
 		src       plan.Source = definitions.FileSource{Path: c.Against}
 		brokerURL string
+		client    *broker.Client
 	)
 	if c.Against == "" {
-		client, err := c.Conn.client(e)
+		client, err = c.Conn.client(e)
 		if err != nil {
 			return err
 		}
@@ -67,7 +69,13 @@ func (c *planCmd) Run(e *env) (err error) {
 		return fmt.Errorf("plan: %w", err)
 	}
 	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy})
+	if diags, err = c.Version.withVersion(e, p, diags, st, client); err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
 	if err := renderPlan(e, c.Format, p, diags); err != nil {
+		return err
+	}
+	if err := versionRefusals("plan", diags); err != nil {
 		return err
 	}
 	if c.Out != "" {
@@ -156,11 +164,17 @@ func (c *applyCmd) Run(e *env) (err error) {
 		}
 	}
 	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy})
+	if diags, err = (versionFlag{}).withVersion(e, p, diags, st, client); err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
 	if err := render.PlanText(e.stdout, p, diags, e.color); err != nil {
 		return err
 	}
 	if !p.HasChanges() {
 		return nil
+	}
+	if err := versionRefusals("apply", diags); err != nil {
+		return err
 	}
 	if b := plan.Blocking(diags); len(b) > 0 {
 		return blockingError("apply", b)
