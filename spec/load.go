@@ -559,7 +559,11 @@ func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
 		"raw":         func(v *yaml.Node, p string) { d.boolean(v, p, &q.Raw) },
 		"durable":     func(v *yaml.Node, p string) { d.boolean(v, p, &q.Durable) },
 		"auto_delete": func(v *yaml.Node, p string) { d.boolean(v, p, &q.AutoDelete) },
-		"arguments":   func(v *yaml.Node, p string) { q.argumentsAt = at(v, p); d.args(v, p, &q.Arguments) },
+		"arguments": func(v *yaml.Node, p string) {
+			q.argumentsAt = at(v, p)
+			d.args(v, p, &q.Arguments)
+			q.argAt = keyPositions(v, p)
+		},
 		"bindings": func(v *yaml.Node, p string) {
 			d.list(v, p, func(_ int, b *yaml.Node, bp string) { q.Bindings = append(q.Bindings, d.binding(b, bp)) })
 		},

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -116,7 +118,10 @@ func (b *builder) declaredArgs(q Queue) map[string]any {
 		own = b.workQueueArgs(q)
 	}
 	for _, k := range sortedArgNames(q.Arguments) {
-		at := pos{line: q.argumentsAt.line, col: q.argumentsAt.col, path: join(q.argumentsAt.path, k)}
+		at, ok := q.argAt[k]
+		if !ok {
+			at = pos{line: q.argumentsAt.line, col: q.argumentsAt.col, path: join(q.argumentsAt.path, k)}
+		}
 		if !b.checkArgument(k, q.Arguments[k], typ, at) {
 			continue
 		}
@@ -153,7 +158,11 @@ func (b *builder) checkArgument(name string, value any, typ string, at pos) bool
 	rule, known := queueArguments[name]
 	if !known {
 		if strings.HasPrefix(name, "x-") {
-			b.errorf(at, "unknown queue argument %q (known: %s)", name, strings.Join(sortedArgNames(queueArguments), ", "))
+			hint := "RabbitMQ would ignore it; see docs/spec.md for the known ones"
+			if near := nearest(name); near != "" {
+				hint = fmt.Sprintf("did you mean %q?", near)
+			}
+			b.errorf(at, "unknown queue argument %q (%s)", name, hint)
 			return false
 		}
 		return true
@@ -249,4 +258,48 @@ func (b *builder) checkManagedKeys(q Queue) {
 	if q.Type == TypeStream {
 		b.errorf(q.set["type"], "a stream cannot have retry topology (it does not dead-letter); use raw: true")
 	}
+}
+
+// keyPositions records where each key of a mapping is written.
+func keyPositions(n *yaml.Node, path string) map[string]pos {
+	out := map[string]pos{}
+	if n.Kind != yaml.MappingNode {
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		out[k.Value] = at(k, join(path, k.Value))
+	}
+	return out
+}
+
+// nearest is the known argument within two edits of name, if any.
+func nearest(name string) string {
+	best, bestD := "", 3
+	for _, k := range sortedArgNames(queueArguments) {
+		if d := editDistance(name, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -134,8 +134,9 @@ type Queue struct {
 	Arguments map[string]any
 
 	at, nameAt, deliveryLimitAt, retryAt, layoutAt, argumentsAt pos
-	// set records the keys written, for the checks of raw queues.
-	set map[string]pos
+	// set records the keys written, for the checks of raw queues; argAt
+	// where each argument is written.
+	set, argAt map[string]pos
 }
 
 // RetryPolicy is a schedule of delayed retries.

@@ -28,9 +28,17 @@ func (f versionFlag) version(e *env, st *topology.State, client *broker.Client) 
 		}
 		return v, nil
 	case st != nil && st.BrokerVersion != "":
-		return topology.ParseVersion(st.BrokerVersion)
+		if v, err := topology.ParseVersion(st.BrokerVersion); err == nil {
+			return v, nil
+		}
 	case client != nil:
-		return client.Version(e.ctx)
+		// The version only adds diagnostics: a broker that will not say
+		// (a user without access to /api/overview) still gets its plan.
+		v, err := client.Version(e.ctx)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "warning: %v; the checks that depend on the RabbitMQ version are skipped (give --rabbitmq-version)\n", err)
+		}
+		return v, nil
 	}
 	return topology.Version{}, nil
 }

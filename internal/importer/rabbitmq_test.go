@@ -117,3 +117,32 @@ func golden(t *testing.T, path string, got []byte) {
 		t.Errorf("%s (-want +got):\n%s", path, diff)
 	}
 }
+
+// TestNoPasswordInSpecs: the definitions files hold users with password
+// hashes; no spec imported from them mentions a user or a hash.
+func TestNoPasswordInSpecs(t *testing.T) {
+	paths, _ := filepath.Glob("testdata/rabbitmq/*.json")
+	for _, path := range paths {
+		data, _ := os.ReadFile(path)
+		var doc struct {
+			Users []map[string]any `json:"users"`
+		}
+		json.Unmarshal(data, &doc)
+		for _, vhost := range vhostsOf(t, data) {
+			res, err := importer.Import(importer.Input{Vhost: vhost, Topology: fromDefinitions(t, data, vhost), Source: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range doc.Users {
+				for _, k := range []string{"password_hash", "password"} {
+					if h, _ := u[k].(string); h != "" && strings.Contains(string(res.YAML), h) {
+						t.Errorf("%s vhost %q: the spec holds the %s of user %v", path, vhost, k, u["name"])
+					}
+				}
+			}
+			if strings.Contains(string(res.YAML), "password") {
+				t.Errorf("%s vhost %q: the spec mentions a password", path, vhost)
+			}
+		}
+	}
+}
