@@ -44,6 +44,13 @@
 //	RT006  error (warning when allowed)  a queue replace or delete while consumers are attached,
 //	                                     which may hold unacknowledged deliveries
 //
+// CheckVersion adds, for the broker's RabbitMQ version (version.go):
+//
+//	RT101  warning  4.0+: a quorum queue without x-delivery-limit gets the default of 20
+//	RT102  info     4.0+: the broker ignores x-death published by clients
+//	RT103  error    4.3+: x-queue-mode or x-queue-version 1, refused by the broker
+//	RT104  error    4.3+: a transient non-exclusive queue, refused by the broker
+//
 // "Allowed" is CheckOptions.AllowDestroy (the --allow-destroy flag). Blocking
 // returns the error-severity diagnostics, which must stop an apply.
 package plan

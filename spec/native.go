@@ -9,10 +9,10 @@ import (
 // native delayed retry: every quorum queue without a preset whose
 // schedule is linear, with no immediate retries, gets the queue arguments
 // x-delayed-retry-type (failed), x-delayed-retry-min (the step) and
-// x-delayed-retry-max (the last delay), and x-delivery-limit of attempts
-// + 1, instead of a retry exchange and wait queues: the broker then
-// delays each rejected delivery by step × delivery count, and dead-letters
-// it to the DLQ past the limit. Services reject (basic.reject, requeue)
+// x-delayed-retry-max (the last delay), and x-delivery-limit of attempts,
+// instead of a retry exchange and wait queues: the broker then delays each
+// rejected delivery by step × delivery count, and dead-letters it to the
+// DLQ once it has been returned more than attempts times. Services reject (basic.reject, requeue)
 // instead of republishing to Q.retry. It returns the rewritten topology
 // and the queues it converted; other queues keep their wait queues.
 //
@@ -30,7 +30,7 @@ func NativeDelayedRetry(files []*File, t topology.Topology) (topology.Topology, 
 			a := topology.Address{Kind: topology.KindQueue, Vhost: f.Spec.Vhost, Name: q.Name}
 			step, last := q.Retry.Step.Milliseconds(), q.Retry.Delays()[q.Retry.Attempts-1].Milliseconds()
 			conv[a] = topology.Args{"x-delayed-retry-type": "failed", "x-delayed-retry-min": step,
-				"x-delayed-retry-max": last, "x-delivery-limit": int64(q.Retry.Attempts + 1)}
+				"x-delayed-retry-max": last, "x-delivery-limit": int64(q.Retry.Attempts)}
 			drop[topology.Address{Kind: topology.KindExchange, Vhost: f.Spec.Vhost, Name: contract.RetryExchange(q.Name)}] = true
 			converted = append(converted, q.Name)
 		}

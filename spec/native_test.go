@@ -28,7 +28,7 @@ queues:
 		t.Errorf("converted (-want +got):\n%s", diff)
 	}
 	a, _ := got.Queue("v", "a")
-	want := quorumArgs(4, topology.Args{"x-dead-letter-exchange": "a.dlx", "x-delayed-retry-type": "failed",
+	want := quorumArgs(3, topology.Args{"x-dead-letter-exchange": "a.dlx", "x-delayed-retry-type": "failed",
 		"x-delayed-retry-min": int64(5000), "x-delayed-retry-max": int64(15000)})
 	for k, v := range atLeastOnce {
 		want[k] = v
