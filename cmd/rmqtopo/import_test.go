@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestOnlineImportRoundTrips applies every example to a vhost of a real
@@ -58,4 +60,54 @@ func TestPlanRabbitMQVersion(t *testing.T) {
 	if code != 0 || strings.Contains(stdout, "RT1") {
 		t.Errorf("3.13: exit %d\n%s%s", code, stdout, stderr)
 	}
+}
+
+// TestOnlineImportRabbitMQDefinitions imports vhosts of RabbitMQ's own
+// definitions test files, applies each imported spec to a vhost of a real
+// broker, and plans it again: no changes. Then a live import of that vhost
+// gives the spec back.
+func TestOnlineImportRabbitMQDefinitions(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ file, vhost string }{
+		{"case1.json", "/"}, {"case3.json", "/"}, {"case4.json", "/"}, {"case9b.json", "/"},
+		{"case9b.json", "bunny_testbed"}, {"case14.json", "/"}, {"failing_case21.json", "/"},
+	}
+	vhostLine := regexp.MustCompile(`(?m)^vhost:.*$`)
+	for _, c := range cases {
+		t.Run(c.file+":"+c.vhost, func(t *testing.T) {
+			t.Parallel()
+			o := newOnline(t)
+			src := filepath.Join("..", "..", "internal", "importer", "testdata", "rabbitmq", c.file)
+			stdout, stderr, code := rmqtopo(t, "", "import", "--definitions", src, "--vhost", c.vhost)
+			if code != 0 {
+				t.Fatalf("import: exit %d\n%s", code, stderr)
+			}
+			spec := filepath.Join(o.dir, "imported.yaml")
+			os.WriteFile(spec, []byte(vhostLine.ReplaceAllString(stdout, "vhost: "+quote(o.vhost))), 0o644)
+			o.must(t, 0, "apply", "--auto-approve", spec)
+			if out := o.must(t, 0, "plan", "--detailed-exitcode", spec); !strings.Contains(out, "No changes.") {
+				t.Errorf("plan after apply:\n%s", out)
+			}
+			live, stderr, code := rmqtopo(t, "", append([]string{"import", "--vhost", o.vhost}, o.conn()...)...)
+			if code != 0 {
+				t.Fatalf("live import: exit %d\n%s", code, stderr)
+			}
+			if diff := cmp.Diff(body(stdout), body(live)); diff != "" {
+				t.Errorf("live import differs from the file's (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
+// body is a spec without its header comment and vhost line.
+func body(spec string) string {
+	var out []string
+	for _, l := range strings.Split(spec, "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "vhost:") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
