@@ -2,7 +2,9 @@ package importer
 
 import (
 	"regexp"
+	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -95,7 +97,45 @@ func (m *model) build() {
 	for a, why := range m.drop {
 		m.skipped = append(m.skipped, Skipped{Object: a.String(), Reason: why})
 	}
+	sort.SliceStable(m.exchanges, func(i, j int) bool { return naturalLess(m.exchanges[i].e.Name, m.exchanges[j].e.Name) })
+	sort.SliceStable(m.queues, func(i, j int) bool { return naturalLess(m.queues[i].q.Name, m.queues[j].q.Name) })
+	sort.SliceStable(m.policies, func(i, j int) bool { return naturalLess(m.policies[i].Name, m.policies[j].Name) })
 }
+
+// naturalLess orders names as a person would: digit runs by their value,
+// so "q2" comes before "q10"; equal-valued runs fall back to the text.
+func naturalLess(a, b string) bool {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if isDigit(a[i]) && isDigit(b[j]) {
+			si, sj := i, j
+			for i < len(a) && isDigit(a[i]) {
+				i++
+			}
+			for j < len(b) && isDigit(b[j]) {
+				j++
+			}
+			na, nb := strings.TrimLeft(a[si:i], "0"), strings.TrimLeft(b[sj:j], "0")
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			if na != nb {
+				return na < nb
+			}
+			continue
+		}
+		if a[i] != b[j] {
+			return a[i] < b[j]
+		}
+		i, j = i+1, j+1
+	}
+	if len(a)-i != len(b)-j {
+		return len(a)-i < len(b)-j
+	}
+	return a < b
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func (m *model) dropped(a topology.Address) bool { _, ok := m.drop[a]; return ok }
 
