@@ -83,3 +83,41 @@ queues:
 		t.Errorf("want only b recognised, with its argument:\n%s", res.YAML)
 	}
 }
+
+// TestImportRoundTripsEverySpecFeature: a spec that uses every key
+// imports back into a spec that expands to the same topology, with every
+// queue that has retry topology recognised.
+func TestImportRoundTripsEverySpecFeature(t *testing.T) {
+	want := mustParse(t, `version: 1
+vhost: shop
+wait_queue_type: classic
+exchanges:
+  - {name: in, type: topic, internal: false, arguments: {alternate-exchange: lost}}
+  - {name: lost, type: fanout, durable: false, auto_delete: true}
+  - {name: mid, type: headers, internal: true, bindings: [{exchange: in, routing_key: "a.#"}]}
+queues:
+  - {name: q1, type: quorum, retry: {exponential: {initial: 1s, factor: 2, max: 4s, attempts: 5}}, delivery_limit: 7, parking_lot: true}
+  - {name: q2, retry: {delays: [1s, 3s]}, layout: per-attempt, dlq: false, message_ttl: 1m, max_length: 10}
+  - {name: q10, immediate_retries: 3, dlq: false}
+  - {name: q11, type: quorum, retry: {linear: {step: 2s, attempts: 2}}, immediate_retries: 1, arguments: {x-max-length-bytes: 100}}
+  - name: q12
+    bindings: [{exchange: mid, arguments: {x-match: any, kind: "1"}}]
+  - {name: g, preset: goqueue, type: quorum, retry: {fixed: {delay: 1s, attempts: 2}}, dlq: false}
+  - {name: o, preset: outbox, retry: {delays: [5s, 10s]}}
+  - {name: s, preset: spring, retry: {delays: [1s, 3s]}}
+  - {name: r, raw: true, type: quorum, arguments: {x-max-length: 5, x-dead-letter-exchange: lost}, bindings: [{exchange: lost}]}
+policies:
+  - {name: p2, pattern: "^q", apply_to: exchanges, priority: -3, definition: {federation-upstream-set: all}}
+  - {name: p10, pattern: "^r$", definition: {max-length: 9}}
+`)
+	res, err := importer.Import(importer.Input{Vhost: "shop", Topology: want, Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, spec.Expand(res.File)); diff != "" {
+		t.Errorf("(-want +got):\n%s\n%s", diff, res.YAML)
+	}
+	if res.Recognised != 8 || len(res.Skipped) != 0 {
+		t.Errorf("recognised %d, skipped %v:\n%s", res.Recognised, res.Skipped, res.YAML)
+	}
+}
