@@ -11,7 +11,9 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-func mustParse(t *testing.T, src string) topology.Topology {
+func mustParse(t *testing.T, src string) topology.Topology { return mustParseB(t, src) }
+
+func mustParseB(t testing.TB, src string) topology.Topology {
 	t.Helper()
 	f, err := spec.Parse("in.yaml", []byte(src))
 	if err != nil {

@@ -18,13 +18,20 @@ type live struct {
 	queues    map[string]topology.Queue
 	exchanges map[string]topology.Exchange
 	bindings  map[topology.Address]topology.Binding
+	// bySource holds the bindings of each source exchange.
+	bySource map[string][]topology.Binding
+	// outboxDelays holds the delays of each queue's outbox delay queues;
+	// springDelays those of the vhost's spring wait queues.
+	outboxDelays map[string][]time.Duration
+	springDelays []time.Duration
 	// waitQueueType is the type of the vhost's shared wait queues.
 	waitQueueType string
 }
 
 func index(t topology.Topology, vhost string) *live {
 	l := &live{vhost: vhost, queues: map[string]topology.Queue{}, exchanges: map[string]topology.Exchange{},
-		bindings: map[topology.Address]topology.Binding{}}
+		bindings: map[topology.Address]topology.Binding{}, bySource: map[string][]topology.Binding{},
+		outboxDelays: map[string][]time.Duration{}}
 	l.t.Vhosts = []string{vhost}
 	for _, e := range t.Exchanges {
 		if e.Vhost == vhost {
@@ -50,6 +57,20 @@ func index(t topology.Topology, vhost string) *live {
 		}
 	}
 	l.t.Sort()
+	for _, b := range l.t.Bindings {
+		l.bySource[b.Source] = append(l.bySource[b.Source], b)
+	}
+	for _, q := range l.t.Queues {
+		w, ok := contract.ParseWaitQueue(q.Name)
+		switch {
+		case !ok:
+		case w.Layout == contract.WaitOutbox:
+			l.outboxDelays[w.Queue] = append(l.outboxDelays[w.Queue], w.Delay)
+		case w.Layout == contract.WaitSpring && w.Delay > 0:
+			l.springDelays = append(l.springDelays, w.Delay)
+		}
+	}
+	sortDurations(l.springDelays)
 	l.waitQueueType = l.sharedWaitQueueType()
 	return l
 }
@@ -133,8 +154,8 @@ func native(l *live, q topology.Queue) *candidate {
 		return nil
 	}
 	dest := map[int]string{}
-	for _, b := range l.t.Bindings {
-		if b.Source != retry || b.DestinationType != topology.DestQueue || len(b.Arguments) != 2 || b.Arguments["x-match"] != "all" {
+	for _, b := range l.bySource[retry] {
+		if b.DestinationType != topology.DestQueue || len(b.Arguments) != 2 || b.Arguments["x-match"] != "all" {
 			continue
 		}
 		if n, ok := contract.ParseAttempt(b.Arguments[contract.HeaderAttempt]); ok && n > 0 {
@@ -197,12 +218,7 @@ func goqueue(l *live, q topology.Queue) *candidate {
 
 // outbox recognises the outbox preset by its delay queues Q.delay_{d}s.
 func outbox(l *live, q topology.Queue) *candidate {
-	var delays []time.Duration
-	for _, wq := range l.t.Queues {
-		if w, ok := contract.ParseWaitQueue(wq.Name); ok && w.Layout == contract.WaitOutbox && w.Queue == q.Name {
-			delays = append(delays, w.Delay)
-		}
-	}
+	delays := append([]time.Duration(nil), l.outboxDelays[q.Name]...)
 	if len(delays) == 0 {
 		return nil
 	}
@@ -218,21 +234,15 @@ func outbox(l *live, q topology.Queue) *candidate {
 // broker cannot tell which delays are Q's: each spring queue gets them all.
 func spring(l *live, q topology.Queue) *candidate {
 	found := false
-	for _, b := range l.t.Bindings {
-		if b.Source == "return" && b.Destination == q.Name && b.DestinationType == topology.DestQueue && b.Arguments["return-to"] == q.Name {
+	for _, b := range l.bySource["return"] {
+		if b.Destination == q.Name && b.DestinationType == topology.DestQueue && b.Arguments["return-to"] == q.Name {
 			found = true
 		}
 	}
 	if !found {
 		return nil
 	}
-	var delays []time.Duration
-	for _, wq := range l.t.Queues {
-		if w, ok := contract.ParseWaitQueue(wq.Name); ok && w.Layout == contract.WaitSpring && w.Delay > 0 {
-			delays = append(delays, w.Delay)
-		}
-	}
-	sortDurations(delays)
+	delays := append([]time.Duration(nil), l.springDelays...)
 	sq := l.base(q)
 	sq.Preset = spec.PresetSpring
 	sq.Retry = policyFor(delays)
