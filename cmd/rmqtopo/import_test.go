@@ -39,6 +39,10 @@ func TestOnlineImportRoundTrips(t *testing.T) {
 				t.Errorf("plan of the imported spec:\n%s", out)
 			}
 			first, _ := os.ReadFile(imported)
+			// The header names the broker and the version /api/overview gave.
+			if header := regexp.MustCompile(`^# Imported by rmqtopo import from the broker at http://[^ @]+ \(RabbitMQ \d+\.\d+\.\d+\), vhost "`); !header.Match(first) {
+				t.Errorf("header:\n%s", first)
+			}
 			again, stderr, code := rmqtopo(t, "", append([]string{"import", "--vhost", o.vhost}, o.conn()...)...)
 			if code != 0 || again != string(first) {
 				t.Errorf("a second import differs (exit %d, %s):\n%s\nfirst:\n%s", code, stderr, again, first)
