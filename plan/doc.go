@@ -50,6 +50,7 @@
 //	RT102  info     4.0+: the broker ignores x-death published by clients
 //	RT103  error    4.3+: x-queue-mode or x-queue-version 1, refused by the broker
 //	RT104  error    4.3+: a transient non-exclusive queue, refused by the broker
+//	RT105  info     3.12 to 4.2: x-queue-mode, which the broker ignores
 //
 // "Allowed" is CheckOptions.AllowDestroy (the --allow-destroy flag). Blocking
 // returns the error-severity diagnostics, which must stop an apply.

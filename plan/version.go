@@ -24,6 +24,9 @@ const (
 	// CodeTransientQueue (error, 4.3+): the broker refuses to declare a
 	// transient (non-durable) queue that is not exclusive.
 	CodeTransientQueue = "RT104"
+	// CodeQueueModeIgnored (info, 3.12 to 4.2): x-queue-mode has no effect
+	// since 3.12, whose classic queues all keep messages on disk.
+	CodeQueueModeIgnored = "RT105"
 )
 
 // CheckVersion finds what the plan's desired queues mean on a broker of
@@ -46,6 +49,10 @@ func CheckVersion(p Plan, v topology.Version) []Diagnostic {
 		declared := c.Action == Create || c.Action == Replace
 		if v.AtLeast(4, 3) && declared {
 			ds = append(ds, refusedOn43(q, a, v)...)
+		}
+		if m, ok := q.Arguments["x-queue-mode"]; ok && v.AtLeast(3, 12) && !v.AtLeast(4, 3) {
+			ds = append(ds, Diagnostic{Code: CodeQueueModeIgnored, Severity: SeverityInfo, Address: a,
+				Message: fmt.Sprintf("%s has x-queue-mode %v, which RabbitMQ %s ignores (since 3.12 every classic queue keeps messages on disk) and 4.3 refuses; drop it", a, m, v)})
 		}
 		if v.AtLeast(4, 0) && q.QueueType() == "quorum" {
 			if _, ok := q.Arguments["x-delivery-limit"]; !ok {
