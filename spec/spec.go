@@ -73,10 +73,10 @@ type Spec struct {
 	// of every quorum queue the file declares or generates: how many
 	// cluster nodes hold a replica from the start.
 	QuorumInitialGroupSize int
-	RetryPolicies []NamedRetryPolicy
-	Exchanges     []Exchange
-	Queues        []Queue
-	Policies      []Policy
+	RetryPolicies          []NamedRetryPolicy
+	Exchanges              []Exchange
+	Queues                 []Queue
+	Policies               []Policy
 
 	at pos
 }
