@@ -76,6 +76,7 @@ func Run(m *testing.M) int {
 	mainUsed = true
 	code := m.Run()
 	cleanupCluster()
+	cleanupOwned()
 	if shared != nil && shared.Node != nil {
 		shared.Node.Kill()
 		os.RemoveAll(ownedDir)

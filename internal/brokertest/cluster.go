@@ -222,3 +222,34 @@ func cleanupCluster() {
 	cluster.Kill()
 	os.RemoveAll(clusterDir)
 }
+
+var (
+	ownedMu    sync.Mutex
+	ownedNodes []ownedNode
+)
+
+type ownedNode struct {
+	n   *Node
+	dir string
+}
+
+// Own hands a node a test started itself (say with TLS listeners) to Main
+// or Run: when the tests end they kill it and remove dir, and a watchdog
+// does the same if the test binary dies first.
+func Own(n *Node, dir string) {
+	ownedMu.Lock()
+	defer ownedMu.Unlock()
+	ownedNodes = append(ownedNodes, ownedNode{n, dir})
+	startWatchdog(n, dir)
+}
+
+// cleanupOwned kills the nodes given to Own and removes their directories.
+func cleanupOwned() {
+	ownedMu.Lock()
+	defer ownedMu.Unlock()
+	for _, o := range ownedNodes {
+		o.n.Kill()
+		os.RemoveAll(o.dir)
+	}
+	ownedNodes = nil
+}

@@ -78,11 +78,13 @@ type NodeConfig struct {
 // management API may present different certificates (say one for
 // 127.0.0.1, one for localhost), signed by the same CA.
 type TLSFiles struct {
-	CACert             string // CA that signed the client certificates
-	AMQPCert, AMQPKey  string // presented on the AMQPS port
-	MgmtCert, MgmtKey  string // presented on the HTTPS port
-	RequireClientCert  bool   // verify_peer + fail_if_no_peer_cert
-	AMQPSPort, MgmtTLS int    // 0 picks a free port
+	CACert            string // CA that signed the client certificates
+	AMQPCert, AMQPKey string // presented on the AMQPS port
+	MgmtCert, MgmtKey string // presented on the HTTPS port
+	// The listeners verify a client certificate when one is given; these
+	// make them also refuse a client without one (fail_if_no_peer_cert).
+	RequireClientCertAMQP, RequireClientCertMgmt bool
+	AMQPSPort, MgmtTLS                           int // 0 picks a free port
 }
 
 // Node is a private RabbitMQ node. Its exported fields are its whole state,
@@ -180,10 +182,6 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 
 // tlsConf is the rabbitmq.conf of the TLS listeners.
 func tlsConf(t *TLSFiles, amqps, mgmt int) []string {
-	verify := []string{"verify = verify_none", "fail_if_no_peer_cert = false"}
-	if t.RequireClientCert {
-		verify = []string{"verify = verify_peer", "fail_if_no_peer_cert = true"}
-	}
 	out := []string{
 		fmt.Sprintf("listeners.ssl.default = 127.0.0.1:%d", amqps),
 		"ssl_options.cacertfile = " + t.CACert,
@@ -195,10 +193,11 @@ func tlsConf(t *TLSFiles, amqps, mgmt int) []string {
 		"management.ssl.certfile = " + t.MgmtCert,
 		"management.ssl.keyfile = " + t.MgmtKey,
 	}
-	for _, v := range verify {
-		out = append(out, "ssl_options."+v, "management.ssl."+v)
-	}
-	return out
+	return append(out,
+		"ssl_options.verify = verify_peer",
+		fmt.Sprintf("ssl_options.fail_if_no_peer_cert = %t", t.RequireClientCertAMQP),
+		"management.ssl.verify = verify_peer",
+		fmt.Sprintf("management.ssl.fail_if_no_peer_cert = %t", t.RequireClientCertMgmt))
 }
 
 func (n *Node) writeFiles(extra []string, advanced string) error {
