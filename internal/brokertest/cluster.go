@@ -72,6 +72,12 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.NamePrefix == "" {
 		cfg.NamePrefix = fmt.Sprintf("rmqtopo-c%d", os.Getpid())
 	}
+	// All ports at once: nodes picking their own side by side could pick
+	// the same one.
+	ports, err := freePorts(make([]int, 3*cfg.Size)...)
+	if err != nil {
+		return nil, err
+	}
 	nodes := make([]*Node, cfg.Size)
 	errs := make([]error, cfg.Size)
 	var wg sync.WaitGroup
@@ -82,6 +88,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 			nodes[i], errs[i] = StartNode(ctx, NodeConfig{
 				Name:           fmt.Sprintf("%s%c@localhost", cfg.NamePrefix, 'a'+i),
 				BaseDir:        cfg.BaseDir,
+				AMQPPort:       ports[3*i],
+				MgmtPort:       ports[3*i+1],
+				DistPort:       ports[3*i+2],
 				ExtraConf:      cfg.ExtraConf,
 				AdvancedConfig: cfg.AdvancedConfig,
 			})
@@ -89,15 +98,15 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	}
 	wg.Wait()
 	c := &Cluster{}
-	for i, n := range nodes {
+	for _, n := range nodes {
 		if n != nil {
 			c.Nodes = append(c.Nodes, n)
 			c.Brokers = append(c.Brokers, nodeBroker(n))
 		}
-		if errs[i] != nil {
-			c.Kill()
-			return nil, errs[i]
-		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		c.Kill()
+		return nil, err
 	}
 	for _, n := range c.Nodes[1:] {
 		if err := n.JoinCluster(ctx, c.Nodes[0]); err != nil {

@@ -13,7 +13,13 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 )
 
-func TestMain(m *testing.M) { brokertest.Main(m) }
+func TestMain(m *testing.M) {
+	code := brokertest.Run(m)
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
 
 var (
 	buildOnce sync.Once
