@@ -62,9 +62,9 @@ type Cluster struct {
 func (c *Cluster) External() bool { return c.Nodes == nil }
 
 // StartCluster starts cfg.Size nodes side by side, then joins every node
-// after the first to the first (stop_app, join_cluster, start_app). A
-// cold 3-node cluster takes 35-60s on a loaded 2-vCPU machine. On failure the nodes started
-// are killed.
+// after the first to the first (stop_app, join_cluster, start_app). A cold
+// 3-node cluster takes 35-60s on a loaded 2-vCPU machine. On failure the
+// nodes started are killed.
 func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.Size == 0 {
 		cfg.Size = 3
