@@ -1,10 +1,10 @@
 package broker
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"sync/atomic"
@@ -72,14 +72,21 @@ func connTLS(base *tls.Config, need bool) (cfg *tls.Config, asked *atomic.Bool) 
 }
 
 // missingClientCert is the error of a connection to a broker that asked
-// for a client certificate when none was given. A broker may ask without
-// insisting (verify_peer without fail_if_no_peer_cert), so an answer from
-// the broker itself (AMQP 403, 530) or a timeout is not this failure;
-// amqp.ErrClosed (504) is, when the refusal raced the AMQP header.
+// for a client certificate when none was given, or nil when err is not how
+// that refusal shows: a TLS alert, or the connection reset, closed or at
+// EOF (AMQP 501 or amqp.ErrClosed, 504, when the refusal raced the AMQP
+// header). A
+// broker may ask without insisting (verify_peer without
+// fail_if_no_peer_cert), so a refused connection, a timeout or an answer
+// from the broker itself (AMQP 403, 530) is some other failure.
 func missingClientCert(what, display string, err error) error {
+	// amqp091-go turns a failed read into a frame error (501) that keeps
+	// only the cause's text.
 	var ae *amqp.Error
-	if isTimeout(err) || errors.Is(err, context.Canceled) ||
-		(errors.As(err, &ae) && (ae.Code == amqp.AccessRefused || ae.Code == amqp.NotAllowed)) {
+	refused := remoteAlert(err) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, amqp.ErrClosed) || (errors.As(err, &ae) && ae.Code == amqp.FrameError)
+	if !refused {
 		return nil
 	}
 	return &Error{Kind: ErrAuth, Err: err, Msg: fmt.Sprintf(
@@ -115,8 +122,15 @@ func speaksTLS(hostport string, timeout time.Duration) bool {
 		conn.Close()
 		return true
 	}
-	var alert tls.AlertError
-	return errors.As(err, &alert)
+	return remoteAlert(err)
+}
+
+// remoteAlert reports whether err is a TLS alert sent by the peer, which
+// crypto/tls returns as a *net.OpError with Op "remote error" (its alert
+// type is unexported; tls.AlertError is for QUIC).
+func remoteAlert(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "remote error"
 }
 
 // plainToTLS is the error of amqp:// aimed at a port that speaks TLS.
