@@ -31,6 +31,9 @@ rabbitnode:
 # Compile everything, then run all tests against a private node (or the
 # broker named by RMQTOPO_TEST_URL). The node is stopped even when tests
 # fail, and the tests' exit status is kept.
+# internal/clustertest also starts a 3-node cluster and a TLS node of its
+# own (about 3 minutes); RMQTOPO_TEST_CLUSTER_URLS and
+# RMQTOPO_TEST_CLUSTER_AMQP_URLS point it at an existing cluster instead.
 test: rabbitnode
 	$(GO) build ./...
 	@set -e; \

@@ -109,6 +109,11 @@ func abbreviate(s string) string {
 func (b *builder) addQueue(q topology.Queue, o origin) bool {
 	q.Vhost = b.s.Vhost
 	q.Durable = true
+	if n := b.s.QuorumInitialGroupSize; n > 0 && q.Arguments["x-queue-type"] == TypeQuorum {
+		// Set here, where every queue passes, so no generated quorum
+		// queue is left to the broker's default group size.
+		q.Arguments["x-quorum-initial-group-size"] = n
+	}
 	q.Arguments = topology.NormalizeArgs(q.Arguments)
 	if !b.checkName("queue", q.Name, q.QueueType() == TypeQuorum, o) {
 		return false

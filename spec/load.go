@@ -438,6 +438,9 @@ func (d *decoder) spec(n *yaml.Node) *Spec {
 		"wait_queue_type": func(v *yaml.Node, p string) {
 			s.WaitQueueType = d.queueType(v, p)
 		},
+		"quorum_initial_group_size": func(v *yaml.Node, p string) {
+			d.intField(v, p, 1, MaxQuorumGroupSize, &s.QuorumInitialGroupSize)
+		},
 		"retry_policies": func(v *yaml.Node, p string) {
 			if v.Kind != yaml.MappingNode {
 				d.add(at(v, p), "expected a mapping of policy names to retry policies, got %s", describe(v))

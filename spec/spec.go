@@ -53,6 +53,10 @@ const DefaultDeliveryLimit = 20
 // (10 years, since 3.11).
 const MaxTTL = 315_360_000_000 * time.Millisecond
 
+// MaxQuorumGroupSize bounds quorum_initial_group_size; RabbitMQ advises
+// 3, 5 or 7 replicas and uses every node when the cluster has fewer.
+const MaxQuorumGroupSize = 255
+
 // MaxRetries bounds immediate plus delayed retries of one queue.
 const MaxRetries = 100
 
@@ -68,10 +72,14 @@ type Spec struct {
 	Vhost         string
 	Layout        Layout
 	WaitQueueType string
-	RetryPolicies []NamedRetryPolicy
-	Exchanges     []Exchange
-	Queues        []Queue
-	Policies      []Policy
+	// QuorumInitialGroupSize, when not 0, is the x-quorum-initial-group-size
+	// of every quorum queue the file declares or generates: how many
+	// cluster nodes hold a replica from the start.
+	QuorumInitialGroupSize int
+	RetryPolicies          []NamedRetryPolicy
+	Exchanges              []Exchange
+	Queues                 []Queue
+	Policies               []Policy
 
 	at pos
 }

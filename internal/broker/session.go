@@ -103,15 +103,16 @@ func (s *Session) Dial(vhost, purpose string) (*amqp.Connection, error) {
 	props := amqp.NewConnectionProperties()
 	host, _ := os.Hostname()
 	props.SetClientConnectionName(fmt.Sprintf("rmqtopo %s (pid %d on %s)", purpose, os.Getpid(), host))
+	tc, certAsked := connTLS(s.cfg.TLS, u.Scheme == "amqps")
 	conn, err := amqp.DialConfig(u.String(), amqp.Config{
 		Heartbeat:       10 * time.Second,
 		Locale:          "en_US",
 		Properties:      props,
-		TLSClientConfig: s.cfg.TLS,
+		TLSClientConfig: tc,
 		Dial:            amqp.DefaultDial(s.timeout),
 	})
 	if err != nil {
-		return nil, dialError(s.display, s.amqpUser(), vhost, s.timeout, err)
+		return nil, s.dialFailure(&u, vhost, certAsked.Load(), err)
 	}
 	return conn, nil
 }
