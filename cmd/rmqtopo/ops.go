@@ -19,18 +19,15 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/status"
 	"github.com/rmqtopo/rmqtopo/ops"
+	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// ExitDLQNotEmpty is the exit code of `status --exit-code` when a DLQ
-// holds messages: 1 is an error and 2 is plan's "changes" code.
-const ExitDLQNotEmpty = 3
-
 type statusCmd struct {
 	Files    []string  `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
 	Format   string    `short:"f" help:"Output format: text or json." enum:"text,json" default:"text"`
-	ExitCode bool      `name:"exit-code" help:"Exit 3 when a DLQ of the specs holds messages (for cron and CI alerts)."`
+	ExitCode bool      `name:"exit-code" help:"Exit 3 when a DLQ of the specs holds messages, else 5 when objects are missing, else 6 on drift (for cron and CI alerts; see docs/exit-codes.md)."`
 	NoDrift  bool      `name:"no-drift" help:"Do not compare the live topology with the specs (needs no access to definitions)."`
 	Conn     connFlags `embed:""`
 }
@@ -74,10 +71,31 @@ func (c *statusCmd) Run(e *env) (err error) {
 	if err != nil {
 		return err
 	}
-	if c.ExitCode && st.DLQHasMessages() {
-		return &ExitError{Code: ExitDLQNotEmpty}
+	if c.ExitCode {
+		if code := statusExitCode(st); code != 0 {
+			return &ExitError{Code: code}
+		}
 	}
 	return nil
+}
+
+// statusExitCode picks the code of the most urgent finding: messages
+// waiting in a DLQ (someone must look at them), then missing objects (the
+// topology is not there: messages may be unroutable), then drift.
+func statusExitCode(st status.Status) int {
+	missing := st.Summary.MissingQueues > 0
+	for _, d := range st.Drift {
+		missing = missing || d.Action == plan.Create
+	}
+	switch {
+	case st.DLQHasMessages():
+		return ExitDLQNotEmpty
+	case missing:
+		return ExitMissing
+	case st.Summary.DriftedObjects > 0:
+		return ExitDrift
+	}
+	return 0
 }
 
 // dlqCmd's subcommands are listed in a group of their own, whose column
