@@ -308,7 +308,7 @@ func TestDLQSweepCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("RMQTOPO_SWEEP_MAX_DEATHS", "2")
-	out, errs, code := runCLI(t, args(b, "dlq", "sweep", "--config", config)...)
+	out, errs, code := runCLI(t, args(b, "dlq", "sweep", "--config", config, "--unmanaged-target")...)
 	if code != 0 {
 		t.Fatalf("dlq sweep exited %d: %s", code, errs)
 	}
@@ -441,7 +441,7 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 		cmd                       func(vhost string) []string
 	}{
 		{"sweep", "classic", "dlq.orders", "dead.dlq.orders", func(vhost string) []string {
-			return args(b, "dlq", "sweep", "--pattern", "dlq.*", "--max-deaths", "1", "--to", "dead.{name}", "--vhost", vhost, "--window", "50")
+			return args(b, "dlq", "sweep", "--pattern", "dlq.*", "--max-deaths", "1", "--to", "dead.{name}", "--vhost", vhost, "--window", "50", "--unmanaged-target")
 		}},
 		{"replay", "quorum", "orders.dlq", "orders", func(vhost string) []string {
 			return args(b, "dlq", "replay", "orders.dlq", "--vhost", vhost, "--window", "50")
