@@ -91,7 +91,9 @@ func TestHelperDLQ(t *testing.T) {
 	vhost := b.NewVhost(t)
 	conn := b.Dial(t, vhost)
 	helperTopology(t, conn)
-	app := func(i string) amqp.Table { return amqp.Table{"tenant": "acme", "trace-id": "t-" + i, "priority-class": int32(7)} }
+	app := func(i string) amqp.Table {
+		return amqp.Table{"tenant": "acme", "trace-id": "t-" + i, "priority-class": int32(7)}
+	}
 	helperDeadLetter(t, conn, "rejected", app("1"), contract.ReasonRejected, 2)
 	helperDeadLetter(t, conn, "exhausted", app("2"), "", 4)
 	replayed := app("3")
