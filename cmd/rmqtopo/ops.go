@@ -346,7 +346,7 @@ type dlqSweepCmd struct {
 	Pattern   string   `help:"Queues to sweep: a name where * matches any characters and ? one." env:"RMQTOPO_SWEEP_PATTERN"`
 	MaxDeaths *int64   `name:"max-deaths" placeholder:"N" help:"Move messages dead-lettered more than N times (the sum of the x-death counts)." env:"RMQTOPO_SWEEP_MAX_DEATHS"`
 	To        string   `help:"Target queue; {name} is the source queue's name, e.g. {name}.parking-lot. It must be a queue of a --spec, or --unmanaged-target must allow it." env:"RMQTOPO_SWEEP_TO"`
-	Config    string   `name:"config" placeholder:"FILE" help:"JSON or YAML file with pattern, max_deaths, to, vhost and window; flags and environment variables win." env:"RMQTOPO_SWEEP_CONFIG"`
+	Config    string   `name:"config" placeholder:"FILE" help:"JSON or YAML file with pattern, max_deaths, to, vhost, window and unmanaged_target; flags and environment variables win." env:"RMQTOPO_SWEEP_CONFIG"`
 	Specs     []string `name:"spec" placeholder:"FILE" help:"Spec files whose queues (parking lots included) may be targets; repeat for several."`
 	Unmanaged bool     `name:"unmanaged-target" help:"Allow targets no --spec declares, declared (durable, classic) if missing; no plan or apply will know them."`
 	DryRun    bool     `name:"dry-run" help:"Count the messages that would move; declare and move nothing."`
@@ -356,7 +356,7 @@ type dlqSweepCmd struct {
 }
 
 // sweepConfigKeys are the flags a --config file may set.
-var sweepConfigKeys = []string{"pattern", "max-deaths", "to", "vhost", "window"}
+var sweepConfigKeys = []string{"pattern", "max-deaths", "to", "vhost", "window", "unmanaged-target"}
 
 // BeforeResolve loads --config as a kong resolver. Kong applies resolvers
 // only to flags not given on the command line; this one also skips flags
@@ -398,9 +398,9 @@ func (c *dlqSweepCmd) loadConfig(kctx *kong.Context) error {
 			return fmt.Errorf("dlq sweep: --config %s: unknown key %q (known: %s)", path, k, strings.Join(sweepConfigKeys, ", "))
 		}
 		switch v.(type) {
-		case string, int, int64, float64:
+		case string, int, int64, float64, bool:
 		default:
-			return fmt.Errorf("dlq sweep: --config %s: %q must be a string or a number", path, k)
+			return fmt.Errorf("dlq sweep: --config %s: %q must be a string, a number or a boolean", path, k)
 		}
 		values[name] = fmt.Sprint(v)
 	}

@@ -304,11 +304,11 @@ func TestDLQSweepCommand(t *testing.T) {
 	// The pattern and the target come from the file, the threshold from the
 	// environment, which beats the file's.
 	config := filepath.Join(t.TempDir(), "sweep.yaml")
-	if err := os.WriteFile(config, []byte("pattern: dlq.*\nto: dead.{name}\nmax_deaths: 100\nvhost: "+vhost+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte("pattern: dlq.*\nto: dead.{name}\nmax_deaths: 100\nunmanaged_target: true\nvhost: "+vhost+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("RMQTOPO_SWEEP_MAX_DEATHS", "2")
-	out, errs, code := runCLI(t, args(b, "dlq", "sweep", "--config", config, "--unmanaged-target")...)
+	out, errs, code := runCLI(t, args(b, "dlq", "sweep", "--config", config)...)
 	if code != 0 {
 		t.Fatalf("dlq sweep exited %d: %s", code, errs)
 	}
@@ -378,7 +378,7 @@ func TestOpsErrors(t *testing.T) {
 		{"sweep without a threshold", args(b, "dlq", "sweep", "--pattern", "*.dlq", "--to", "dead.{name}", "--vhost", vhost),
 			`rmqtopo: dlq sweep: a death threshold is required: --max-deaths, RMQTOPO_SWEEP_MAX_DEATHS or "max_deaths" in --config`},
 		{"sweep with a bad config key", args(b, "dlq", "sweep", "--config", badConfig),
-			fmt.Sprintf(`rmqtopo: dlq sweep: --config %s: unknown key "max_death" (known: pattern, max-deaths, to, vhost, window)`, badConfig)},
+			fmt.Sprintf(`rmqtopo: dlq sweep: --config %s: unknown key "max_death" (known: pattern, max-deaths, to, vhost, window, unmanaged-target)`, badConfig)},
 		{"show without permission", append([]string{"dlq", "show", "orders.dlq", "--vhost", vhost}, noPerm...),
 			fmt.Sprintf(`rmqtopo: dlq show: reading queue "orders.dlq" in vhost %q: permission denied for user %q: User not authorised to access virtual host (HTTP 401)`, vhost, user)},
 		{"sweep without permission", append([]string{"dlq", "sweep", "--pattern", "*", "--max-deaths", "1", "--to", "x", "--vhost", vhost}, noPerm...),
