@@ -188,12 +188,14 @@ func (c *dlqShowCmd) Run(e *env) (err error) {
 	}
 	if c.Format == "json" {
 		return opsWriteJSON(e.stdout, struct {
-			Vhost    string        `json:"vhost"`
-			Queue    string        `json:"queue"`
-			Type     string        `json:"type"`
-			Depth    int           `json:"depth"`
-			Messages []ops.Message `json:"messages"`
-		}{c.Vhost, c.Queue, q.Type, res.Depth, opsNonNil(msgs)})
+			Vhost string `json:"vhost"`
+			Queue string `json:"queue"`
+			Type  string `json:"type"`
+			// ReadIsDelivery: reading raised each message's x-delivery-count.
+			ReadIsDelivery bool          `json:"read_is_delivery"`
+			Depth          int           `json:"depth"`
+			Messages       []ops.Message `json:"messages"`
+		}{c.Vhost, c.Queue, q.Type, lookingIsDelivery(q) != "", res.Depth, opsNonNil(msgs)})
 	}
 	return writeMessages(e.stdout, c.Vhost, c.Queue, res.Depth, msgs)
 }

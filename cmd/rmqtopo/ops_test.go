@@ -226,11 +226,15 @@ func TestDLQShowCommand(t *testing.T) {
 			}
 			out, _, code = runCLI(t, args(b, "dlq", "show", "orders.dlq", "--vhost", vhost, "-n", "2", "-f", "json")...)
 			var doc struct {
-				Depth    int
-				Messages []ops.Message
+				Depth          int
+				ReadIsDelivery bool `json:"read_is_delivery"`
+				Messages       []ops.Message
 			}
 			if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
 				t.Fatalf("dlq show -f json exited %d:\n%s", code, out)
+			}
+			if doc.ReadIsDelivery != (typ == "quorum") {
+				t.Errorf("dlq show -f json on a %s queue: read_is_delivery %v", typ, doc.ReadIsDelivery)
 			}
 			if doc.Depth != 8 || len(doc.Messages) != 2 || doc.Messages[1].MessageID != "m0001" || doc.Messages[1].LastError != "timeout 1" ||
 				doc.Messages[1].Attempt == nil || *doc.Messages[1].Attempt != 4 {
