@@ -128,6 +128,14 @@ type applyCmd struct {
 	Conn         connFlags     `embed:""`
 }
 
+// Validate refuses flag values before anything is read.
+func (c *applyCmd) Validate() error {
+	if c.LockTimeout < 0 {
+		return fmt.Errorf("--lock-timeout must not be negative, got %s", c.LockTimeout)
+	}
+	return nil
+}
+
 // stdinIsTerminal reports whether apply may ask for confirmation; tests
 // replace it.
 var stdinIsTerminal = func(r io.Reader) bool { return isTerminal(r) }
@@ -150,9 +158,6 @@ func (c *applyCmd) Run(e *env) (err error) {
 	secrets = sess.Secrets()
 	defer sess.Close()
 
-	if c.LockTimeout < 0 {
-		return fmt.Errorf("apply: --lock-timeout must not be negative, got %s", c.LockTimeout)
-	}
 	a := &applying{e: e, client: client, sess: sess, locked: map[string]bool{}, lockTimeout: c.LockTimeout}
 	p, st, err := a.lockAndPlan(saved, desired, c.Prune)
 	if err != nil {

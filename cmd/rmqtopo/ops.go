@@ -337,16 +337,16 @@ func (c *dlqReplayCmd) Run(e *env) (err error) {
 		RoutingKey: c.RoutingKey, Window: c.Window, Progress: p.update, DryRun: c.DryRun,
 	})
 	p.stop()
-	if !c.DryRun {
-		fmt.Fprintf(e.stderr, "replay resets %s and the broker's x-death, x-first-death-*, x-last-death-* and x-delivery-count; every other header is kept\n",
-			strings.Join([]string{contract.HeaderAttempt, contract.HeaderDeadLetterReason}, " and "))
+	if len(res.ResetHeaders) > 0 {
+		fmt.Fprintf(e.stderr, "replay dropped %s from the messages it moved (it resets %s, %s and the broker's dead-lettering headers) and kept every other header\n",
+			strings.Join(res.ResetHeaders, ", "), contract.HeaderAttempt, contract.HeaderDeadLetterReason)
 	}
 	return finishMoves(e, c.Format, "dlq replay", []ops.Result{res}, err)
 }
 
 type dlqSweepCmd struct {
 	Pattern   string   `help:"Queues to sweep: a name where * matches any characters and ? one." env:"RMQTOPO_SWEEP_PATTERN"`
-	MaxDeaths *int64   `name:"max-deaths" placeholder:"N" help:"Move messages dead-lettered more than N times (the sum of the x-death counts)." env:"RMQTOPO_SWEEP_MAX_DEATHS"`
+	MaxDeaths *int64   `name:"max-deaths" placeholder:"N" help:"Move messages dead-lettered more than N times: the x-death counts plus rmqtopo's own (a dead-letter reason or a retry past the schedule, and each replay)." env:"RMQTOPO_SWEEP_MAX_DEATHS"`
 	To        string   `help:"Target queue; {name} is the source queue's name, e.g. {name}.parking-lot. It must be a queue of a --spec, or --unmanaged-target must allow it." env:"RMQTOPO_SWEEP_TO"`
 	Config    string   `name:"config" placeholder:"FILE" help:"JSON or YAML file with pattern, max_deaths, to, vhost, window and unmanaged_target; flags and environment variables win." env:"RMQTOPO_SWEEP_CONFIG"`
 	Specs     []string `name:"spec" placeholder:"FILE" help:"Spec files whose queues (parking lots included) may be targets; repeat for several."`

@@ -268,6 +268,9 @@ func TestDLQReplayCommand(t *testing.T) {
 	if !strings.Contains(out, "orders.dlq -> orders: moved 3, left 2, failed 0 (2 header does not match); stopped: moved the limit of 3 messages") {
 		t.Errorf("dlq replay output:\n%s", out)
 	}
+	if want := "replay dropped rmqtopo-attempt, x-death from the messages it moved (it resets rmqtopo-attempt, rmqtopo-dead-letter-reason and the broker's dead-lettering headers) and kept every other header\n"; !strings.Contains(errs, want) {
+		t.Errorf("dlq replay stderr %q lacks %q", errs, want)
+	}
 	got, ds := drain(t, b, conn, vhost, "orders")
 	if diff := cmp.Diff([]string{ids[0], ids[2], ids[4]}, got); diff != "" {
 		t.Errorf("replayed (-want +got):\n%s", diff)
