@@ -48,7 +48,7 @@ func TestGroupChanges(t *testing.T) {
 		q("ev"), x("ev__dlx"), x("ev__retry_exchange"), q("ev__retry.1"), q("ev.dlq"),
 		q("demo"), q("demo.delay_5s"),
 		q("kept.dlq"), noop, // kept is a queue of the plan, unchanged
-		q("lonely.dlq"),     // no queue "lonely": a spec queue of its own
+		q("lonely.dlq"), // no queue "lonely": a spec queue of its own
 		x("events"), {Action: plan.Create, Address: topology.Address{Kind: topology.KindPolicy, Vhost: "/", Name: "limits"}},
 	}
 	got := map[string][]string{}
