@@ -16,7 +16,7 @@ import (
 // dlq in ops.go.
 type cli struct {
 	Validate validateCmd `cmd:"" help:"Check spec files and report every problem at once."`
-	Render   renderCmd   `cmd:"" help:"Render spec files offline: definitions, mermaid, dot or schedule."`
+	Render   renderCmd   `cmd:"" help:"Render spec files offline: definitions, mermaid, dot, schedule, k8s or terraform."`
 	Plan     planCmd     `cmd:"" help:"Show the changes that would make the broker match the spec."`
 	Apply    applyCmd    `cmd:"" help:"Make the broker match the spec, or apply a saved plan."`
 	Show     showCmd     `cmd:"" help:"Show a plan saved with 'plan --out' as text, JSON or Markdown."`
