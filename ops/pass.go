@@ -78,6 +78,9 @@ type Result struct {
 	// Stopped says why the pass ended before examining Depth messages.
 	Stopped  string   `json:"stopped,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// ResetHeaders names the headers the move dropped from the messages
+	// it moved (replay: see ReplayHeaders); every other header was kept.
+	ResetHeaders []string `json:"reset_headers,omitempty"`
 }
 
 // Unreadable counts messages left in place because of their x-death header.

@@ -23,15 +23,15 @@ import (
 var _ apply.Target = (*broker.Session)(nil)
 
 type planCmd struct {
-	Files            []string    `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
-	Format           string      `short:"f" help:"Output format: text, json or markdown." enum:"text,json,markdown" default:"text"`
-	DetailedExitcode bool        `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 2 when there are, 1 on error."`
-	Out              string      `name:"out" placeholder:"FILE" help:"Save the plan to FILE, for 'rmqtopo apply FILE'."`
-	Against          string      `name:"against" placeholder:"FILE|empty" help:"Plan against a definitions export (rabbitmqctl export_definitions, GET /api/definitions) or an empty broker instead of a live one; needs no credentials."`
-	Prune            bool        `help:"Delete objects rmqtopo created that left the spec."`
-	AllowDestroy     bool        `name:"allow-destroy" help:"Accept changes that destroy messages (queue replaces and deletes)."`
-	Conn             connFlags   `embed:""`
-	Version          versionFlag `embed:""`
+	Files            []string          `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
+	Format           string            `short:"f" help:"Output format: text, json or markdown." enum:"text,json,markdown" default:"text"`
+	DetailedExitcode bool              `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 2 when there are, 4 when apply would refuse them, 1 on error (see docs/exit-codes.md)."`
+	Out              string            `name:"out" placeholder:"FILE" help:"Save the plan to FILE, for 'rmqtopo apply FILE'."`
+	Against          string            `name:"against" placeholder:"FILE|empty" help:"Plan against a definitions export (rabbitmqctl export_definitions, GET /api/definitions) or an empty broker instead of a live one; needs no credentials."`
+	Prune            bool              `help:"Delete objects rmqtopo created that left the spec."`
+	AllowDestroy     bool              `name:"allow-destroy" help:"Accept changes that destroy messages (queue replaces and deletes)."`
+	Conn             connFlags         `embed:""`
+	Version          rabbitVersionFlag `embed:""`
 }
 
 // Validate refuses flag combinations before anything is read.
@@ -85,10 +85,14 @@ func (c *planCmd) Run(e *env) (err error) {
 		fmt.Fprintf(e.stderr, "Saved the plan to %s; apply it with: rmqtopo apply %s\n", c.Out, c.Out)
 	}
 	if b := plan.Blocking(diags); len(b) > 0 {
-		return blockingError("plan", b)
+		err := blockingError("plan", b)
+		if c.DetailedExitcode {
+			return &ExitError{Code: ExitRefused, Err: err}
+		}
+		return err
 	}
 	if c.DetailedExitcode && p.HasChanges() {
-		return &ExitError{Code: 2}
+		return &ExitError{Code: ExitChanges}
 	}
 	return nil
 }
@@ -123,12 +127,21 @@ func blockingError(cmd string, b []plan.Diagnostic) error {
 }
 
 type applyCmd struct {
-	Files        []string  `arg:"" name:"FILE" help:"Spec files (one vhost each), or one plan saved with 'rmqtopo plan --out'."`
-	AutoApprove  bool      `name:"auto-approve" help:"Apply without asking for confirmation."`
-	Prune        bool      `help:"Delete objects rmqtopo created that left the spec."`
-	AllowDestroy bool      `name:"allow-destroy" help:"Accept changes that destroy messages: queue replaces and deletes run without the if-empty guard."`
-	Concurrency  int       `help:"Changes in flight at once within each phase." default:"32"`
-	Conn         connFlags `embed:""`
+	Files        []string      `arg:"" name:"FILE" help:"Spec files (one vhost each), or one plan saved with 'rmqtopo plan --out'."`
+	AutoApprove  bool          `name:"auto-approve" help:"Apply without asking for confirmation (a saved plan never asks: saving it was the approval)."`
+	Prune        bool          `help:"Delete objects rmqtopo created that left the spec."`
+	AllowDestroy bool          `name:"allow-destroy" help:"Accept changes that destroy messages: queue replaces and deletes run without the if-empty guard."`
+	Concurrency  int           `help:"Changes in flight at once within each phase." default:"32"`
+	LockTimeout  time.Duration `name:"lock-timeout" help:"Wait up to this long for another apply's lock on a vhost (0: fail at once)." default:"0s"`
+	Conn         connFlags     `embed:""`
+}
+
+// Validate refuses flag values before anything is read.
+func (c *applyCmd) Validate() error {
+	if c.LockTimeout < 0 {
+		return fmt.Errorf("--lock-timeout must not be negative, got %s", c.LockTimeout)
+	}
+	return nil
 }
 
 // stdinIsTerminal reports whether apply may ask for confirmation; tests
@@ -153,7 +166,7 @@ func (c *applyCmd) Run(e *env) (err error) {
 	secrets = sess.Secrets()
 	defer sess.Close()
 
-	a := &applying{e: e, client: client, sess: sess, locked: map[string]bool{}}
+	a := &applying{e: e, client: client, sess: sess, locked: map[string]bool{}, lockTimeout: c.LockTimeout}
 	p, st, err := a.lockAndPlan(saved, desired, c.Prune)
 	if err != nil {
 		return err
@@ -164,7 +177,7 @@ func (c *applyCmd) Run(e *env) (err error) {
 		}
 	}
 	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy})
-	if diags, err = (versionFlag{}).withVersion(e, p, diags, st, client); err != nil {
+	if diags, err = (rabbitVersionFlag{}).withVersion(e, p, diags, st, client); err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
 	if err := render.PlanText(e.stdout, p, diags, e.color); err != nil {
@@ -179,7 +192,10 @@ func (c *applyCmd) Run(e *env) (err error) {
 	if b := plan.Blocking(diags); len(b) > 0 {
 		return blockingError("apply", b)
 	}
-	if !c.AutoApprove {
+	// A saved plan was reviewed and approved when it was saved, and it
+	// is refused above if the broker changed since: asking again would
+	// only break the pipelines that apply it (Terraform does not either).
+	if !c.AutoApprove && saved == nil {
 		if err := confirm(e); err != nil {
 			return err
 		}
@@ -217,6 +233,8 @@ type applying struct {
 	client *broker.Client
 	sess   *broker.Session
 	locked map[string]bool
+	// lockTimeout bounds the wait for a lock another apply holds.
+	lockTimeout time.Duration
 }
 
 // lock takes the apply lock of each existing vhost of vs not yet locked.
@@ -225,7 +243,7 @@ func (a *applying) lock(vs []string) error {
 		if a.locked[v] {
 			continue
 		}
-		err := a.sess.Lock(a.e.ctx, v)
+		err := a.waitLock(v)
 		if errors.Is(err, broker.ErrVhostNotFound) {
 			continue
 		}
@@ -235,6 +253,33 @@ func (a *applying) lock(vs []string) error {
 		a.locked[v] = true
 	}
 	return nil
+}
+
+// waitLock takes vhost's lock, waiting up to lockTimeout while another
+// apply holds it. The lock is an exclusive queue, so there is nothing to
+// wait on but the queue itself: it polls, at most every two seconds.
+func (a *applying) waitLock(vhost string) error {
+	deadline := time.Now().Add(a.lockTimeout)
+	pause := 100 * time.Millisecond
+	for said := false; ; said = true {
+		err := a.sess.Lock(a.e.ctx, vhost)
+		if !errors.Is(err, broker.ErrLocked) || a.lockTimeout == 0 {
+			return err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("waited %s (--lock-timeout): %w", a.lockTimeout, err)
+		}
+		if !said {
+			fmt.Fprintf(a.e.stderr, "waiting up to %s for another apply's lock on vhost %q\n", a.lockTimeout, vhost)
+		}
+		select {
+		case <-a.e.ctx.Done():
+			return a.e.ctx.Err()
+		case <-time.After(min(pause, left)):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
 }
 
 // lockAndPlan locks before reading, so that the state planned from is the
