@@ -88,6 +88,10 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 					a.Name, a.Vhost)
 			}
 			ds = append(ds, d)
+		case c.Action == Migrate || c.Action == NoOp:
+			if d, ok := checkMigration(c); ok {
+				ds = append(ds, d)
+			}
 		case c.Address.Kind == topology.KindExchange && c.Action == Replace:
 			ds = append(ds, Diagnostic{Code: CodeReplaceExchange, Severity: SeverityWarning, Address: a,
 				Message: fmt.Sprintf("replacing %s: publishers may see unroutable messages between delete and create; "+
@@ -143,6 +147,7 @@ type ActionCounts struct {
 	Replace int `json:"replace"`
 	Delete  int `json:"delete"`
 	NoOp    int `json:"no_op"`
+	Migrate int `json:"migrate,omitempty"`
 }
 
 // CountActions counts the plan's changes by action.
@@ -160,6 +165,8 @@ func (p Plan) CountActions() ActionCounts {
 			s.Delete++
 		case NoOp:
 			s.NoOp++
+		case Migrate:
+			s.Migrate++
 		}
 	}
 	return s
