@@ -92,6 +92,8 @@ func mdAction(a plan.Action) string {
 		return "♻️ replace"
 	case plan.Delete:
 		return "🗑️ delete"
+	case plan.Migrate:
+		return "🚚 migrate"
 	}
 	return string(a)
 }

@@ -119,6 +119,9 @@ type Queue struct {
 	MaxLength        int64
 	DeliveryLimit    int
 	Preset           Preset
+	// Migrate turns a replace of the queue (and of the queues generated
+	// for it) into a message-preserving migration; see plan.Migration.
+	Migrate bool
 
 	at, nameAt, deliveryLimitAt, retryAt, layoutAt pos
 }

@@ -1,0 +1,39 @@
+package apply
+
+import (
+	"context"
+	"errors"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// Migrator is a Target that can migrate a queue (plan.Migrate): re-create
+// it with after's properties without losing its messages, through the
+// temporary queue contract.MigrationQueue. Like every Target operation it
+// is idempotent: it reads where an interrupted migration stands from the
+// broker and finishes it.
+type Migrator interface {
+	MigrateQueue(ctx context.Context, after topology.Queue) error
+}
+
+var errCannotMigrate = errors.New("this target cannot migrate queues")
+
+// doMigrate runs a Migrate change.
+func (r *runner) doMigrate(ctx context.Context, c plan.Change) error {
+	after := queueOf(c.After)
+	if after == nil {
+		return errMalformed
+	}
+	m, ok := r.t.(Migrator)
+	if !ok {
+		return errCannotMigrate
+	}
+	return m.MigrateQueue(ctx, *after)
+}
+
+// migrationQueue is the address of the temporary queue of a Migrate change.
+func migrationQueue(c plan.Change) topology.Address {
+	return topology.Address{Kind: topology.KindQueue, Vhost: c.Address.Vhost, Name: contract.MigrationQueue(c.Address.Name)}
+}

@@ -1,0 +1,263 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/definitions"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// Steps of a migration, in order, as MigrateHook reports them.
+const (
+	// StepTemp: the temporary queue exists.
+	StepTemp = "temp"
+	// StepBindTemp: the temporary queue is bound like the queue, and the
+	// queue no longer is (except by the default exchange).
+	StepBindTemp = "bind-temp"
+	// StepMoveOut: one more batch of messages was moved out (reported
+	// during the move, with the count so far) or the queue is empty.
+	StepMoveOut = "move-out"
+	// StepDelete: the old queue is deleted.
+	StepDelete = "delete"
+	// StepDeclare: the queue exists with its new properties.
+	StepDeclare = "declare"
+	// StepRebind: the queue has its bindings back and the temporary queue
+	// has none.
+	StepRebind = "rebind"
+	// StepMoveBack: like StepMoveOut, from the temporary queue back.
+	StepMoveBack = "move-back"
+	// StepDone: the temporary queue is deleted.
+	StepDone = "done"
+)
+
+// maxDrainRounds bounds the move-and-delete rounds of the old queue: each
+// round that finds it not empty moved what arrived (a publish through the
+// default exchange, a consumer's requeue) first.
+const maxDrainRounds = 20
+
+// migrationDelivery is the x-delivery-limit of a quorum temporary queue:
+// it has no dead-letter exchange, and a migration interrupted again and
+// again redelivers its head; RabbitMQ 4.x drops a message past 20.
+const migrationDeliveryLimit = 1_000_000
+
+// MigrationTemp is the temporary queue of the migration of a queue to
+// after: durable, of the new queue's type (so it keeps the messages as
+// safely as the new queue will), with no other argument (no TTL, limit or
+// dead-lettering acts on messages while they wait there).
+func MigrationTemp(after topology.Queue) topology.Queue {
+	t := topology.Queue{Vhost: after.Vhost, Name: contract.MigrationQueue(after.Name), Durable: true}
+	if after.QueueType() == "quorum" {
+		t.Arguments = topology.Args{"x-queue-type": "quorum", "x-delivery-limit": int64(migrationDeliveryLimit)}
+	}
+	return t
+}
+
+// MigrateQueue re-creates a queue with the properties after, keeping its
+// messages, while its publishers and consumers keep running. Every step
+// reads where the migration stands from the broker, so a migration
+// interrupted anywhere (even by kill -9) is finished by calling it again:
+//
+//  1. The temporary queue MigrationTemp(after) is declared; while it
+//     exists a migration is in progress (plans resume it).
+//  2. Unless the queue already has the new properties: every binding to
+//     it (all but the default exchange's) is added to the temporary queue,
+//     then removed from the queue, so what publishers route through
+//     exchanges goes to the temporary queue from then on, once.
+//  3. Its messages are moved to the temporary queue with confirms (see
+//     move), then it is deleted if empty (classic: the broker's if-empty;
+//     other types: an exact ready count of 0 just before the delete);
+//     not empty, the move is repeated.
+//  4. It is declared with after.
+//  5. The temporary queue's bindings are added to it and then removed
+//     from the temporary queue.
+//  6. The temporary queue's messages are moved back, and the temporary
+//     queue is deleted if empty.
+func (s *Session) MigrateQueue(ctx context.Context, after topology.Queue) error {
+	m := &migration{s: s, q: after, temp: MigrationTemp(after)}
+	return m.run(ctx)
+}
+
+type migration struct {
+	s       *Session
+	q, temp topology.Queue
+}
+
+func (m *migration) hook(step string, moved int) {
+	if m.s.MigrateHook != nil {
+		m.s.MigrateHook(m.q.Name, step, moved)
+	}
+}
+
+func (m *migration) run(ctx context.Context) error {
+	cur, err := m.s.liveQueue(ctx, m.q.Vhost, m.q.Name)
+	if err != nil {
+		return err
+	}
+	temp, err := m.ensureTemp(ctx)
+	if err != nil {
+		return err
+	}
+	m.temp = temp
+	m.hook(StepTemp, 0)
+	if cur != nil && !sameQueue(*cur, m.q) {
+		if err := m.moveBindings(ctx, *cur, m.temp); err != nil {
+			return err
+		}
+		m.hook(StepBindTemp, 0)
+		if err := m.drainAndDelete(ctx, *cur); err != nil {
+			return err
+		}
+		m.hook(StepDelete, 0)
+	}
+	if err := m.s.DeclareQueue(ctx, m.q); err != nil {
+		return fmt.Errorf("declare queue %q with its new properties: %w", m.q.Name, err)
+	}
+	m.hook(StepDeclare, 0)
+	if err := m.moveBindings(ctx, m.temp, m.q); err != nil {
+		return err
+	}
+	m.hook(StepRebind, 0)
+	return m.finish(ctx)
+}
+
+// ensureTemp returns the temporary queue, declaring it unless it exists:
+// one left by an interrupted migration is used as it is, whatever its
+// type, because it holds messages.
+func (m *migration) ensureTemp(ctx context.Context) (topology.Queue, error) {
+	cur, err := m.s.liveQueue(ctx, m.temp.Vhost, m.temp.Name)
+	if err != nil || cur != nil {
+		return derefOr(cur, m.temp), err
+	}
+	if err := m.s.DeclareQueue(ctx, m.temp); err != nil {
+		return m.temp, fmt.Errorf("declare the temporary queue %q: %w", m.temp.Name, err)
+	}
+	return m.temp, nil
+}
+
+func derefOr(q *topology.Queue, or topology.Queue) topology.Queue {
+	if q == nil {
+		return or
+	}
+	return *q
+}
+
+// drainAndDelete moves the old queue's messages out and deletes it once
+// empty.
+func (m *migration) drainAndDelete(ctx context.Context, old topology.Queue) error {
+	for round := 0; ; round++ {
+		if _, err := m.s.Move(ctx, old.Vhost, old.Name, m.temp.Name, func(n int) { m.hook(StepMoveOut, n) }); err != nil {
+			return fmt.Errorf("move the messages of queue %q to %q: %w", old.Name, m.temp.Name, err)
+		}
+		err := m.deleteIfEmpty(ctx, old)
+		if err == nil || !errors.Is(err, ErrNotEmpty) || round >= maxDrainRounds {
+			return err
+		}
+	}
+}
+
+// finish moves the messages back and deletes the temporary queue.
+func (m *migration) finish(ctx context.Context) error {
+	for round := 0; ; round++ {
+		if _, err := m.s.Move(ctx, m.q.Vhost, m.temp.Name, m.q.Name, func(n int) { m.hook(StepMoveBack, n) }); err != nil {
+			return fmt.Errorf("move the messages of queue %q back to %q: %w", m.temp.Name, m.q.Name, err)
+		}
+		err := m.deleteIfEmpty(ctx, m.temp)
+		if err == nil {
+			m.hook(StepDone, 0)
+			return nil
+		}
+		if !errors.Is(err, ErrNotEmpty) || round >= maxDrainRounds {
+			return err
+		}
+	}
+}
+
+// deleteIfEmpty deletes q if it has no ready message: atomically for a
+// classic queue (if-empty), after an exact count for the others, which
+// refuse if-empty. Consumers do not keep it: the broker cancels them, and
+// the deliveries they hold unacknowledged go with the queue.
+func (m *migration) deleteIfEmpty(ctx context.Context, q topology.Queue) error {
+	if q.QueueType() == "classic" {
+		err := m.s.deleteQueue(ctx, q, true)
+		if err != nil && !errors.Is(err, ErrNotEmpty) {
+			return fmt.Errorf("delete queue %q: %w", q.Name, err)
+		}
+		return err
+	}
+	n, err := m.s.QueueDepth(ctx, q.Vhost, q.Name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("count the messages of queue %q: %w", q.Name, err)
+	case n > 0:
+		return &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf("queue %q holds %d messages", q.Name, n)}
+	}
+	if err := m.s.deleteQueue(ctx, q, false); err != nil {
+		return fmt.Errorf("delete queue %q: %w", q.Name, err)
+	}
+	return nil
+}
+
+// moveBindings adds every binding to from (but the default exchange's) to
+// to, then removes them from from. Adding first means a message routed in
+// between goes to both (a duplicate), never to neither; and an
+// interruption leaves every binding on to, or on both, so that running it
+// again finishes the job.
+func (m *migration) moveBindings(ctx context.Context, from, to topology.Queue) error {
+	bs, err := m.s.queueBindings(ctx, from)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list the bindings of queue %q: %w", from.Name, err)
+	}
+	for _, b := range bs {
+		err := m.s.do(ctx, http.MethodPost, queueBindingPath(to, b), nil,
+			map[string]any{"routing_key": b.RoutingKey, "arguments": b.args()}, nil)
+		if err != nil {
+			return fmt.Errorf("bind queue %q like queue %q (%s): %w", to.Name, from.Name, b, err)
+		}
+	}
+	for _, b := range bs {
+		err := ignoreNotFound(m.s.do(ctx, http.MethodDelete, queueBindingPath(from, b)+"/"+esc(b.PropertiesKey), nil, nil, nil))
+		if err != nil {
+			return fmt.Errorf("unbind queue %q (%s): %w", from.Name, b, err)
+		}
+	}
+	return nil
+}
+
+// liveQueue reads a queue's properties as the definitions export shows
+// them; nil when it does not exist.
+func (c *Client) liveQueue(ctx context.Context, vhost, name string) (*topology.Queue, error) {
+	var q struct {
+		Durable    bool           `json:"durable"`
+		AutoDelete bool           `json:"auto_delete"`
+		Arguments  map[string]any `json:"arguments"`
+	}
+	err := c.do(ctx, http.MethodGet, "/api/queues/"+esc(vhost)+"/"+esc(name),
+		url.Values{"columns": {"durable,auto_delete,arguments"}, "disable_stats": {"true"}}, nil, &q)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read queue %q: %w", name, err)
+	}
+	return &topology.Queue{Vhost: vhost, Name: name, Durable: q.Durable, AutoDelete: q.AutoDelete,
+		Arguments: definitions.NormalizeQueueArgs(q.Arguments)}, nil
+}
+
+// sameQueue reports whether the broker would take a declaration of want
+// as one of have.
+func sameQueue(have, want topology.Queue) bool {
+	want.Arguments = definitions.NormalizeQueueArgs(want.Arguments)
+	return have.Durable == want.Durable && have.AutoDelete == want.AutoDelete &&
+		reflect.DeepEqual(have.Arguments, want.Arguments)
+}
