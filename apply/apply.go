@@ -130,6 +130,7 @@ func Apply(ctx context.Context, t Target, p plan.Plan, opts Options) (Result, er
 		return res, nil
 	}
 	vhosts, intent := intentOf(steps, res.Owned)
+	keepMigrationQueues(steps, res.Owned)
 	if err := writeIntent(ctx, t, vhosts, intent, res.Owned); err != nil {
 		return res, err
 	}

@@ -37,3 +37,15 @@ func (r *runner) doMigrate(ctx context.Context, c plan.Change) error {
 func migrationQueue(c plan.Change) topology.Address {
 	return topology.Address{Kind: topology.KindQueue, Vhost: c.Address.Vhost, Name: contract.MigrationQueue(c.Address.Name)}
 }
+
+// keepMigrationQueues records the temporary queue of every migration of
+// steps as owned: whether the apply finishes or stops, a migration that
+// started leaves its temporary queue, which stays rmqtopo's until a later
+// apply finishes the migration and deletes it (Result.count then drops it).
+func keepMigrationQueues(steps []plan.Change, owned map[topology.Address]bool) {
+	for _, c := range steps {
+		if c.Action == plan.Migrate {
+			owned[migrationQueue(c)] = true
+		}
+	}
+}

@@ -46,23 +46,25 @@ func whyNotMigratable(was, want topology.Queue) string {
 }
 
 // splitMigrations takes out of live the temporary queues of migrations in
-// progress, and the bindings to them, so that the diff never plans them as
-// objects of their own (pruned, or their bindings reconciled away): they
-// are the record of a migration, which the plan resumes. A queue the spec
-// itself declares under such a name stays an ordinary queue. The result
-// maps each migrated queue's address to its temporary queue.
+// progress, so that the diff never plans them as objects of their own
+// (pruned, or their bindings reconciled away): they are the record of a
+// migration, which the plan resumes. Their bindings count as the migrated
+// queue's, because the migration gives them back to it before it deletes
+// the temporary queue. A queue the spec itself declares under such a name
+// stays an ordinary queue. The result maps each migrated queue's address
+// to its temporary queue.
 func splitMigrations(live, desired topology.Topology) (topology.Topology, map[topology.Address]topology.Queue) {
 	wanted := map[topology.Address]bool{}
 	for _, q := range desired.Queues {
 		wanted[q.Addr()] = true
 	}
 	inflight := map[topology.Address]topology.Queue{}
-	temps := map[topology.Address]bool{}
+	owner := map[topology.Address]string{}
 	var queues []topology.Queue
 	for _, q := range live.Queues {
 		if name, ok := contract.ParseMigrationQueue(q.Name); ok && !wanted[q.Addr()] {
 			inflight[topology.Address{Kind: topology.KindQueue, Vhost: q.Vhost, Name: name}] = q
-			temps[q.Addr()] = true
+			owner[q.Addr()] = name
 			continue
 		}
 		queues = append(queues, q)
@@ -70,11 +72,12 @@ func splitMigrations(live, desired topology.Topology) (topology.Topology, map[to
 	if len(inflight) == 0 {
 		return live, nil
 	}
-	var bindings []topology.Binding
+	bindings := make([]topology.Binding, 0, len(live.Bindings))
 	for _, b := range live.Bindings {
-		if b.DestinationType != topology.DestQueue || !temps[destinationAddr(b)] {
-			bindings = append(bindings, b)
+		if q, ok := owner[destinationAddr(b)]; ok && b.DestinationType == topology.DestQueue {
+			b.Destination = q
 		}
+		bindings = append(bindings, b)
 	}
 	out := live
 	out.Queues, out.Bindings = queues, bindings
