@@ -114,8 +114,7 @@ func (d *differ) migrate(inflight map[topology.Address]topology.Queue) {
 				continue
 			}
 			c.Action = Migrate
-			c.Reason += fmt.Sprintf("; migrated through queue %q: messages moved out and back with confirms",
-				contract.MigrationQueue(a.Name))
+			c.Reason += "; migrated: its messages are moved out and back with confirms"
 		default:
 			continue
 		}

@@ -63,13 +63,13 @@ func TestDiffMigrate(t *testing.T) {
 		live:    small(),
 		migrate: plan.Migration{All: true},
 		want: []string{`migrate queue "orders" in vhost "/" # ` + why +
-			`; migrated through queue "orders.rmqtopo-migrate": messages moved out and back with confirms [messages=10]`},
+			`; migrated: its messages are moved out and back with confirms [messages=10]`},
 	}, {
 		name:    "migrate chosen for the queue",
 		live:    small(),
 		migrate: plan.Migration{Queues: map[topology.Address]bool{ordersAddr: true}},
 		want: []string{`migrate queue "orders" in vhost "/" # ` + why +
-			`; migrated through queue "orders.rmqtopo-migrate": messages moved out and back with confirms [messages=10]`},
+			`; migrated: its messages are moved out and back with confirms [messages=10]`},
 	}, {
 		name: "resumed before the delete, without a choice",
 		live: migrating(small(), &orders),

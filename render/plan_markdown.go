@@ -16,8 +16,8 @@ func PlanMarkdown(w io.Writer, p plan.Plan, diags []plan.Diagnostic) error {
 	pw := &planWriter{w: w}
 	s := doc.Summary
 	if doc.hasChanges() {
-		pw.printf("### rmqtopo plan: %d to create, %d to update, %d to replace, %d to delete\n\n",
-			s.Create, s.Update, s.Replace, s.Delete)
+		pw.printf("### rmqtopo plan: %d to create, %d to update, %d to replace, %d to delete%s\n\n",
+			s.Create, s.Update, s.Replace, s.Delete, migrateSummary(s))
 	} else {
 		pw.printf("### rmqtopo plan: no changes\n\nThe broker matches the spec.\n\n")
 	}
