@@ -184,9 +184,21 @@ func TestMigrateUnderLoad(t *testing.T) {
 	if diff := cmp.Diff([]string{"migrate queue orders", "migrate queue orders.dlq"}, sorted(changes(p))); diff != "" {
 		t.Fatalf("plan (-want +got):\n%s", diff)
 	}
-	var steps []string
+	var (
+		steps             []string
+		deleted, declared time.Time
+	)
 	l.s.MigrateHook = func(q, step string, _ int) {
-		if q == "orders" && (len(steps) == 0 || steps[len(steps)-1] != step) {
+		if q != "orders" {
+			return
+		}
+		switch step {
+		case broker.StepDelete:
+			deleted = time.Now()
+		case broker.StepDeclare:
+			declared = time.Now()
+		}
+		if len(steps) == 0 || steps[len(steps)-1] != step {
 			steps = append(steps, step)
 		}
 	}
@@ -194,7 +206,8 @@ func TestMigrateUnderLoad(t *testing.T) {
 	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned}); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
-	t.Logf("migrated in %s: steps %v", time.Since(start).Round(time.Millisecond), steps)
+	t.Logf("migrated in %s: steps %v; from the delete's answer to the declare's: %s",
+		time.Since(start).Round(time.Millisecond), steps, declared.Sub(deleted))
 	time.Sleep(300 * time.Millisecond) // publishes after the switch
 	stop()
 	wg.Wait()
