@@ -319,3 +319,32 @@ func TestMigrateResumesFromEachStep(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrateQuorumToClassic migrates the other way, from a queue that
+// refuses if-empty, chosen by migrate: true in the spec.
+func TestMigrateQuorumToClassic(t *testing.T) {
+	t.Parallel()
+	l := newLive(t)
+	l.converge(t, spec.Expand(parseFor(t, "quorum.yaml", []byte(migrationSpec("quorum", false, false)), l.vhost)), false)
+	conn := l.b.Dial(t, l.vhost)
+	sent := publishIDs(t, conn, "shop", "order.new", 0, 2000)
+
+	files := []*spec.File{parseFor(t, "classic.yaml", []byte(migrationSpec("classic", true, false)), l.vhost)}
+	classic := spec.Expand(files...)
+	p, st, err := plan.MakeWith(context.Background(), l.c, classic, plan.Choices{Migrate: plan.Migration{Queues: spec.Migrations(files...)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"migrate queue orders"}, changes(p)); diff != "" {
+		t.Fatalf("plan (-want +got):\n%s", diff)
+	}
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned}); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	rec := &recorder{seen: map[int]int{}}
+	drainInto(t, conn, "orders", rec, len(sent))
+	if missing, _ := rec.missing(sent); len(missing) > 0 {
+		t.Fatalf("%d messages lost, e.g. %v", len(missing), missing[:min(10, len(missing))])
+	}
+	checkMigrated(t, l, classic)
+}
