@@ -59,16 +59,17 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 		switch {
 		case c.DestroysQueue():
 			verb, code := "replacing", CodeReplaceQueueWithMessages
+			hint := destroyHint(opts) + migrateHint(opts)
 			if c.Action == Delete {
-				verb, code = "deleting", CodeDeleteQueueWithMessages
+				verb, code, hint = "deleting", CodeDeleteQueueWithMessages, destroyHint(opts)
 			}
 			switch {
 			case c.Messages == nil:
 				ds = append(ds, Diagnostic{Code: CodeQueueMessagesUnknown, Severity: destructive, Address: a,
-					Message: fmt.Sprintf("%s %s may destroy messages: its message count is unknown%s", verb, a, destroyHint(opts))})
+					Message: fmt.Sprintf("%s %s may destroy messages: its message count is unknown%s", verb, a, hint)})
 			case *c.Messages > 0:
 				ds = append(ds, Diagnostic{Code: code, Severity: destructive, Address: a, Messages: *c.Messages,
-					Message: fmt.Sprintf("%s %s destroys %s%s", verb, a, countMessages(*c.Messages), destroyHint(opts))})
+					Message: fmt.Sprintf("%s %s destroys %s%s", verb, a, countMessages(*c.Messages), hint)})
 			}
 			// Counts of ready messages leave out the deliveries that
 			// consumers hold unacknowledged; a delete drops those too.
