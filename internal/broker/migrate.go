@@ -7,6 +7,9 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/definitions"
@@ -150,39 +153,59 @@ func derefOr(q *topology.Queue, or topology.Queue) topology.Queue {
 // drainAndDelete moves the old queue's messages out and deletes it once
 // empty.
 func (m *migration) drainAndDelete(ctx context.Context, old topology.Queue) error {
+	return m.moveUntilDeleted(ctx, old, m.temp.Name, StepMoveOut, false)
+}
+
+// finish moves the messages back and deletes the temporary queue.
+func (m *migration) finish(ctx context.Context) error {
+	if err := m.moveUntilDeleted(ctx, m.temp, m.q.Name, StepMoveBack, true); err != nil {
+		return err
+	}
+	m.hook(StepDone, 0)
+	return nil
+}
+
+// moveUntilDeleted moves the messages of from to the queue named to and
+// deletes from once it is empty, moving again what arrived meanwhile.
+// temp says from is the temporary queue, which nobody but a migration
+// consumes: any consumer on it is a move, maybe of an interrupted run
+// whose connection the broker has not closed yet, and holds messages.
+func (m *migration) moveUntilDeleted(ctx context.Context, from topology.Queue, to, step string, temp bool) error {
 	for round := 0; ; round++ {
-		if _, err := m.s.Move(ctx, old.Vhost, old.Name, m.temp.Name, func(n int) { m.hook(StepMoveOut, n) }); err != nil {
-			return fmt.Errorf("move the messages of queue %q to %q: %w", old.Name, m.temp.Name, err)
+		_, consumers, err := m.s.queueStat(ctx, from.Vhost, from.Name)
+		if errors.Is(err, ErrNotFound) {
+			return nil
 		}
-		err := m.deleteIfEmpty(ctx, old)
+		if err != nil {
+			return fmt.Errorf("count the messages of queue %q: %w", from.Name, err)
+		}
+		if temp {
+			consumers = 0
+		}
+		if _, err := m.s.Move(ctx, from.Vhost, from.Name, to, func(n int) { m.hook(step, n) }); err != nil {
+			return fmt.Errorf("move the messages of queue %q to %q: %w", from.Name, to, err)
+		}
+		err = m.deleteIfEmpty(ctx, from, consumers)
 		if err == nil || !errors.Is(err, ErrNotEmpty) || round >= maxDrainRounds {
 			return err
 		}
 	}
 }
 
-// finish moves the messages back and deletes the temporary queue.
-func (m *migration) finish(ctx context.Context) error {
-	for round := 0; ; round++ {
-		if _, err := m.s.Move(ctx, m.q.Vhost, m.temp.Name, m.q.Name, func(n int) { m.hook(StepMoveBack, n) }); err != nil {
-			return fmt.Errorf("move the messages of queue %q back to %q: %w", m.temp.Name, m.q.Name, err)
-		}
-		err := m.deleteIfEmpty(ctx, m.temp)
-		if err == nil {
-			m.hook(StepDone, 0)
-			return nil
-		}
-		if !errors.Is(err, ErrNotEmpty) || round >= maxDrainRounds {
-			return err
-		}
-	}
-}
+// settleTimeout bounds the wait for a quorum queue to take back the
+// deliveries of a move's closed channel.
+const settleTimeout = 30 * time.Second
 
 // deleteIfEmpty deletes q if it has no ready message: atomically for a
-// classic queue (if-empty), after an exact count for the others, which
-// refuse if-empty. Consumers do not keep it: the broker cancels them, and
-// the deliveries they hold unacknowledged go with the queue.
-func (m *migration) deleteIfEmpty(ctx context.Context, q topology.Queue) error {
+// classic queue (if-empty), which takes back the deliveries of a closed
+// channel before it handles a request sent after the close. A quorum queue refuses
+// if-empty and takes deliveries back asynchronously: it is deleted once
+// its consumers are down to the others' (before, counted when the move
+// started: the move's consumer is gone, so the deliveries it held are
+// back) and an exact count finds no ready message. Other consumers do not
+// keep it: the broker cancels them, and the deliveries they hold
+// unacknowledged go with the queue.
+func (m *migration) deleteIfEmpty(ctx context.Context, q topology.Queue, before int) error {
 	if q.QueueType() == "classic" {
 		err := m.s.deleteQueue(ctx, q, true)
 		if err != nil && !errors.Is(err, ErrNotEmpty) {
@@ -190,19 +213,39 @@ func (m *migration) deleteIfEmpty(ctx context.Context, q topology.Queue) error {
 		}
 		return err
 	}
-	n, err := m.s.QueueDepth(ctx, q.Vhost, q.Name)
-	switch {
-	case errors.Is(err, ErrNotFound):
+	deadline := time.Now().Add(settleTimeout)
+	for {
+		ready, consumers, err := m.s.queueStat(ctx, q.Vhost, q.Name)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("count the messages of queue %q: %w", q.Name, err)
+		case ready > 0:
+			return &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf("queue %q holds %d messages", q.Name, ready)}
+		case consumers > before && time.Now().Before(deadline):
+			time.Sleep(20 * time.Millisecond)
+			continue
+		case consumers > before:
+			return &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf(
+				"queue %q has %d consumers, more than the %d before the move: deliveries of the move may not be back yet", q.Name, consumers, before)}
+		}
+		if err := m.s.deleteQueue(ctx, q, false); err != nil {
+			return fmt.Errorf("delete queue %q: %w", q.Name, err)
+		}
 		return nil
-	case err != nil:
-		return fmt.Errorf("count the messages of queue %q: %w", q.Name, err)
-	case n > 0:
-		return &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf("queue %q holds %d messages", q.Name, n)}
 	}
-	if err := m.s.deleteQueue(ctx, q, false); err != nil {
-		return fmt.Errorf("delete queue %q: %w", q.Name, err)
-	}
-	return nil
+}
+
+// queueStat reads the exact ready and consumer counts of a queue with a
+// passive declare.
+func (s *Session) queueStat(ctx context.Context, vhost, name string) (ready, consumers int, err error) {
+	err = s.withChannel(ctx, vhost, func(ch *amqp.Channel) error {
+		st, err := ch.QueueDeclarePassive(name, false, false, false, false, nil)
+		ready, consumers = st.Messages, st.Consumers
+		return err
+	})
+	return ready, consumers, err
 }
 
 // moveBindings adds every binding to from (but the default exchange's) to
