@@ -40,16 +40,19 @@ func migrateHook(e *env) func(queue, step string, moved int) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		moving := step == broker.StepMoveOut || step == broker.StepMoveBack
-		if moving && time.Since(last) < time.Second {
-			return
+		switch step {
+		case broker.StepMoveOut, broker.StepMoveBack:
+			if time.Since(last) >= time.Second {
+				last = time.Now()
+				fmt.Fprintf(e.stderr, "migrate queue %q: %s: %d messages moved\n", queue, step, moved)
+			}
+		case broker.StepDelete:
+			fmt.Fprintf(e.stderr, "migrate queue %q: %s, after moving %d messages out\n", queue, step, moved)
+		case broker.StepDone:
+			fmt.Fprintf(e.stderr, "migrate queue %q: %s, %d messages moved back\n", queue, step, moved)
+		default:
+			fmt.Fprintf(e.stderr, "migrate queue %q: %s\n", queue, step)
 		}
-		last = time.Now()
-		if moving {
-			fmt.Fprintf(e.stderr, "migrate queue %q: %s: %d messages moved\n", queue, step, moved)
-			return
-		}
-		fmt.Fprintf(e.stderr, "migrate queue %q: %s\n", queue, step)
 	}
 }
 

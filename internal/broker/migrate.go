@@ -26,7 +26,8 @@ const (
 	// StepMoveOut: one more batch of messages was moved out (reported
 	// during the move, with the count so far) or the queue is empty.
 	StepMoveOut = "move-out"
-	// StepDelete: the old queue is deleted.
+	// StepDelete: the old queue is deleted (reported with the number of
+	// messages moved out).
 	StepDelete = "delete"
 	// StepDeclare: the queue exists with its new properties.
 	StepDeclare = "declare"
@@ -35,7 +36,8 @@ const (
 	StepRebind = "rebind"
 	// StepMoveBack: like StepMoveOut, from the temporary queue back.
 	StepMoveBack = "move-back"
-	// StepDone: the temporary queue is deleted.
+	// StepDone: the temporary queue is deleted (reported with the number
+	// of messages moved back).
 	StepDone = "done"
 )
 
@@ -116,7 +118,6 @@ func (m *migration) run(ctx context.Context) error {
 		if err := m.drainAndDelete(ctx, *cur); err != nil {
 			return err
 		}
-		m.hook(StepDelete, 0)
 	}
 	if err := m.s.DeclareQueue(ctx, m.q); err != nil {
 		return fmt.Errorf("declare queue %q with its new properties: %w", m.q.Name, err)
@@ -151,18 +152,23 @@ func derefOr(q *topology.Queue, or topology.Queue) topology.Queue {
 }
 
 // drainAndDelete moves the old queue's messages out and deletes it once
-// empty.
+// empty; the hook hears of the delete with the number moved.
 func (m *migration) drainAndDelete(ctx context.Context, old topology.Queue) error {
-	return m.moveUntilDeleted(ctx, old, m.temp.Name, StepMoveOut, false)
+	n, err := m.moveUntilDeleted(ctx, old, m.temp.Name, StepMoveOut, false)
+	if err == nil {
+		m.hook(StepDelete, n)
+	}
+	return err
 }
 
-// finish moves the messages back and deletes the temporary queue.
+// finish moves the messages back and deletes the temporary queue; the
+// hook hears of the end with the number moved back.
 func (m *migration) finish(ctx context.Context) error {
-	if err := m.moveUntilDeleted(ctx, m.temp, m.q.Name, StepMoveBack, true); err != nil {
-		return err
+	n, err := m.moveUntilDeleted(ctx, m.temp, m.q.Name, StepMoveBack, true)
+	if err == nil {
+		m.hook(StepDone, n)
 	}
-	m.hook(StepDone, 0)
-	return nil
+	return err
 }
 
 // moveUntilDeleted moves the messages of from to the queue named to and
@@ -170,24 +176,28 @@ func (m *migration) finish(ctx context.Context) error {
 // temp says from is the temporary queue, which nobody but a migration
 // consumes: any consumer on it is a move, maybe of an interrupted run
 // whose connection the broker has not closed yet, and holds messages.
-func (m *migration) moveUntilDeleted(ctx context.Context, from topology.Queue, to, step string, temp bool) error {
+// It returns the number of messages moved.
+func (m *migration) moveUntilDeleted(ctx context.Context, from topology.Queue, to, step string, temp bool) (int, error) {
+	total := 0
 	for round := 0; ; round++ {
 		_, consumers, err := m.s.queueStat(ctx, from.Vhost, from.Name)
 		if errors.Is(err, ErrNotFound) {
-			return nil
+			return total, nil
 		}
 		if err != nil {
-			return fmt.Errorf("count the messages of queue %q: %w", from.Name, err)
+			return total, fmt.Errorf("count the messages of queue %q: %w", from.Name, err)
 		}
 		if temp {
 			consumers = 0
 		}
-		if _, err := m.s.Move(ctx, from.Vhost, from.Name, to, func(n int) { m.hook(step, n) }); err != nil {
-			return fmt.Errorf("move the messages of queue %q to %q: %w", from.Name, to, err)
+		n, err := m.s.Move(ctx, from.Vhost, from.Name, to, func(n int) { m.hook(step, total+n) })
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("move the messages of queue %q to %q: %w", from.Name, to, err)
 		}
 		err = m.deleteIfEmpty(ctx, from, consumers)
 		if err == nil || !errors.Is(err, ErrNotEmpty) || round >= maxDrainRounds {
-			return err
+			return total, err
 		}
 	}
 }
