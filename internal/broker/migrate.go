@@ -75,9 +75,8 @@ func MigrationTemp(after topology.Queue) topology.Queue {
 //     then removed from the queue, so what publishers route through
 //     exchanges goes to the temporary queue from then on, once.
 //  3. Its messages are moved to the temporary queue with confirms (see
-//     move), then it is deleted if empty (classic: the broker's if-empty;
-//     other types: an exact ready count of 0 just before the delete);
-//     not empty, the move is repeated.
+//     Move), then it is deleted if empty (see deleteIfEmpty); not empty,
+//     the move is repeated.
 //  4. It is declared with after.
 //  5. The temporary queue's bindings are added to it and then removed
 //     from the temporary queue.
