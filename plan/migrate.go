@@ -42,6 +42,11 @@ func whyNotMigratable(was, want topology.Queue) string {
 			return fmt.Sprintf("migration moves messages of classic and quorum queues only, not of a %s queue", t)
 		}
 	}
+	if was.AutoDelete {
+		// Moving out consumes it: when the move's consumer leaves, the
+		// broker deletes it, with whatever came back to it meanwhile.
+		return "an auto-delete queue cannot be migrated: the broker deletes it when the migration's consumer leaves it"
+	}
 	return ""
 }
 

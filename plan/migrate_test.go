@@ -168,3 +168,14 @@ func TestCheckMigrate(t *testing.T) {
 		t.Errorf("CountActions().Migrate = %d, want 1", s.Migrate)
 	}
 }
+
+func TestDiffMigrateNotAutoDelete(t *testing.T) {
+	auto := orders
+	auto.AutoDelete = true
+	live := with(func(t *topology.Topology) { replaceQueue(t, auto) })
+	p := plan.Diff(live, small(), plan.Options{Migrate: plan.Migration{All: true}})
+	got := rows(p, false)
+	if len(got) == 0 || !strings.HasPrefix(got[0], `replace queue "orders"`) || !strings.Contains(got[0], "an auto-delete queue cannot be migrated") {
+		t.Errorf("first change = %q, want a replace that says why it cannot migrate", got)
+	}
+}
