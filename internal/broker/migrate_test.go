@@ -187,14 +187,15 @@ func TestMigrateUnderLoad(t *testing.T) {
 	var (
 		steps             []string
 		deleted, declared time.Time
+		movedOut          int
 	)
-	l.s.MigrateHook = func(q, step string, _ int) {
+	l.s.MigrateHook = func(q, step string, moved int) {
 		if q != "orders" {
 			return
 		}
 		switch step {
 		case broker.StepDelete:
-			deleted = time.Now()
+			deleted, movedOut = time.Now(), moved
 		case broker.StepDeclare:
 			declared = time.Now()
 		}
@@ -206,8 +207,11 @@ func TestMigrateUnderLoad(t *testing.T) {
 	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned}); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
-	t.Logf("migrated in %s: steps %v; from the delete's answer to the declare's: %s",
-		time.Since(start).Round(time.Millisecond), steps, declared.Sub(deleted))
+	t.Logf("migrated in %s: steps %v; %d messages moved out (the consumer took the rest); from the delete's answer to the declare's: %s",
+		time.Since(start).Round(time.Millisecond), steps, movedOut, declared.Sub(deleted))
+	if movedOut < 1000 {
+		t.Errorf("the migration moved only %d messages out: the test does not exercise it", movedOut)
+	}
 	time.Sleep(300 * time.Millisecond) // publishes after the switch
 	stop()
 	wg.Wait()
