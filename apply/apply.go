@@ -126,6 +126,7 @@ func Apply(ctx context.Context, t Target, p plan.Plan, opts Options) (Result, er
 	}
 	steps := ordered(p)
 	res := Result{Owned: cloneSet(opts.Owned)}
+	forgetFinishedMigrations(p, res.Owned)
 	if len(steps) == 0 {
 		return res, nil
 	}

@@ -38,6 +38,26 @@ func migrationQueue(c plan.Change) topology.Address {
 	return topology.Address{Kind: topology.KindQueue, Vhost: c.Address.Vhost, Name: contract.MigrationQueue(c.Address.Name)}
 }
 
+// forgetFinishedMigrations drops from owned the temporary queues that no
+// longer exist: a plan names every temporary queue that does (a Migrate of
+// its queue resumes it, or a change of its own keeps it), so an owned one
+// it does not name was deleted by a migration whose apply was stopped
+// before it wrote its final record.
+func forgetFinishedMigrations(p plan.Plan, owned map[topology.Address]bool) {
+	named := map[topology.Address]bool{}
+	for _, c := range p.Changes {
+		named[c.Address] = true
+		if c.Action == plan.Migrate {
+			named[migrationQueue(c)] = true
+		}
+	}
+	for a := range owned {
+		if _, ok := contract.ParseMigrationQueue(a.Name); ok && a.Kind == topology.KindQueue && !named[a] {
+			delete(owned, a)
+		}
+	}
+}
+
 // keepMigrationQueues records the temporary queue of every migration of
 // steps as owned: whether the apply finishes or stops, a migration that
 // started leaves its temporary queue, which stays rmqtopo's until a later
