@@ -38,23 +38,26 @@ func BenchmarkMigrate(b *testing.B) {
 	rounds := benchEnvInt("RMQTOPO_BENCH_ROUNDS", 3)
 	for i := 0; i < b.N; i++ {
 		bk := brokertest.Get(b)
-		var raw, mig, ratios []float64
+		var raw, mig, ratios, batched []float64
 		for r := 0; r < rounds; r++ {
 			vhost := bk.NewVhost(b)
 			lv := connect(b, bk, vhost)
 			conn := bk.Dial(b, vhost)
-			tr := rawMigration(b, lv, conn, n)
+			tr := rawMigration(b, lv, conn, n, 1)
 			tm := rmqtopoMigration(b, lv, conn, n)
+			tb := rawMigration(b, lv, conn, n, 100)
 			raw = append(raw, float64(2*n)/tr.Seconds())
 			mig = append(mig, float64(2*n)/tm.Seconds())
 			ratios = append(ratios, tr.Seconds()/tm.Seconds())
-			b.Logf("round %d: raw %s (%.0f moves/s), migration %s (%.0f moves/s), x-raw %.2f",
-				r+1, tr.Round(time.Millisecond), raw[r], tm.Round(time.Millisecond), mig[r], ratios[r])
+			batched = append(batched, tb.Seconds()/tm.Seconds())
+			b.Logf("round %d: raw %s (%.0f moves/s), migration %s (%.0f moves/s), x-raw %.2f; raw acking every 100: %s, x %.2f",
+				r+1, tr.Round(time.Millisecond), raw[r], tm.Round(time.Millisecond), mig[r], ratios[r], tb.Round(time.Millisecond), batched[r])
 		}
 		b.ReportMetric(medianFloat(raw), "raw-moves/s")
 		b.ReportMetric(medianFloat(mig), "migrate-moves/s")
 		b.ReportMetric(medianFloat(mig)/2, "migrated-msgs/s")
 		b.ReportMetric(medianFloat(ratios), "x-raw")
+		b.ReportMetric(medianFloat(batched), "x-raw-batched-acks")
 	}
 }
 
@@ -101,17 +104,20 @@ func rmqtopoMigration(tb testing.TB, l *live, conn *amqp.Connection, n int) time
 	return d
 }
 
-func rawMigration(tb testing.TB, l *live, conn *amqp.Connection, n int) time.Duration {
-	fillQueue(tb, l, conn, topology.Queue{Vhost: l.vhost, Name: "raw", Durable: true}, n)
-	for _, name := range []string{"raw.tmp", "raw.new"} {
+// rawMigration times the raw loop's two moves; ackEvery > 1 acks with
+// multiple set, as the migration does, for comparison.
+func rawMigration(tb testing.TB, l *live, conn *amqp.Connection, n, ackEvery int) time.Duration {
+	src := fmt.Sprintf("raw%d", ackEvery)
+	fillQueue(tb, l, conn, topology.Queue{Vhost: l.vhost, Name: src, Durable: true}, n)
+	for _, name := range []string{src + ".tmp", src + ".new"} {
 		q := topology.Queue{Vhost: l.vhost, Name: name, Durable: true, Arguments: topology.Args{"x-queue-type": "quorum"}}
 		if err := l.s.DeclareQueue(context.Background(), q); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	return timed(func() {
-		for _, mv := range [][2]string{{"raw", "raw.tmp"}, {"raw.tmp", "raw.new"}} {
-			if err := rawMove(conn, mv[0], mv[1], n); err != nil {
+		for _, mv := range [][2]string{{src, src + ".tmp"}, {src + ".tmp", src + ".new"}} {
+			if err := rawMove(conn, mv[0], mv[1], n, ackEvery); err != nil {
 				tb.Fatal(err)
 			}
 		}
@@ -119,8 +125,9 @@ func rawMigration(tb testing.TB, l *live, conn *amqp.Connection, n int) time.Dur
 }
 
 // rawMove is the plain amqp091 move loop: consume, publish with confirm,
-// ack the source once the copy is confirmed, n messages.
-func rawMove(conn *amqp.Connection, src, dst string, n int) error {
+// ack the source once the copy is confirmed, n messages; with ackEvery >
+// 1, one ack with multiple set per ackEvery confirms.
+func rawMove(conn *amqp.Connection, src, dst string, n, ackEvery int) error {
 	ch, err := conn.Channel()
 	if err != nil {
 		return err
@@ -151,10 +158,13 @@ func rawMove(conn *amqp.Connection, src, dst string, n int) error {
 			if !c.Ack {
 				return fmt.Errorf("nack")
 			}
-			if err := ch.Ack(tags[c.DeliveryTag-1], false); err != nil {
+			acked++
+			if acked%ackEvery != 0 && acked < n {
+				continue
+			}
+			if err := ch.Ack(tags[c.DeliveryTag-1], ackEvery > 1); err != nil {
 				return err
 			}
-			acked++
 		}
 	}
 	return nil
