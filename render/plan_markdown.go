@@ -40,8 +40,8 @@ func writeMarkdownSummary(out *strings.Builder, doc planDocument) {
 	if !doc.hasChanges() {
 		out.WriteString("### rmqtopo plan: no changes\n\nThe broker matches the spec.\n\n")
 	} else {
-		fmt.Fprintf(out, "### rmqtopo plan: %d to create, %d to update, %d to replace, %d to delete\n\n",
-			s.Create, s.Update, s.Replace, s.Delete)
+		fmt.Fprintf(out, "### rmqtopo plan: %d to create, %d to update, %d to replace, %d to delete%s\n\n",
+			s.Create, s.Update, s.Replace, s.Delete, migrateSummary(s))
 	}
 	var destructive []plan.Change
 	for _, c := range doc.Changes {
@@ -163,13 +163,15 @@ func markdownGroup(g planGroup, showVhost bool) string {
 		case plan.Delete:
 			counts.Delete++
 			destroys = true
+		case plan.Migrate:
+			counts.Migrate++
 		}
 	}
 	var parts []string
 	for _, n := range []struct {
 		count int
 		verb  string
-	}{{counts.Create, "create"}, {counts.Update, "update"}, {counts.Replace, "replace"}, {counts.Delete, "delete"}} {
+	}{{counts.Create, "create"}, {counts.Update, "update"}, {counts.Replace, "replace"}, {counts.Delete, "delete"}, {counts.Migrate, "migrate"}} {
 		if n.count > 0 {
 			parts = append(parts, fmt.Sprintf("%d to %s", n.count, n.verb))
 		}
@@ -215,6 +217,8 @@ func mdAction(a plan.Action) string {
 		return "♻️ replace"
 	case plan.Delete:
 		return "🗑️ delete"
+	case plan.Migrate:
+		return "🚚 migrate"
 	}
 	return string(a)
 }

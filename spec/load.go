@@ -581,6 +581,7 @@ func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
 		"immediate_retries": func(v *yaml.Node, p string) { d.intField(v, p, 0, MaxRetries, &q.ImmediateRetries) },
 		"layout":            func(v *yaml.Node, p string) { q.layoutAt = at(v, p); q.Layout = d.layout(v, p) },
 		"dlq":               func(v *yaml.Node, p string) { d.boolean(v, p, &q.DLQ) },
+		"migrate":           func(v *yaml.Node, p string) { d.boolean(v, p, &q.Migrate) },
 		"parking_lot":       func(v *yaml.Node, p string) { d.boolean(v, p, &q.ParkingLot) },
 		"message_ttl":       func(v *yaml.Node, p string) { d.duration(v, p, &q.MessageTTL) },
 		"max_length":        func(v *yaml.Node, p string) { d.integer(v, p, 1, math.MaxInt64, &q.MaxLength) },

@@ -140,6 +140,9 @@ type Queue struct {
 	// Arguments are extra x-arguments of the queue; on a queue that is not
 	// raw they may not set what rmqtopo sets itself.
 	Arguments map[string]any
+	// Migrate turns a replace of the queue (and of the queues generated
+	// for it) into a message-preserving migration; see plan.Migration.
+	Migrate bool
 
 	at, nameAt, deliveryLimitAt, retryAt, layoutAt, argumentsAt pos
 	// set records the keys written, for the checks of raw queues; argAt

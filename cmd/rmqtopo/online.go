@@ -30,6 +30,7 @@ type planCmd struct {
 	Against          string            `name:"against" placeholder:"FILE|empty" help:"Plan against a definitions export (rabbitmqctl export_definitions, GET /api/definitions) or an empty broker instead of a live one; needs no credentials."`
 	Prune            bool              `help:"Delete objects rmqtopo created that left the spec."`
 	AllowDestroy     bool              `name:"allow-destroy" help:"Accept changes that destroy messages (queue replaces and deletes)."`
+	Migrate          bool              `help:"Migrate queues that would be replaced: move their messages out with confirms, re-create them and move the messages back."`
 	Conn             connFlags         `embed:""`
 	Version          rabbitVersionFlag `embed:""`
 }
@@ -61,7 +62,7 @@ func (c *planCmd) Run(e *env) (err error) {
 		defer func() { err = scrub(err, client.Secrets()) }()
 		src, brokerURL = client, client.URL()
 	}
-	p, st, err := plan.Make(e.ctx, src, desired, c.Prune)
+	p, st, err := plan.MakeWith(e.ctx, src, desired, choices(files, c.Prune, c.Migrate))
 	if err != nil {
 		if c.Against != "" {
 			return fmt.Errorf("plan: --against: %w", err)
@@ -131,6 +132,7 @@ type applyCmd struct {
 	AutoApprove  bool          `name:"auto-approve" help:"Apply without asking for confirmation (a saved plan never asks: saving it was the approval)."`
 	Prune        bool          `help:"Delete objects rmqtopo created that left the spec."`
 	AllowDestroy bool          `name:"allow-destroy" help:"Accept changes that destroy messages: queue replaces and deletes run without the if-empty guard."`
+	Migrate      bool          `help:"Migrate queues that would be replaced: move their messages out with confirms, re-create them and move the messages back."`
 	Concurrency  int           `help:"Changes in flight at once within each phase." default:"32"`
 	LockTimeout  time.Duration `name:"lock-timeout" help:"Wait up to this long for another apply's lock on a vhost (0: fail at once)." default:"0s"`
 	Conn         connFlags     `embed:""`
@@ -149,7 +151,7 @@ func (c *applyCmd) Validate() error {
 var stdinIsTerminal = func(r io.Reader) bool { return isTerminal(r) }
 
 func (c *applyCmd) Run(e *env) (err error) {
-	saved, desired, err := c.input(e)
+	saved, desired, migrate, err := c.input(e)
 	if err != nil {
 		return err
 	}
@@ -167,7 +169,8 @@ func (c *applyCmd) Run(e *env) (err error) {
 	defer sess.Close()
 
 	a := &applying{e: e, client: client, sess: sess, locked: map[string]bool{}, lockTimeout: c.LockTimeout}
-	p, st, err := a.lockAndPlan(saved, desired, c.Prune)
+	sess.MigrateHook = migrateHook(e)
+	p, st, err := a.lockAndPlan(saved, desired, plan.Choices{Prune: c.Prune, Migrate: migrate})
 	if err != nil {
 		return err
 	}
@@ -205,24 +208,27 @@ func (c *applyCmd) Run(e *env) (err error) {
 
 // input reads what apply applies: a saved plan (one file whose kind says
 // so) or spec files, expanded.
-func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, error) {
+func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, plan.Migration, error) {
 	if len(c.Files) == 1 {
 		saved, err := planfile.Read(c.Files[0])
 		if err != nil {
-			return nil, topology.Topology{}, fmt.Errorf("apply: %w", err)
+			return nil, topology.Topology{}, plan.Migration{}, fmt.Errorf("apply: %w", err)
 		}
 		if saved != nil {
-			if c.Prune {
-				return nil, topology.Topology{}, errors.New("apply: --prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
+			switch {
+			case c.Prune:
+				return nil, topology.Topology{}, plan.Migration{}, errors.New("apply: --prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
+			case c.Migrate:
+				return nil, topology.Topology{}, plan.Migration{}, errors.New("apply: --migrate does not apply to a saved plan: it was decided when the plan was made (plan --migrate --out FILE)")
 			}
-			return saved, topology.Topology{}, nil
+			return saved, topology.Topology{}, plan.Migration{}, nil
 		}
 	}
 	files, err := loadSpecs(e, c.Files)
 	if err != nil {
-		return nil, topology.Topology{}, err
+		return nil, topology.Topology{}, plan.Migration{}, err
 	}
-	return nil, spec.Expand(files...), nil
+	return nil, spec.Expand(files...), choices(files, false, c.Migrate).Migrate, nil
 }
 
 // applying is one apply's hold on the broker: its client, its session
@@ -287,7 +293,7 @@ func (a *applying) waitLock(vhost string) error {
 // vhost created by someone else between the lock and the read is locked
 // and read again; a vhost that does not exist yet is locked as soon as
 // this apply creates it (see vhostCreated).
-func (a *applying) lockAndPlan(saved *planfile.File, desired topology.Topology, prune bool) (plan.Plan, *topology.State, error) {
+func (a *applying) lockAndPlan(saved *planfile.File, desired topology.Topology, ch plan.Choices) (plan.Plan, *topology.State, error) {
 	vhosts := desired.VhostNames()
 	if saved != nil {
 		vhosts = saved.Vhosts
@@ -304,7 +310,7 @@ func (a *applying) lockAndPlan(saved *planfile.File, desired topology.Topology, 
 		if saved != nil {
 			st, err = a.client.Read(a.e.ctx, vhosts)
 		} else {
-			p, st, err = plan.Make(a.e.ctx, a.client, desired, prune)
+			p, st, err = plan.MakeWith(a.e.ctx, a.client, desired, ch)
 		}
 		if err != nil {
 			return plan.Plan{}, nil, fmt.Errorf("apply: %w", err)

@@ -30,6 +30,11 @@ type Session struct {
 	// HTTPWrites sends exchange, queue and binding writes through the
 	// management API instead of AMQP. Slower; kept to measure the two.
 	HTTPWrites bool
+	// MigrateHook, if set, is called after each step of MigrateQueue with
+	// the queue, the step (StepTemp...) and, during a move, the messages
+	// moved so far. The CLI reports progress with it; tests interrupt a
+	// migration there.
+	MigrateHook func(queue, step string, moved int)
 
 	mu     sync.Mutex
 	vhosts map[string]*vhostConn
