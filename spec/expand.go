@@ -203,6 +203,7 @@ func (b *builder) build() {
 			b.bind(bd.Exchange, topology.DestQueue, q.Name, bd.RoutingKey, bd.Arguments)
 		}
 		b.checkQueue(q)
+		b.checkJitter(q)
 		switch q.Preset {
 		case PresetGoQueue:
 			b.goqueue(q)
@@ -214,6 +215,7 @@ func (b *builder) build() {
 			b.native(q)
 		}
 	}
+	b.ladder()
 	for _, pol := range s.Policies {
 		if _, err := regexp.Compile(pol.Pattern); err != nil {
 			b.errorf(pol.patternAt, "policy %q: invalid pattern %q: %v", pol.Name, pol.Pattern, err)
@@ -332,6 +334,10 @@ func (b *builder) native(q Queue) {
 	layout := b.s.layoutOf(q)
 	for k := 1; k <= q.ImmediateRetries; k++ {
 		b.bind(retry, topology.DestQueue, q.Name, "", contract.AttemptBindingArgs(k))
+	}
+	if layout == LayoutLevels {
+		b.levelsRetries(q)
+		return
 	}
 	for i, d := range q.Retry.Delays() {
 		k := q.ImmediateRetries + i + 1
