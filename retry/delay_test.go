@@ -32,19 +32,26 @@ const (
 // (exponential 200ms×2 up to 1s, 3 retries, full jitter).
 func levelsEnv(tb testing.TB) (*env, contract.Ladder) {
 	tb.Helper()
+	return levelsEnvWith(tb, "quorum", 4*time.Second)
+}
+
+// levelsEnvWith is levelsEnv with the given level queue type and maximum.
+func levelsEnvWith(tb testing.TB, waitType string, max time.Duration) (*env, contract.Ladder) {
+	tb.Helper()
 	b := brokertest.Get(tb)
 	vhost := b.NewVhost(tb)
 	doc := fmt.Sprintf(`version: 1
 vhost: %q
 layout: levels
-levels: {resolution: %s, max: 4s}
+wait_queue_type: %s
+levels: {resolution: %s, max: %s}
 exchanges: [{name: %s, type: direct}]
 queues:
   - name: %s
     type: quorum
     bindings: [{exchange: %s, routing_key: %s}]
     retry: {exponential: {initial: 200ms, factor: 2, max: 1s, attempts: 3, jitter: full}}
-`, vhost, levelsResolution, bizExchange, workQueue, bizExchange, bizKey)
+`, vhost, waitType, levelsResolution, max, bizExchange, workQueue, bizExchange, bizKey)
 	f, err := spec.Parse("levels.yaml", []byte(doc))
 	if err != nil {
 		tb.Fatalf("spec: %v\n%s", err, doc)
