@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,14 +61,30 @@ func topicMatch(pattern, key string) bool {
 // would, and returns the levels it waits in and the queue it ends in.
 func walk(t *testing.T, l Ladder, key string, dests []string) (levels []int, end string) {
 	t.Helper()
-	for k := l.Levels - 1; k >= 0; k-- {
-		one, zero := topicMatch(l.StagePattern(k, 1), key), topicMatch(l.StagePattern(k, 0), key)
-		if one == zero {
-			t.Fatalf("stage %d: key %q matches bit 1 %v and bit 0 %v", k, key, one, zero)
+	for k := l.Levels; ; {
+		next := -2
+		for _, b := range l.StageBindings(k) {
+			if topicMatch(b.Pattern, key) {
+				if next != -2 {
+					t.Fatalf("stage %d: key %q matches two bindings", k, key)
+				}
+				next = b.Level
+			}
 		}
-		if one {
-			levels = append(levels, k)
+		switch {
+		case next == -2:
+			t.Fatalf("stage %d: key %q matches no binding", k, key)
+		case next >= k:
+			t.Fatalf("stage %d routes key %q up to level %d", k, key, next)
 		}
+		if next == -1 {
+			break
+		}
+		levels = append(levels, next)
+		if next == 0 {
+			break
+		}
+		k = next // level next dead-letters into stage next
 	}
 	for _, d := range dests {
 		if topicMatch(l.DeliveryPattern(d), key) {
@@ -124,11 +141,15 @@ func TestLadderNames(t *testing.T) {
 	if got, want := l.LevelQueue(3), "rmqtopo.levels.100ms.5.q3.800ms"; got != want {
 		t.Errorf("LevelQueue(3) = %q, want %q", got, want)
 	}
-	if got, want := l.EntryExchange(), "rmqtopo.levels.100ms.5.x4"; got != want {
+	if got, want := l.EntryExchange(), "rmqtopo.levels.100ms.5.x5"; got != want {
 		t.Errorf("EntryExchange = %q, want %q", got, want)
 	}
 	if got, want := l.Next(0), l.DeliveryExchange(); got != want {
 		t.Errorf("Next(0) = %q, want %q", got, want)
+	}
+	want := []StageBinding{{"*.*.0.1.*.#", 1}, {"*.*.0.0.1.#", 0}, {"*.*.0.0.0.#", -1}}
+	if got := l.StageBindings(3)[1:]; !slices.Equal(got, want) {
+		t.Errorf("StageBindings(3)[1:] = %v, want %v", got, want)
 	}
 	for k := range l.Levels {
 		got, level, err := ParseLevelQueue(l.LevelQueue(k))

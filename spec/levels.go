@@ -98,9 +98,16 @@ func (b *builder) ladder() {
 		args["x-message-ttl"] = l.TTL(k).Milliseconds()
 		deadLetterTo(args, l.Next(k), nil)
 		b.addQueue(topology.Queue{Name: l.LevelQueue(k), Arguments: args}, o)
+	}
+	for k := 1; k <= l.Levels; k++ {
 		b.addExchange(topology.Exchange{Name: l.StageExchange(k), Type: "topic", Durable: true}, o)
-		b.bind(l.StageExchange(k), topology.DestQueue, l.LevelQueue(k), l.StagePattern(k, 1), nil)
-		b.bind(l.StageExchange(k), topology.DestExchange, l.Next(k), l.StagePattern(k, 0), nil)
+		for _, sb := range l.StageBindings(k) {
+			if sb.Level < 0 {
+				b.bind(l.StageExchange(k), topology.DestExchange, l.DeliveryExchange(), sb.Pattern, nil)
+			} else {
+				b.bind(l.StageExchange(k), topology.DestQueue, l.LevelQueue(sb.Level), sb.Pattern, nil)
+			}
+		}
 	}
 	b.addExchange(topology.Exchange{Name: l.DeliveryExchange(), Type: "topic", Durable: true,
 		Arguments: map[string]any{"alternate-exchange": l.DeadLetterExchange()}}, o)

@@ -50,32 +50,36 @@ func TestExpandLevels(t *testing.T) {
 		}
 	}
 	var got []string
+	stageBindings := 0
 	for _, b := range top.Bindings {
-		if strings.HasPrefix(b.Source, contract.LevelsPrefix) || b.Source == "orders.retry" {
+		switch {
+		case strings.HasPrefix(b.Source, "rmqtopo.levels.100ms.5.x") && b.Source != l.EntryExchange():
+			stageBindings++
+		case strings.HasPrefix(b.Source, contract.LevelsPrefix) || b.Source == "orders.retry":
 			got = append(got, b.Source+" -> "+b.Destination+" "+b.RoutingKey+" "+attemptOf(b))
 		}
 	}
 	want := []string{
 		"orders.retry -> orders  1",
-		"orders.retry -> rmqtopo.levels.100ms.5.x4  2",
-		"orders.retry -> rmqtopo.levels.100ms.5.x4  3",
-		"orders.retry -> rmqtopo.levels.100ms.5.x4  4",
+		"orders.retry -> rmqtopo.levels.100ms.5.x5  2",
+		"orders.retry -> rmqtopo.levels.100ms.5.x5  3",
+		"orders.retry -> rmqtopo.levels.100ms.5.x5  4",
 		"rmqtopo.levels.100ms.5.deliver -> audit *.*.*.*.*.audit ",
 		"rmqtopo.levels.100ms.5.deliver -> orders *.*.*.*.*.orders ",
 		"rmqtopo.levels.100ms.5.dlx -> rmqtopo.levels.100ms.5.dlq  ",
-		"rmqtopo.levels.100ms.5.x0 -> rmqtopo.levels.100ms.5.deliver *.*.*.*.0.# ",
-		"rmqtopo.levels.100ms.5.x0 -> rmqtopo.levels.100ms.5.q0.100ms *.*.*.*.1.# ",
-		"rmqtopo.levels.100ms.5.x1 -> rmqtopo.levels.100ms.5.q1.200ms *.*.*.1.# ",
-		"rmqtopo.levels.100ms.5.x1 -> rmqtopo.levels.100ms.5.x0 *.*.*.0.# ",
-		"rmqtopo.levels.100ms.5.x2 -> rmqtopo.levels.100ms.5.q2.400ms *.*.1.# ",
-		"rmqtopo.levels.100ms.5.x2 -> rmqtopo.levels.100ms.5.x1 *.*.0.# ",
-		"rmqtopo.levels.100ms.5.x3 -> rmqtopo.levels.100ms.5.q3.800ms *.1.# ",
-		"rmqtopo.levels.100ms.5.x3 -> rmqtopo.levels.100ms.5.x2 *.0.# ",
-		"rmqtopo.levels.100ms.5.x4 -> rmqtopo.levels.100ms.5.q4.1600ms 1.# ",
-		"rmqtopo.levels.100ms.5.x4 -> rmqtopo.levels.100ms.5.x3 0.# ",
+		"rmqtopo.levels.100ms.5.x5 -> rmqtopo.levels.100ms.5.deliver 0.0.0.0.0.# ",
+		"rmqtopo.levels.100ms.5.x5 -> rmqtopo.levels.100ms.5.q0.100ms 0.0.0.0.1.# ",
+		"rmqtopo.levels.100ms.5.x5 -> rmqtopo.levels.100ms.5.q1.200ms 0.0.0.1.*.# ",
+		"rmqtopo.levels.100ms.5.x5 -> rmqtopo.levels.100ms.5.q2.400ms 0.0.1.*.*.# ",
+		"rmqtopo.levels.100ms.5.x5 -> rmqtopo.levels.100ms.5.q3.800ms 0.1.*.*.*.# ",
+		"rmqtopo.levels.100ms.5.x5 -> rmqtopo.levels.100ms.5.q4.1600ms 1.*.*.*.*.# ",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ladder bindings (-want +got):\n%s", diff)
+	}
+	// Stages 1..4 have k+1 bindings each (contract's tests check them).
+	if stageBindings != 2+3+4+5 {
+		t.Errorf("%d bindings on stages 1..4, want 14", stageBindings)
 	}
 	if _, ok := queues[contract.SharedWaitQueue(time.Second)]; !ok {
 		t.Error("the shared-layout queue lost its wait queue")
