@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,8 @@ import (
 //   - message-ttl: one classic queue, each message with its exact delay as
 //     its expiration: expiry only at the head, so a short delay waits behind
 //     a long one.
+//
+// $RMQTOPO_BENCH_LEVELS_ONLY (comma-separated variant names) runs only some.
 func BenchmarkLevelsLateness(b *testing.B) {
 	n := 10_000
 	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_BENCH_LEVELS_N")); err == nil && v > 0 {
@@ -82,7 +85,11 @@ func BenchmarkLevelsLateness(b *testing.B) {
 		return "", "per-message-ttl", strconv.FormatInt(d.Milliseconds(), 10)
 	}})
 	b.Logf("%d messages, delays uniform in [0, %s]", n, span)
+	only := os.Getenv("RMQTOPO_BENCH_LEVELS_ONLY") // e.g. "levels-quorum,bare-queue-ttl"
 	for _, v := range variants {
+		if only != "" && !slices.Contains(strings.Split(only, ","), v.name) {
+			continue
+		}
 		late := v.e.delayBurst(b, delays, span, v.route)
 		slices.Sort(late)
 		pct := func(p float64) float64 {
