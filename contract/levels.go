@@ -225,3 +225,34 @@ func ParseLevelQueue(name string) (l Ladder, level int, err error) {
 	}
 	return l, k, nil
 }
+
+var ladderObject = regexp.MustCompile(`^` + regexp.QuoteMeta(LevelsPrefix) + `(\d+(?:ms|s|m|h))\.(\d+)\.`)
+
+// ParseLadderObject recognises the name of any object of a ladder (level
+// queue, stage, delivery exchange, dead end) and returns its ladder.
+func ParseLadderObject(name string) (Ladder, bool) {
+	m := ladderObject.FindStringSubmatch(name)
+	if m == nil {
+		return Ladder{}, false
+	}
+	res, ok := ParseDelay(m[1])
+	n, err := strconv.Atoi(m[2])
+	l := Ladder{Resolution: res, Levels: n}
+	if !ok || err != nil || !l.fits() {
+		return Ladder{}, false
+	}
+	switch name {
+	case l.DeliveryExchange(), l.DeadLetterExchange(), l.DeadLetterQueue():
+		return l, true
+	}
+	for k := range l.Levels {
+		if name == l.LevelQueue(k) || name == l.StageExchange(k+1) {
+			return l, true
+		}
+	}
+	return Ladder{}, false
+}
+
+// Name is the ladder's common name prefix, "rmqtopo.levels.100ms.23", for
+// showing the ladder as one thing.
+func (l Ladder) Name() string { return l.id() }

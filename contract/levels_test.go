@@ -168,3 +168,18 @@ func TestLadderNames(t *testing.T) {
 		}
 	}
 }
+
+func TestParseLadderObject(t *testing.T) {
+	l := Ladder{Resolution: time.Second, Levels: 3}
+	names := []string{l.EntryExchange(), l.StageExchange(1), l.LevelQueue(2), l.DeliveryExchange(), l.DeadLetterExchange(), l.DeadLetterQueue()}
+	for _, n := range names {
+		if got, ok := ParseLadderObject(n); !ok || got != l {
+			t.Errorf("ParseLadderObject(%q) = %v, %v", n, got, ok)
+		}
+	}
+	for _, n := range []string{"rmqtopo.levels.1s.3.x4", "rmqtopo.levels.1s.3.q3.8s", "rmqtopo.levels.1s.3", "orders", "rmqtopo.levels.1s.3.x0"} {
+		if _, ok := ParseLadderObject(n); ok {
+			t.Errorf("ParseLadderObject(%q) accepted", n)
+		}
+	}
+}
