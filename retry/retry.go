@@ -155,6 +155,7 @@ type options struct {
 	log            *slog.Logger
 	obs            Observer
 	confirmTimeout time.Duration
+	levels         *levels // WithLevels (delay.go)
 }
 
 // WithLogger sets the logger (default slog.Default()).
@@ -180,6 +181,8 @@ type Retrier struct {
 	obs   Observer
 	pub   *publisher
 	now   func() time.Time
+	// levels, if set, routes delayed retries through a delay ladder.
+	levels *levels
 }
 
 // New returns a Retrier for the deliveries of queue, publishing over conn.
@@ -200,12 +203,16 @@ func New(conn *amqp.Connection, queue string, opts ...Option) (*Retrier, error) 
 	if err := checkTopology(conn, queue); err != nil {
 		return nil, err
 	}
+	if err := o.levels.check(conn, queue); err != nil {
+		return nil, err
+	}
 	return &Retrier{
-		queue: queue,
-		log:   o.log.With("queue", queue),
-		obs:   o.obs,
-		pub:   newPublisher(conn, o.log, o.confirmTimeout),
-		now:   time.Now,
+		queue:  queue,
+		log:    o.log.With("queue", queue),
+		obs:    o.obs,
+		pub:    newPublisher(conn, o.log, o.confirmTimeout),
+		now:    time.Now,
+		levels: o.levels,
 	}, nil
 }
 
@@ -328,7 +335,7 @@ func (r *Retrier) Retry(ctx context.Context, d amqp.Delivery, cause error) (Outc
 	// wrong if the retry exchange dead-letters this copy as exhausted.
 	delete(msg.Headers, contract.HeaderDeadLetterReason)
 
-	res := r.pub.publish(ctx, contract.RetryExchange(r.queue), r.queue, msg)
+	res := r.pub.publish(ctx, contract.RetryExchange(r.queue), r.retryKey(next, cause), msg)
 	switch {
 	case res.err != nil:
 		return r.requeue(d, fmt.Errorf("retry: publishing retry %d of message %q: %w", next, d.MessageId, res.err))

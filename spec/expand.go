@@ -210,6 +210,7 @@ func (b *builder) build() {
 			continue
 		}
 		b.checkQueue(q)
+		b.checkJitter(q)
 		switch q.Preset {
 		case PresetGoQueue:
 			b.goqueue(q)
@@ -221,6 +222,7 @@ func (b *builder) build() {
 			b.native(q)
 		}
 	}
+	b.ladder()
 	for _, pol := range s.Policies {
 		if _, err := regexp.Compile(pol.Pattern); err != nil {
 			b.errorf(pol.patternAt, "policy %q: invalid pattern %q: %v", pol.Name, pol.Pattern, err)
@@ -339,6 +341,10 @@ func (b *builder) native(q Queue) {
 	layout := b.s.layoutOf(q)
 	for k := 1; k <= q.ImmediateRetries; k++ {
 		b.bind(retry, topology.DestQueue, q.Name, "", contract.AttemptBindingArgs(k))
+	}
+	if layout == LayoutLevels {
+		b.levelsRetries(q)
+		return
 	}
 	for i, d := range q.Retry.Delays() {
 		k := q.ImmediateRetries + i + 1

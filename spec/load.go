@@ -435,6 +435,7 @@ func (d *decoder) spec(n *yaml.Node) *Spec {
 			}
 		},
 		"layout": func(v *yaml.Node, p string) { s.Layout = d.layout(v, p) },
+		"levels": func(v *yaml.Node, p string) { s.Levels = d.levels(v, p) },
 		"wait_queue_type": func(v *yaml.Node, p string) {
 			s.WaitQueueType = d.queueType(v, p)
 		},
@@ -478,11 +479,11 @@ func (d *decoder) layout(n *yaml.Node, path string) Layout {
 	var v string
 	d.str(n, path, &v)
 	switch Layout(v) {
-	case LayoutShared, LayoutPerAttempt:
+	case LayoutShared, LayoutPerAttempt, LayoutLevels:
 		return Layout(v)
 	}
 	if n.Kind == yaml.ScalarNode {
-		d.add(at(n, path), "unknown layout %q (expected shared or per-attempt)", v)
+		d.add(at(n, path), "unknown layout %q (expected shared, per-attempt or levels)", v)
 	}
 	return ""
 }
@@ -622,6 +623,7 @@ func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
 	var r RetryPolicy
 	var kinds []string
 	attempts := func(v *yaml.Node, p string) { d.intField(v, p, 0, MaxRetries, &r.Attempts) }
+	jitter := func(v *yaml.Node, p string) { r.Jitter = d.jitter(v, p) }
 	ok := d.fields(n, path, map[string]func(*yaml.Node, string){
 		"delays": func(v *yaml.Node, p string) {
 			kinds = append(kinds, "delays")
@@ -642,6 +644,7 @@ func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
 			d.required(v, p, []string{"delay", "attempts"}, map[string]func(*yaml.Node, string){
 				"delay":    func(v *yaml.Node, p string) { d.duration(v, p, &r.Delay) },
 				"attempts": attempts,
+				"jitter":   jitter,
 			})
 		},
 		"linear": func(v *yaml.Node, p string) {
@@ -650,6 +653,7 @@ func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
 			d.required(v, p, []string{"step", "attempts"}, map[string]func(*yaml.Node, string){
 				"step":     func(v *yaml.Node, p string) { d.duration(v, p, &r.Step) },
 				"attempts": attempts,
+				"jitter":   jitter,
 			})
 			if r.Step > 0 && r.Attempts > 0 && r.Step*time.Duration(r.Attempts) > MaxTTL {
 				d.add(at(v, p), "the last delay (%d × %s) exceeds RabbitMQ's maximum TTL of 10 years", r.Attempts, r.Step)
@@ -673,6 +677,7 @@ func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
 				},
 				"max":      func(v *yaml.Node, p string) { hasMax = true; d.duration(v, p, &r.Max) },
 				"attempts": attempts,
+				"jitter":   jitter,
 			})
 			switch {
 			case factorAt.line == 0:

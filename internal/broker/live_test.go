@@ -277,6 +277,9 @@ func TestExamplesPlanApplyPlan(t *testing.T) {
 				`create binding added.work.dlx -> added.work.dlq [queue key=""]`,
 				"create binding " + retryBinding("", "added.work", "added.work.wait.1.3777ms", 1),
 			}
+			if lad, ok := f.Spec.Ladder(); ok { // the delay ladder delivers to every queue
+				want = append(want, fmt.Sprintf("create binding %s -> added.work [queue key=%q]", lad.DeliveryExchange(), lad.DeliveryPattern("added.work")))
+			}
 			if diff := cmp.Diff(sorted(want), sorted(changes(p))); diff != "" {
 				t.Errorf("plan of the added queue (-want +got):\n%s", diff)
 			}
