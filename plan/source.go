@@ -29,12 +29,16 @@ type Source interface {
 // queues it would destroy and the retired wait queues it keeps; src counts
 // those, and the final diff uses the counts. A plan with nothing
 // destructive therefore costs one Read.
-func Make(ctx context.Context, src Source, desired topology.Topology, prune bool) (Plan, *topology.State, error) {
+//
+// specs names the spec of each vhost of desired (its identity, see
+// spec.Spec.Name): what it may delete is what its ownership record owns
+// and no other spec's record claims (topology.OwnershipFor).
+func Make(ctx context.Context, src Source, desired topology.Topology, specs map[string]string, prune bool) (Plan, *topology.State, error) {
 	st, err := src.Read(ctx, desired.VhostNames())
 	if err != nil {
 		return Plan{}, nil, err
 	}
-	p := DiffState(st, desired, prune)
+	p := DiffState(st, desired, specs, prune)
 	need := CountsNeeded(p)
 	if len(need) == 0 {
 		return p, st, nil
@@ -42,19 +46,54 @@ func Make(ctx context.Context, src Source, desired topology.Topology, prune bool
 	if err := src.Count(ctx, st, need); err != nil {
 		return Plan{}, nil, err
 	}
-	return DiffState(st, desired, prune), st, nil
+	return DiffState(st, desired, specs, prune), st, nil
 }
 
-// DiffState is Diff against a source's state, with the counts read so far
-// and the contract's wait-queue names.
-func DiffState(st *topology.State, desired topology.Topology, prune bool) Plan {
+// DiffState is Diff against a source's state, for the specs of desired's
+// vhosts, with the counts read so far and the contract's wait-queue names.
+func DiffState(st *topology.State, desired topology.Topology, specs map[string]string, prune bool) Plan {
+	own := topology.OwnershipFor(st.Records, specs)
+	maybe := map[topology.Address]bool{}
+	for v := range st.NoRecords {
+		// The source cannot show records: whatever of the vhost no other
+		// spec claims may be this spec's.
+		for a := range st.Topology.LiveAddresses() {
+			if a.Vhost == v && len(own.Others[a]) == 0 {
+				own.Deletable[a] = true
+				maybe[a] = true
+			}
+		}
+	}
 	return Diff(st.Topology, desired, Options{
 		Prune:       prune,
-		Owned:       st.Owned,
+		Owned:       own.Deletable,
+		Owner:       own.Owner,
+		Others:      own.Others,
+		OthersWant:  own.OthersWant,
+		Specs:       specs,
+		Maybe:       maybe,
 		Messages:    st.Messages,
 		Consumers:   st.Consumers,
 		IsWaitQueue: contract.IsWaitQueue,
 	})
+}
+
+// OwnRecords returns, by vhost of specs, the spec's own ownership record
+// in st, its owned objects limited to those that exist: what apply starts
+// from and writes the next generation of.
+func OwnRecords(st *topology.State, specs map[string]string) map[string]topology.Record {
+	live := st.Topology.LiveAddresses()
+	out := map[string]topology.Record{}
+	for v, name := range specs {
+		r := topology.Mine(st.Records, name, v)
+		for a := range r.Owned {
+			if !live[a] {
+				delete(r.Owned, a)
+			}
+		}
+		out[v] = r
+	}
+	return out
 }
 
 // CountsNeeded returns, by vhost, the queues of p whose message count

@@ -114,6 +114,9 @@ func planSymbol(a plan.Action) string {
 func writePlanChange(pw *planWriter, c plan.Change, l planLayout) {
 	st := l.planPalette
 	sym := planSymbol(c.Action)
+	if c.MayDelete {
+		sym = "?"
+	}
 	colored := st.symbol(sym)
 	if l.gutter {
 		colored = strings.Repeat(" ", 3-len(sym)) + colored
@@ -127,6 +130,14 @@ func writePlanChange(pw *planWriter, c plan.Change, l planLayout) {
 		for _, r := range strings.Split(c.Reason, "; ") {
 			pw.printf("%s  # (%s)\n", indent, r)
 		}
+	}
+	if c.MayDelete {
+		pw.printf("%s  # ? may delete: %s\n", indent, c.Owner)
+	} else if c.Owner != "" {
+		pw.printf("%s  # owned: %s\n", indent, c.Owner)
+	}
+	if len(c.Conflict) > 0 {
+		pw.printf("%s  # conflict: also declared, with other attributes, by spec %s\n", indent, strings.Join(c.Conflict, ", "))
 	}
 	if stake := planMessagesAtStake(c); stake != "" {
 		pw.printf("%s  # %s\n", indent, stake)

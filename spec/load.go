@@ -105,6 +105,9 @@ func Parse(path string, data []byte) (*File, error) {
 	if len(p.errs) > 0 {
 		return nil, p.errs.sorted()
 	}
+	if s.Name == "" {
+		s.Name = DefaultName(path)
+	}
 	return &File{Path: path, Spec: *s}, nil
 }
 
@@ -427,6 +430,13 @@ func (d *decoder) spec(n *yaml.Node) *Spec {
 				d.add(at(v, p), "unsupported version %d: this rmqtopo reads version %d", ver, Version)
 			}
 			s.Version = int(ver)
+		},
+		"name": func(v *yaml.Node, p string) {
+			d.str(v, p, &s.Name)
+			if !validSpecName(s.Name) {
+				d.add(at(v, p), "name %s: want 1 to %d letters, digits, '.', '_' or '-', starting with a letter or digit (it names the spec's ownership record)",
+					Quote(s.Name), maxSpecName)
+			}
 		},
 		"vhost": func(v *yaml.Node, p string) {
 			d.str(v, p, &s.Vhost)

@@ -46,7 +46,7 @@ func (c *planCmd) Run(e *env) (err error) {
 	if err != nil {
 		return err
 	}
-	desired := spec.Expand(files...)
+	desired, specs := spec.Expand(files...), spec.Names(files)
 	var (
 		src       plan.Source = definitions.FileSource{Path: c.Against}
 		brokerURL string
@@ -59,19 +59,19 @@ func (c *planCmd) Run(e *env) (err error) {
 		defer func() { err = scrub(err, client.Secrets()) }()
 		src, brokerURL = client, client.URL()
 	}
-	p, st, err := plan.Make(e.ctx, src, desired, c.Prune)
+	p, st, err := plan.Make(e.ctx, src, desired, specs, c.Prune)
 	if err != nil {
 		if c.Against != "" {
 			return fmt.Errorf("plan: --against: %w", err)
 		}
 		return fmt.Errorf("plan: %w", err)
 	}
-	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy})
+	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs})
 	if err := renderPlan(e, c.Format, p, diags); err != nil {
 		return err
 	}
 	if c.Out != "" {
-		if err := planfile.New(brokerURL, st, c.Prune, p, diags).Write(c.Out); err != nil {
+		if err := planfile.New(brokerURL, st, specs, c.Prune, p, diags).Write(c.Out); err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
 		fmt.Fprintf(e.stderr, "Saved the plan to %s; apply it with: rmqtopo apply %s\n", c.Out, c.Out)
@@ -128,7 +128,7 @@ type applyCmd struct {
 var stdinIsTerminal = func(r io.Reader) bool { return isTerminal(r) }
 
 func (c *applyCmd) Run(e *env) (err error) {
-	saved, desired, err := c.input(e)
+	saved, desired, specs, err := c.input(e)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (c *applyCmd) Run(e *env) (err error) {
 	defer sess.Close()
 
 	a := &applying{e: e, client: client, sess: sess, locked: map[string]bool{}}
-	p, st, err := a.lockAndPlan(saved, desired, c.Prune)
+	p, st, err := a.lockAndPlan(saved, desired, specs, c.Prune)
 	if err != nil {
 		return err
 	}
@@ -155,12 +155,14 @@ func (c *applyCmd) Run(e *env) (err error) {
 			return err
 		}
 	}
-	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy})
+	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs})
 	if err := render.PlanText(e.stdout, p, diags, e.color); err != nil {
 		return err
 	}
 	if !p.HasChanges() {
-		return nil
+		// Nothing to change; the spec's record may still need to claim
+		// objects that exist already, which asks for no approval.
+		return a.run(p, st, specs, c.Concurrency, c.AllowDestroy)
 	}
 	if b := plan.Blocking(diags); len(b) > 0 {
 		return blockingError("apply", b)
@@ -170,29 +172,29 @@ func (c *applyCmd) Run(e *env) (err error) {
 			return err
 		}
 	}
-	return a.run(p, st, c.Concurrency, c.AllowDestroy)
+	return a.run(p, st, specs, c.Concurrency, c.AllowDestroy)
 }
 
 // input reads what apply applies: a saved plan (one file whose kind says
 // so) or spec files, expanded.
-func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, error) {
+func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, map[string]string, error) {
 	if len(c.Files) == 1 {
 		saved, err := planfile.Read(c.Files[0])
 		if err != nil {
-			return nil, topology.Topology{}, fmt.Errorf("apply: %w", err)
+			return nil, topology.Topology{}, nil, fmt.Errorf("apply: %w", err)
 		}
 		if saved != nil {
 			if c.Prune {
-				return nil, topology.Topology{}, errors.New("apply: --prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
+				return nil, topology.Topology{}, nil, errors.New("apply: --prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
 			}
-			return saved, topology.Topology{}, nil
+			return saved, topology.Topology{}, saved.Specs, nil
 		}
 	}
 	files, err := loadSpecs(e, c.Files)
 	if err != nil {
-		return nil, topology.Topology{}, err
+		return nil, topology.Topology{}, nil, err
 	}
-	return nil, spec.Expand(files...), nil
+	return nil, spec.Expand(files...), spec.Names(files), nil
 }
 
 // applying is one apply's hold on the broker: its client, its session
@@ -228,7 +230,7 @@ func (a *applying) lock(vs []string) error {
 // vhost created by someone else between the lock and the read is locked
 // and read again; a vhost that does not exist yet is locked as soon as
 // this apply creates it (see vhostCreated).
-func (a *applying) lockAndPlan(saved *planfile.File, desired topology.Topology, prune bool) (plan.Plan, *topology.State, error) {
+func (a *applying) lockAndPlan(saved *planfile.File, desired topology.Topology, specs map[string]string, prune bool) (plan.Plan, *topology.State, error) {
 	vhosts := desired.VhostNames()
 	if saved != nil {
 		vhosts = saved.Vhosts
@@ -245,7 +247,7 @@ func (a *applying) lockAndPlan(saved *planfile.File, desired topology.Topology, 
 		if saved != nil {
 			st, err = a.client.Read(a.e.ctx, vhosts)
 		} else {
-			p, st, err = plan.Make(a.e.ctx, a.client, desired, prune)
+			p, st, err = plan.Make(a.e.ctx, a.client, desired, specs, prune)
 		}
 		if err != nil {
 			return plan.Plan{}, nil, fmt.Errorf("apply: %w", err)
@@ -281,25 +283,52 @@ func (a *applying) checkSaved(saved *planfile.File, path string, st *topology.St
 }
 
 // run applies p, made from st, showing progress, and says what was done.
-func (a *applying) run(p plan.Plan, st *topology.State, concurrency int, allowDestroy bool) error {
+func (a *applying) run(p plan.Plan, st *topology.State, specs map[string]string, concurrency int, allowDestroy bool) error {
 	progress := newProgress(a.e.stderr)
 	defer progress.stop()
 	res, err := apply.Apply(a.e.ctx, a.sess, p, apply.Options{
 		Concurrency:  concurrency,
 		AllowDestroy: allowDestroy,
-		Owned:        st.Owned,
+		Records:      plan.OwnRecords(st, specs),
 		Progress:     progress.update,
 		IsNotEmpty:   func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) },
 		VhostCreated: a.vhostCreated,
 	})
 	progress.stop()
 	if err != nil {
-		fmt.Fprintf(a.e.stderr, "Apply stopped after %s: %s. Planning and applying again finishes the job.\n",
-			res.Elapsed.Round(time.Millisecond), res.String())
+		fmt.Fprintf(a.e.stderr, "Apply stopped after %s: %s; %s\n", res.Elapsed.Round(time.Millisecond), res.String(), notDone(res, err))
 		return err
+	}
+	if !p.HasChanges() {
+		return nil
 	}
 	fmt.Fprintf(a.e.stdout, "\nApply complete: %s in %s.\n", res.String(), res.Elapsed.Round(time.Millisecond))
 	return nil
+}
+
+// notDone says what an apply that stopped did not do, and whether running
+// it again can finish: not when the broker refused a change, which will
+// refuse again until the spec or the broker changes.
+func notDone(res apply.Result, err error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d changes not made", len(res.NotDone))
+	for i, c := range res.NotDone {
+		if i == 3 {
+			fmt.Fprintf(&b, ", and %d more", len(res.NotDone)-3)
+			break
+		}
+		fmt.Fprintf(&b, "%s %s %s", map[bool]string{true: ":", false: ","}[i == 0], c.Action, c.Address)
+	}
+	b.WriteString(". The ownership record lists what exists. ")
+	switch {
+	case errors.Is(err, broker.ErrUnreachable), errors.Is(err, broker.ErrTimeout), errors.Is(err, broker.ErrServer):
+		b.WriteString("The connection failed: planning and applying again finishes the job once the broker is reachable.")
+	case errors.Is(err, broker.ErrNotEmpty), errors.Is(err, broker.ErrLocked):
+		b.WriteString("Plan again once the cause above is gone.")
+	default:
+		b.WriteString("The broker refused a change: applying again will fail the same way until the spec or the broker changes.")
+	}
+	return b.String()
 }
 
 // vhostCreated locks a vhost this apply has just created. The plan was

@@ -137,14 +137,14 @@ func BenchmarkPlanApply(b *testing.B) {
 		var res apply.Result
 		total := timed(func() {
 			var err error
-			p, st, err = plan.Make(ctx, l.c, d, false)
+			p, st, err = plan.Make(ctx, l.c, d, benchSpecs(vhost), false)
 			if err != nil {
 				b.Fatal(err)
 			}
 			if err := l.s.Lock(ctx, vhost); err != nil {
 				b.Fatal(err)
 			}
-			res, err = apply.Apply(ctx, l.s, p, apply.Options{Owned: st.Owned, Concurrency: conc})
+			res, err = apply.Apply(ctx, l.s, p, apply.Options{Records: plan.OwnRecords(st, benchSpecs(vhost)), Concurrency: conc})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -164,7 +164,7 @@ func BenchmarkPlanApply(b *testing.B) {
 	for i := 0; i < 3; i++ {
 		gets = append(gets, timed(func() { raw.do(b, http.MethodGet, "/api/definitions/"+url.PathEscape(applyVhost), nil) }))
 		plans = append(plans, timed(func() {
-			p, _, err := plan.Make(ctx, l.c, d, false)
+			p, _, err := plan.Make(ctx, l.c, d, benchSpecs(applyVhost), false)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -182,11 +182,11 @@ func BenchmarkPlanApply(b *testing.B) {
 	dh := benchSpec(b, httpVhost, queues)
 	var httpApply time.Duration
 	{
-		p, st, err := plan.Make(ctx, lh.c, dh, false)
+		p, st, err := plan.Make(ctx, lh.c, dh, benchSpecs(httpVhost), false)
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := apply.Apply(ctx, lh.s, p, apply.Options{Owned: st.Owned, Concurrency: 16})
+		res, err := apply.Apply(ctx, lh.s, p, apply.Options{Records: plan.OwnRecords(st, benchSpecs(httpVhost)), Concurrency: 16})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -255,3 +255,6 @@ func readPerObject(tb testing.TB, raw rawAPI, t topology.Topology, inflight int)
 		tb.Fatal(firstErr)
 	}
 }
+
+// benchSpecs names the benchmark's spec in vhost.
+func benchSpecs(vhost string) map[string]string { return map[string]string{vhost: "bench"} }

@@ -28,6 +28,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -65,6 +66,9 @@ type Client struct {
 	hc      *http.Client
 	timeout time.Duration
 	cfg     Config
+
+	serverMu sync.Mutex
+	version  string // the RabbitMQ version, once Server has confirmed it
 }
 
 // NewClient checks cfg and returns a client; it does not contact the broker.
@@ -246,6 +250,37 @@ func (c *Client) Overview(ctx context.Context) (Overview, error) {
 	var o Overview
 	err := c.do(ctx, http.MethodGet, "/api/overview", url.Values{"columns": {"rabbitmq_version,listeners"}}, nil, &o)
 	return o, err
+}
+
+// Server confirms, before anything else is asked of it, that the server
+// at the management URL is RabbitMQ's management API, and returns the
+// RabbitMQ version it reports. Anything else, a web server answering 404
+// or a page that is not JSON, is ErrNotRabbitMQ: never "an empty broker".
+// The answer is kept for the client's life.
+func (c *Client) Server(ctx context.Context) (string, error) {
+	c.serverMu.Lock()
+	defer c.serverMu.Unlock()
+	if c.version != "" {
+		return c.version, nil
+	}
+	var o struct {
+		Version     string `json:"rabbitmq_version"`
+		ProductName string `json:"product_name"`
+	}
+	err := c.do(ctx, http.MethodGet, "/api/overview", url.Values{"columns": {"rabbitmq_version,product_name"}}, nil, &o)
+	var be *Error
+	switch {
+	case err != nil && errors.As(err, &be) && (be.Kind == ErrAuth || be.Kind == ErrUnreachable || be.Kind == ErrTimeout):
+		return "", err
+	case err != nil:
+		return "", &Error{Kind: ErrNotRabbitMQ, Err: err,
+			Msg: fmt.Sprintf("the server at %s is not a RabbitMQ management API: GET /api/overview: %s", c.display, OneLine(err.Error()))}
+	case o.Version == "":
+		return "", &Error{Kind: ErrNotRabbitMQ,
+			Msg: fmt.Sprintf("the server at %s is not a RabbitMQ management API: GET /api/overview reports no rabbitmq_version", c.display)}
+	}
+	c.version = o.Version
+	return o.Version, nil
 }
 
 // AMQPURL returns the AMQP URL to use: Config.AMQPURL if set, else one

@@ -45,6 +45,9 @@ var (
 	ErrUnreachable = errors.New("broker unreachable")
 	// ErrTimeout: the broker did not answer within the timeout.
 	ErrTimeout = errors.New("timeout")
+	// ErrNotRabbitMQ: the server at the management URL is not RabbitMQ's
+	// management API.
+	ErrNotRabbitMQ = errors.New("not a RabbitMQ management API")
 )
 
 // Error is one failed call, described in one line that never contains
@@ -92,7 +95,7 @@ func (c *Client) httpError(status int, code, reason string) error {
 		e.Kind = ErrPermission
 		e.Msg = fmt.Sprintf("permission denied for user %q: %s (HTTP %d)", c.user, reason, status)
 		if strings.Contains(reason, "administrator") {
-			e.Msg += "; rmqtopo reads definitions and records ownership in global parameters, which needs the administrator tag"
+			e.Msg += "; see \"Least privilege\" in docs/plan-apply.md for the tags and permissions each command needs"
 		}
 	case reason == "vhost_not_found" || strings.Contains(reason, "no_such_vhost"):
 		e.Kind = ErrVhostNotFound

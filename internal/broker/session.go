@@ -15,6 +15,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/rmqtopo/rmqtopo/internal/definitions"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -291,7 +292,7 @@ func (s *Session) DeclareQueue(ctx context.Context, q topology.Queue) error {
 		return s.Client.DeclareQueue(ctx, q)
 	}
 	return s.withChannel(ctx, q.Vhost, func(ch *amqp.Channel) error {
-		_, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, false, false, AMQPTable(q.Arguments))
+		_, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, false, false, AMQPTable(definitions.DeclareArgs(q)))
 		return err
 	})
 }

@@ -25,9 +25,26 @@ type Document struct {
 	Policies      []Policy   `json:"policies,omitempty"`
 }
 
-// Vhost is a vhost entry.
+// Vhost is a vhost entry. Exports of RabbitMQ 3.11 and later give the
+// default queue type in the metadata; 3.10 names it at the top.
 type Vhost struct {
-	Name string `json:"name"`
+	Name                string         `json:"name"`
+	TopDefaultQueueType string         `json:"default_queue_type,omitempty"`
+	Metadata            *VhostMetadata `json:"metadata,omitempty"`
+}
+
+// VhostMetadata is the metadata of a vhost entry.
+type VhostMetadata struct {
+	DefaultQueueType string `json:"default_queue_type,omitempty"`
+}
+
+// DefaultQueueType is the vhost's default queue type, "" when the export
+// does not say.
+func (v Vhost) DefaultQueueType() string {
+	if v.Metadata != nil && v.Metadata.DefaultQueueType != "" {
+		return v.Metadata.DefaultQueueType
+	}
+	return v.TopDefaultQueueType
 }
 
 // Exchange is an exchange entry.
@@ -83,7 +100,7 @@ func FromTopology(t topology.Topology) Document {
 	}
 	for _, q := range t.Queues {
 		d.Queues = append(d.Queues, Queue{Name: q.Name, Vhost: q.Vhost, Durable: q.Durable, AutoDelete: q.AutoDelete,
-			Arguments: nonNil(q.Arguments)})
+			Arguments: nonNil(DeclareArgs(q))})
 	}
 	for _, b := range t.Bindings {
 		d.Bindings = append(d.Bindings, Binding{Source: b.Source, Vhost: b.Vhost, Destination: b.Destination,
@@ -208,4 +225,39 @@ func normalizeQueueArgs(args map[string]any) topology.Args {
 		return nil
 	}
 	return a
+}
+
+// DeclareArgs are the arguments to declare q with: its own, with its type
+// always explicit (classic included), so that a vhost whose default queue
+// type is quorum cannot turn a classic queue of the spec into a quorum one.
+func DeclareArgs(q topology.Queue) topology.Args {
+	if _, ok := q.Arguments["x-queue-type"]; ok {
+		return q.Arguments
+	}
+	args := make(topology.Args, len(q.Arguments)+1)
+	for k, v := range q.Arguments {
+		args[k] = v
+	}
+	args["x-queue-type"] = "classic"
+	return args
+}
+
+// ApplyDefaultQueueType gives every queue of t that names no type the
+// default type of its vhost (by vhost; absent or classic changes nothing),
+// which is what the broker made it: a queue declared without x-queue-type
+// in a vhost whose default is quorum is a quorum queue.
+func ApplyDefaultQueueType(t *topology.Topology, defaults map[string]string) {
+	for i, q := range t.Queues {
+		d := defaults[q.Vhost]
+		// RabbitMQ 3.10 reports "undefined" for a vhost without one.
+		if d == "" || d == "classic" || d == "undefined" || q.Arguments["x-queue-type"] != nil {
+			continue
+		}
+		args := topology.Args{}
+		for k, v := range q.Arguments {
+			args[k] = v
+		}
+		args["x-queue-type"] = d
+		t.Queues[i].Arguments = args
+	}
 }

@@ -35,6 +35,9 @@ type File struct {
 	// Broker is the management URL the plan was made against, for people.
 	Broker string   `json:"broker"`
 	Vhosts []string `json:"vhosts"`
+	// Specs names the spec of each vhost: whose ownership record apply
+	// writes.
+	Specs map[string]string `json:"specs"`
 	// Fingerprint is Fingerprint of the state planned from.
 	Fingerprint string            `json:"fingerprint"`
 	Prune       bool              `json:"prune"`
@@ -43,12 +46,12 @@ type File struct {
 }
 
 // New describes plan p, made from st against the broker at brokerURL.
-func New(brokerURL string, st *topology.State, prune bool, p plan.Plan, diags []plan.Diagnostic) *File {
+func New(brokerURL string, st *topology.State, specs map[string]string, prune bool, p plan.Plan, diags []plan.Diagnostic) *File {
 	if diags == nil {
 		diags = []plan.Diagnostic{}
 	}
 	return &File{Kind: Kind, FormatVersion: FormatVersion, CreatedAt: time.Now().UTC().Round(time.Second),
-		Broker: brokerURL, Vhosts: st.Vhosts, Fingerprint: Fingerprint(st), Prune: prune, Plan: p, Diagnostics: diags}
+		Broker: brokerURL, Vhosts: st.Vhosts, Specs: specs, Fingerprint: Fingerprint(st), Prune: prune, Plan: p, Diagnostics: diags}
 }
 
 // Write saves f to path atomically: written then renamed, so that a crash
@@ -150,7 +153,8 @@ func normalizeObject(o *plan.Object) {
 }
 
 // Fingerprint identifies the state a plan was made from: the topology and
-// the ownership record of its vhosts. Message counts are left out because
+// the ownership records of its vhosts (what they own, and the generation
+// of each, which every write of a record changes). Message counts are left out because
 // they change all the time; apply re-reads them for every change that
 // could destroy messages.
 func Fingerprint(st *topology.State) string {
@@ -168,11 +172,17 @@ func Fingerprint(st *topology.State) string {
 	})
 	t := st.Topology
 	t.Sort()
+	var records []string
+	for _, r := range st.Records {
+		records = append(records, fmt.Sprintf("%s %s", r.Vhost, r.ExchangeName()))
+	}
+	sort.Strings(records)
 	b, err := json.Marshal(struct {
 		Vhosts   []string           `json:"vhosts"`
 		Topology topology.Topology  `json:"topology"`
 		Owned    []topology.Address `json:"owned"`
-	}{st.Vhosts, t, owned})
+		Records  []string           `json:"records,omitempty"`
+	}{st.Vhosts, t, owned, records})
 	if err != nil {
 		// Only unencodable argument values fail, and those cannot come
 		// from a broker's JSON.
