@@ -598,9 +598,6 @@ func policyOf(o *plan.Object) *topology.Policy {
 	return o.Policy
 }
 
-
-
-
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

@@ -83,8 +83,10 @@ type vhostRead struct {
 
 func (c *Client) readVhost(ctx context.Context, v string) vhostRead {
 	var (
-		r       vhostRead
-		info    struct{ DefaultQueueType string `json:"default_queue_type"` }
+		r    vhostRead
+		info struct {
+			DefaultQueueType string `json:"default_queue_type"`
+		}
 		infoErr error
 		wg      sync.WaitGroup
 	)
