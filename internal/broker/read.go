@@ -68,7 +68,6 @@ func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, er
 			st.DefaultQueueType[vhosts[i]] = p.defaultType
 		}
 	}
-	definitions.ApplyDefaultQueueType(&st.Topology, st.DefaultQueueType)
 	st.Topology.Sort()
 	return st, nil
 }
@@ -112,6 +111,7 @@ func (c *Client) readVhost(ctx context.Context, v string) vhostRead {
 		r.err = fmt.Errorf("read vhost %q: %w", v, err)
 		return r
 	}
+	doc.Vhosts = []definitions.Vhost{{Name: v, TopDefaultQueueType: info.DefaultQueueType}}
 	r.t = definitions.Clean(doc.ToTopology(v))
 	// A single-vhost export has no "vhosts" list: the answer itself says
 	// the vhost exists.

@@ -165,6 +165,10 @@ func (d Document) ToTopology(vhosts ...string) topology.Topology {
 		return false
 	}
 	var t topology.Topology
+	defaults := map[string]string{}
+	for _, v := range d.Vhosts {
+		defaults[v.Name] = v.DefaultQueueType()
+	}
 	seen := map[string]bool{}
 	addVhost := func(v string) {
 		if keep(v) && !seen[v] {
@@ -189,7 +193,7 @@ func (d Document) ToTopology(vhosts ...string) topology.Topology {
 		}
 		addVhost(q.Vhost)
 		t.Queues = append(t.Queues, topology.Queue{Vhost: q.Vhost, Name: q.Name, Durable: q.Durable,
-			AutoDelete: q.AutoDelete, Arguments: normalizeQueueArgs(q.Arguments)})
+			AutoDelete: q.AutoDelete, Arguments: normalizeQueueArgs(q.Arguments, defaults[q.Vhost])})
 	}
 	for _, b := range d.Bindings {
 		if !keep(b.Vhost) || topology.Reserved(b.Source) {
@@ -213,11 +217,21 @@ func (d Document) ToTopology(vhosts ...string) topology.Topology {
 	return t
 }
 
-// normalizeQueueArgs drops the classic queue type, which newer brokers
-// report explicitly and older ones omit; topology.Queue treats absence as
+// normalizeQueueArgs gives a queue that names no type its vhost's default
+// type (vhostDefault), which is what the broker made it: a queue declared
+// without x-queue-type in a vhost whose default is quorum is a quorum
+// queue. It then drops the classic type, which newer brokers report
+// explicitly and older ones omit; topology.Queue treats absence as
 // classic.
-func normalizeQueueArgs(args map[string]any) topology.Args {
+func normalizeQueueArgs(args map[string]any, vhostDefault string) topology.Args {
 	a := topology.NormalizeArgs(args)
+	// RabbitMQ 3.10 reports "undefined" for a vhost without a default.
+	if _, ok := a["x-queue-type"]; !ok && vhostDefault != "" && vhostDefault != "undefined" {
+		if a == nil {
+			a = topology.Args{}
+		}
+		a["x-queue-type"] = vhostDefault
+	}
 	if a["x-queue-type"] == "classic" {
 		delete(a, "x-queue-type")
 	}
@@ -240,24 +254,4 @@ func DeclareArgs(q topology.Queue) topology.Args {
 	}
 	args["x-queue-type"] = "classic"
 	return args
-}
-
-// ApplyDefaultQueueType gives every queue of t that names no type the
-// default type of its vhost (by vhost; absent or classic changes nothing),
-// which is what the broker made it: a queue declared without x-queue-type
-// in a vhost whose default is quorum is a quorum queue.
-func ApplyDefaultQueueType(t *topology.Topology, defaults map[string]string) {
-	for i, q := range t.Queues {
-		d := defaults[q.Vhost]
-		// RabbitMQ 3.10 reports "undefined" for a vhost without one.
-		if d == "" || d == "classic" || d == "undefined" || q.Arguments["x-queue-type"] != nil {
-			continue
-		}
-		args := topology.Args{}
-		for k, v := range q.Arguments {
-			args[k] = v
-		}
-		args["x-queue-type"] = d
-		t.Queues[i].Arguments = args
-	}
 }

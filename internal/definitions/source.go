@@ -95,7 +95,6 @@ func (f FileSource) Read(_ context.Context, vhosts []string) (*topology.State, e
 			st.DefaultQueueType[v.Name] = q
 		}
 	}
-	ApplyDefaultQueueType(&st.Topology, st.DefaultQueueType)
 	markNoRecords(st)
 	return st, nil
 }
