@@ -49,6 +49,11 @@ type CheckOptions struct {
 	AllowDestroy bool
 	// Specs names the spec of each vhost, for messages; may be nil.
 	Specs map[string]string
+	// State is what the plan was made from; with it, Check also refuses
+	// what the broker would refuse only half-way through an apply (RT009
+	// to RT011: policy keys, binding endpoints, features of the version).
+	// Nil skips the checks that need the broker's topology.
+	State *topology.State
 }
 
 // Check finds what a plan would destroy or leave behind, in plan order. It
@@ -61,6 +66,12 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 	}
 	var ds []Diagnostic
 	ds = append(ds, checkOwnership(p, opts)...)
+	var live *topology.Topology
+	version := ""
+	if opts.State != nil {
+		live, version = &opts.State.Topology, opts.State.BrokerVersion
+	}
+	ds = append(ds, precheck(p, live, version)...)
 	for _, c := range p.Changes {
 		a := c.Address
 		switch {

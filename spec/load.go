@@ -13,15 +13,53 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// LoadFiles loads and validates every file. It returns all problems in all
-// files at once as Errors, sorted by file and position.
-func LoadFiles(paths ...string) ([]*File, error) {
+// DefaultMaxFileSize bounds a spec file unless told otherwise: a spec of
+// thousands of queues is a few hundred kilobytes.
+const DefaultMaxFileSize = 4 << 20
+
+// SizeError is a file over the size limit; it stops loading at once, as
+// one line, because such a file is not a spec (or is /dev/zero).
+type SizeError struct {
+	Path  string
+	Limit int64
+}
+
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("%s: larger than the spec size limit of %s; raise it with --max-spec-size if the file is really a spec",
+		e.Path, FormatSize(e.Limit))
+}
+
+// FormatSize shows a byte count the way --max-spec-size takes it.
+func FormatSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// LoadFiles loads and validates every file, each at most
+// DefaultMaxFileSize bytes (see LoadFilesLimit).
+func LoadFiles(paths ...string) ([]*File, error) { return LoadFilesLimit(DefaultMaxFileSize, paths...) }
+
+// LoadFilesLimit loads and validates every file. It returns all problems
+// in all files at once as Errors, sorted by file and position; a file of
+// more than limit bytes is a *SizeError, at once, read no further.
+func LoadFilesLimit(limit int64, paths ...string) ([]*File, error) {
 	var files []*File
 	var all Errors
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := readLimited(p, limit)
+		var se *SizeError
+		if errors.As(err, &se) {
+			return nil, se
+		}
 		if err != nil {
 			all = append(all, Error{File: p, Line: 1, Column: 1, Message: readError(err)})
 			continue
@@ -42,6 +80,23 @@ func LoadFiles(paths ...string) ([]*File, error) {
 		return nil, all.sorted()
 	}
 	return files, nil
+}
+
+// readLimited reads at most limit bytes of path; more is a *SizeError.
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &SizeError{Path: path, Limit: limit}
+	}
+	return data, nil
 }
 
 func readError(err error) string {
@@ -442,6 +497,9 @@ func (d *decoder) spec(n *yaml.Node) *Spec {
 			d.str(v, p, &s.Vhost)
 			if s.Vhost == "" {
 				d.add(at(v, p), "vhost must not be empty")
+			}
+			if len(s.Vhost) > topology.MaxNameBytes {
+				d.add(at(v, p), "vhost name %q is %d bytes; RabbitMQ allows %d", s.Vhost, len(s.Vhost), topology.MaxNameBytes)
 			}
 		},
 		"layout": func(v *yaml.Node, p string) { s.Layout = d.layout(v, p) },

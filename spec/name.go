@@ -2,9 +2,9 @@ package spec
 
 import (
 	"path/filepath"
-	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 // maxSpecName bounds a spec's name, so that the name of its ownership
@@ -55,22 +55,9 @@ func DefaultName(path string) string {
 	return s
 }
 
-// maxQuote bounds how much of a name or value an error message quotes: a
-// 20 MB name must not be echoed back.
-const maxQuote = 100
-
 // Quote quotes s for an error message, at most about 100 bytes of it, cut
-// on a UTF-8 boundary and marked with "…" when cut.
-func Quote(s string) string {
-	if len(s) <= maxQuote {
-		return strconv.Quote(s)
-	}
-	cut := maxQuote
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + "…"
-}
+// on a UTF-8 boundary (see topology.Quote).
+func Quote(s string) string { return topology.Quote(s) }
 
 // Names maps each vhost of files to the name of the spec that describes it.
 func Names(files []*File) map[string]string {

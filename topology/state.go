@@ -2,7 +2,9 @@ package topology
 
 import (
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // State is the current content of some vhosts as a source (a live broker,
@@ -91,4 +93,21 @@ func (t Topology) VhostNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// maxQuote bounds how much of a name or value a message quotes: a 20 MB
+// name must not be echoed back.
+const maxQuote = 100
+
+// Quote quotes s for a message, at most about 100 bytes of it, cut on a
+// UTF-8 boundary and marked with "…" when cut.
+func Quote(s string) string {
+	if len(s) <= maxQuote {
+		return strconv.Quote(s)
+	}
+	cut := maxQuote
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
 }

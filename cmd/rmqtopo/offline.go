@@ -18,7 +18,7 @@ func (c *validateCmd) Run(e *env) error {
 	var files []*spec.File
 	var all spec.Errors
 	for _, path := range c.Files {
-		fs, err := spec.LoadFiles(path)
+		fs, err := spec.LoadFilesLimit(e.maxSpecSize, path)
 		var es spec.Errors
 		switch {
 		case errors.As(err, &es):
@@ -41,7 +41,7 @@ func (c *validateCmd) Run(e *env) error {
 // loadSpecs loads files and, on problems, prints every one of them to
 // stderr and returns an error that only sets the exit code.
 func loadSpecs(e *env, paths []string) ([]*spec.File, error) {
-	files, err := spec.LoadFiles(paths...)
+	files, err := spec.LoadFilesLimit(e.maxSpecSize, paths...)
 	var es spec.Errors
 	if errors.As(err, &es) {
 		return nil, reportProblems(e, es)

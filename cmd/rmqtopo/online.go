@@ -66,7 +66,7 @@ func (c *planCmd) Run(e *env) (err error) {
 		}
 		return fmt.Errorf("plan: %w", err)
 	}
-	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs})
+	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs, State: st})
 	if err := renderPlan(e, c.Format, p, diags); err != nil {
 		return err
 	}
@@ -99,12 +99,23 @@ func renderPlan(e *env, format string, p plan.Plan, diags []plan.Diagnostic) err
 
 func blockingError(cmd string, b []plan.Diagnostic) error {
 	codes := map[string]bool{}
-	var list []string
+	var list, refused []string
 	for _, d := range b {
 		if !codes[d.Code] {
 			codes[d.Code] = true
 			list = append(list, d.Code)
+			if !destructive[d.Code] {
+				refused = append(refused, d.Code)
+			}
 		}
+	}
+	if len(refused) > 0 {
+		noun := "change"
+		if len(b) > 1 {
+			noun = "changes"
+		}
+		return fmt.Errorf("%s: %d %s cannot be applied (%s); nothing was written: fix the spec (see the errors above)",
+			cmd, len(b), noun, strings.Join(list, ", "))
 	}
 	noun := "change puts"
 	if len(b) > 1 {
@@ -112,6 +123,12 @@ func blockingError(cmd string, b []plan.Diagnostic) error {
 	}
 	return fmt.Errorf("%s: %d %s messages at risk (%s); apply refuses without --allow-destroy",
 		cmd, len(b), noun, strings.Join(list, ", "))
+}
+
+// destructive are the codes of diagnostics that --allow-destroy accepts.
+var destructive = map[string]bool{
+	plan.CodeReplaceQueueWithMessages: true, plan.CodeDeleteQueueWithMessages: true,
+	plan.CodeQueueMessagesUnknown: true, plan.CodeQueueHasConsumers: true,
 }
 
 type applyCmd struct {
@@ -155,7 +172,7 @@ func (c *applyCmd) Run(e *env) (err error) {
 			return err
 		}
 	}
-	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs})
+	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs, State: st})
 	if err := render.PlanText(e.stdout, p, diags, e.color); err != nil {
 		return err
 	}

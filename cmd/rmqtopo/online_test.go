@@ -295,7 +295,7 @@ func TestOnlineBrokerErrors(t *testing.T) {
 		{"wrong password", []string{"plan", path, "--url", o.b.MgmtURL, "--user", "guest", "--password", secret},
 			"", fmt.Sprintf("rmqtopo: plan: authentication failed for user \"guest\" at %s (HTTP 401)\n", o.b.MgmtURL)},
 		{"password in the URL", []string{"apply", "--auto-approve", path, "--url", strings.Replace(o.b.MgmtURL, "http://", "http://guest:"+secret+"@", 1)},
-			"", fmt.Sprintf("rmqtopo: apply: find the AMQP port: authentication failed for user \"guest\" at %s (HTTP 401)\n", o.b.MgmtURL)},
+			"", fmt.Sprintf("rmqtopo: apply: authentication failed for user \"guest\" at %s (HTTP 401)\n", o.b.MgmtURL)},
 		{"connection refused", []string{"plan", path, "--url", closed},
 			"", fmt.Sprintf("rmqtopo: plan: cannot connect to the management API at %s: connection refused — is the management plugin enabled?\n", closed)},
 		{"AMQP refused", []string{"apply", "--auto-approve", path, "--url", o.b.MgmtURL, "--amqp-url", "amqp://guest:" + secret + "@" + strings.TrimPrefix(closed, "http://") + "/"},

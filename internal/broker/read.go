@@ -24,8 +24,8 @@ import (
 const LockQueue = contract.LockQueue
 
 // Read reads the given vhosts concurrently, after confirming that the
-// server is RabbitMQ (see Server): per vhost one GET /api/vhosts/{vhost}
-// (its default queue type) and one GET /api/definitions/{vhost}, whose
+// server is RabbitMQ (see Server) and listing the vhosts' default queue
+// types (one GET /api/vhosts): per vhost one GET /api/definitions/{vhost}, whose
 // exchanges include rmqtopo's ownership records. A user without the
 // administrator tag (monitoring, say) may not export definitions, so for
 // it the vhost is read from the four listings it may read instead. A
@@ -39,13 +39,17 @@ func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, er
 	vhosts = uniqueSorted(vhosts)
 	st := topology.NewState(vhosts)
 	st.BrokerVersion = version
+	defaults, err := c.defaultQueueTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
 	parts := make([]vhostRead, len(vhosts))
 	var wg sync.WaitGroup
 	for i, v := range vhosts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			parts[i] = c.readVhost(ctx, v)
+			parts[i] = c.readVhost(ctx, v, defaults[v])
 		}()
 	}
 	wg.Wait()
@@ -80,43 +84,45 @@ type vhostRead struct {
 	err         error
 }
 
-func (c *Client) readVhost(ctx context.Context, v string) vhostRead {
-	var (
-		r    vhostRead
-		info struct {
-			DefaultQueueType string `json:"default_queue_type"`
-		}
-		infoErr error
-		wg      sync.WaitGroup
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		infoErr = c.do(ctx, http.MethodGet, "/api/vhosts/"+esc(v), url.Values{"columns": {"name,default_queue_type"}}, nil, &info)
-	}()
+func (c *Client) readVhost(ctx context.Context, v, defaultType string) vhostRead {
+	var r vhostRead
 	doc, exists, err := c.vhostDocument(ctx, v)
-	wg.Wait()
 	switch {
 	case err != nil:
 		r.err = err
 		return r
 	case !exists:
 		return r
-	case infoErr != nil && !errors.Is(infoErr, ErrNotFound):
-		r.err = fmt.Errorf("read vhost %q: %w", v, infoErr)
-		return r
 	}
-	r.defaultType = info.DefaultQueueType
+	r.defaultType = defaultType
 	if r.records, err = doc.Records(v); err != nil {
 		r.err = fmt.Errorf("read vhost %q: %w", v, err)
 		return r
 	}
-	doc.Vhosts = []definitions.Vhost{{Name: v, TopDefaultQueueType: info.DefaultQueueType}}
+	doc.Vhosts = []definitions.Vhost{{Name: v, TopDefaultQueueType: defaultType}}
 	r.t = definitions.Clean(doc.ToTopology(v))
 	// A single-vhost export has no "vhosts" list: the answer itself says
 	// the vhost exists.
 	r.t.Vhosts = []string{v}
 	return r
+}
+
+// defaultQueueTypes lists every vhost's default queue type in one call,
+// which a monitoring user may make (GET /api/vhosts/{name} needs the
+// administrator tag).
+func (c *Client) defaultQueueTypes(ctx context.Context) (map[string]string, error) {
+	var list []struct {
+		Name             string `json:"name"`
+		DefaultQueueType string `json:"default_queue_type"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/api/vhosts", url.Values{"columns": {"name,default_queue_type"}}, nil, &list); err != nil {
+		return nil, fmt.Errorf("list vhosts: %w", err)
+	}
+	out := make(map[string]string, len(list))
+	for _, v := range list {
+		out[v.Name] = v.DefaultQueueType
+	}
+	return out, nil
 }
 
 // vhostDocument reads one vhost's definitions: the export for a user who

@@ -47,6 +47,9 @@ type vhostConn struct {
 // NewSession resolves the AMQP URL (see Client.AMQPURL) and returns a
 // session that has not connected yet.
 func (c *Client) NewSession(ctx context.Context) (*Session, error) {
+	if _, err := c.Server(ctx); err != nil {
+		return nil, err
+	}
 	raw, err := c.AMQPURL(ctx)
 	if err != nil {
 		return nil, err

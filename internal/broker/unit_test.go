@@ -78,8 +78,12 @@ func portRE(s, url string) string {
 func fakeRabbit(t *testing.T, status int, body string) *broker.Client {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api/overview" {
+		switch r.URL.Path {
+		case "/api/overview":
 			w.Write([]byte(`{"rabbitmq_version":"3.10.8","product_name":"RabbitMQ"}`))
+			return
+		case "/api/vhosts":
+			w.Write([]byte(`[{"name":"/","default_queue_type":"undefined"}]`))
 			return
 		}
 		w.WriteHeader(status)

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,6 +21,9 @@ import (
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
+
+// maxPlanBytes bounds a saved plan: one of 150,000 objects is well under.
+const maxPlanBytes = 1 << 30
 
 // Kind marks a JSON file as a plan saved by plan --out.
 const Kind = "rmqtopo-plan"
@@ -85,12 +89,25 @@ func (f *File) Stale(st *topology.State) bool { return Fingerprint(st) != f.Fing
 // (a spec: spec files may be JSON too, so the "kind" decides). An
 // unreadable path is nil too, for the spec loader to report in its words.
 func Read(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil
 	}
-	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+	defer f.Close()
+	// Look at the start first: anything but JSON (/dev/zero, say) is left
+	// to the spec loader, which bounds what it reads.
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	if !bytes.HasPrefix(bytes.TrimSpace(head[:n]), []byte("{")) {
 		return nil, nil
+	}
+	rest, err := io.ReadAll(io.LimitReader(f, maxPlanBytes))
+	if err != nil {
+		return nil, nil
+	}
+	data := append(head[:n], rest...)
+	if len(data) > maxPlanBytes {
+		return nil, fmt.Errorf("%s: larger than %d MiB, which no saved plan is", path, maxPlanBytes>>20)
 	}
 	var probe struct {
 		Kind string `json:"kind"`
