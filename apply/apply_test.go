@@ -307,6 +307,14 @@ func TestApplyStopsAtFirstFailedPhase(t *testing.T) {
 	if res.Created != 1 {
 		t.Errorf("Created = %d, want 1", res.Created)
 	}
+	// What was not done is listed, for the message.
+	var notDone []string
+	for _, c := range res.NotDone {
+		notDone = append(notDone, string(c.Action)+" "+c.Address.Name)
+	}
+	if diff := cmp.Diff([]string{"create b", "create x -> a", "delete old"}, notDone); diff != "" {
+		t.Errorf("NotDone (-want +got):\n%s", diff)
+	}
 }
 
 func TestApplyNotEmptyIsExplained(t *testing.T) {

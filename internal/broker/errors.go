@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -76,7 +77,11 @@ func (e *Error) Unwrap() []error {
 func OneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 600 {
-		s = s[:600] + "…"
+		n := 600
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
 	}
 	return s
 }
@@ -168,10 +173,14 @@ func isTimeout(err error) bool {
 // name is what people need.
 func amqpError(display string, err error) error {
 	var ae *amqp.Error
+	// amqp091 reports a connection or channel it found closed (the
+	// connection was lost, or the broker closed it earlier) as an
+	// *amqp.Error of its own, not sent by the broker: that is a lost
+	// connection, not a refusal.
+	if errors.Is(err, amqp.ErrClosed) || (errors.As(err, &ae) && !ae.Server && ae.Code == amqp.ChannelError) {
+		return &Error{Kind: ErrUnreachable, Msg: fmt.Sprintf("the AMQP connection to %s was lost (%s)", display, OneLine(err.Error())), Err: err}
+	}
 	if !errors.As(err, &ae) {
-		if errors.Is(err, amqp.ErrClosed) {
-			return &Error{Kind: ErrUnreachable, Msg: fmt.Sprintf("the AMQP connection to %s closed", display), Err: err}
-		}
 		return &Error{Kind: ErrUnreachable, Msg: fmt.Sprintf("AMQP to %s: %s", display, OneLine(err.Error())), Err: err}
 	}
 	reason := ae.Reason
