@@ -111,3 +111,19 @@ func Quote(s string) string {
 	}
 	return strconv.Quote(s[:cut]) + "…"
 }
+
+// Access is what a user may do on a broker, as far as the broker lets the
+// user see it: its tags, and its permissions in some vhosts.
+type Access struct {
+	User string
+	Tags []string
+	// Permissions holds the user's permission regexes by vhost; a vhost
+	// absent here has none. Nil when the user may not read permissions
+	// (only administrators may), and so they are unknown.
+	Permissions map[string]Permission
+}
+
+// Permission is a user's configure, write and read regexes in one vhost.
+type Permission struct {
+	Configure, Write, Read string
+}

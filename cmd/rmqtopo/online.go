@@ -173,6 +173,13 @@ func (c *applyCmd) Run(e *env) (err error) {
 		}
 	}
 	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs, State: st})
+	if p.HasChanges() {
+		access, err := client.Access(e.ctx, st.Vhosts)
+		if err != nil {
+			return fmt.Errorf("apply: %w", err)
+		}
+		diags = append(diags, plan.CheckAccess(p, specs, access)...)
+	}
 	if err := render.PlanText(e.stdout, p, diags, e.color); err != nil {
 		return err
 	}

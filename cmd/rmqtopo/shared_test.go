@@ -224,3 +224,25 @@ func TestMonitoringUserPlans(t *testing.T) {
 		t.Errorf("plan as a monitoring user: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }
+
+// A user whose permissions do not cover what the plan writes is refused
+// before the first write, naming the permission.
+func TestApplyChecksPermissions(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	user := "lim-" + strings.NewReplacer("/", "-", "_", "-").Replace(o.vhost)
+	o.api(t, http.MethodPut, "/api/users/"+url.PathEscape(user), `{"password":"lim-secret","tags":"administrator"}`)
+	t.Cleanup(func() { o.api(t, http.MethodDelete, "/api/users/"+url.PathEscape(user), "") })
+	o.api(t, http.MethodPut, "/api/permissions/"+url.PathEscape(o.vhost)+"/"+url.PathEscape(user),
+		`{"configure":"^(rmqtopo\\.|other\\.)","write":".*","read":".*"}`)
+	conn := []string{"--url", o.b.MgmtURL, "--amqp-url", o.b.AMQPURL, "--user", user, "--password", "lim-secret"}
+	path := o.spec(t, "s.yaml", "queues:\n  - name: work\n    retry: {delays: [1s]}\n")
+	stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", path}, conn...)...)
+	want := fmt.Sprintf(`error[RT012]: user %q may not create queue "work" in vhost %q: configure permission "^(rmqtopo\\.|other\\.)" does not match it`, user, o.vhost)
+	if code != 1 || !strings.Contains(stdout, want) || !strings.Contains(stderr, "nothing was written") {
+		t.Errorf("exit %d, want 1 with\n%s\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
+	}
+	if n := o.objects(t); n != 0 {
+		t.Errorf("the vhost holds %d objects after a refused apply, want 0", n)
+	}
+}
