@@ -115,7 +115,7 @@ func (d *differ) add(c Change) {
 			c.Owner = "unknown: the source shows no ownership record; deleted only if this spec's record owns it"
 		}
 	}
-	if c.After != nil {
+	if c.After != nil && len(d.opts.OthersWant[c.Address]) > 0 {
 		c.Conflict = d.conflict(c.Address, c.After.digest())
 	}
 	d.changes = append(d.changes, c)

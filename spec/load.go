@@ -148,7 +148,9 @@ func Parse(path string, data []byte) (*File, error) {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		doc = doc.Content[0]
 	}
-	budget := maxExpandedNodes
+	// A plain document has fewer nodes than bytes; only aliases make
+	// more, so a large spec (bounded by the size limit) is never refused.
+	budget := max(maxExpandedNodes, len(data))
 	if err := resolveAliases(doc, &budget); err != nil {
 		p.add(at(doc, ""), "%v", err)
 		return nil, p.errs
@@ -192,7 +194,7 @@ const maxExpandedNodes = 1_000_000
 func resolveAliases(n *yaml.Node, budget *int) error {
 	*budget--
 	if *budget < 0 {
-		return fmt.Errorf("the document expands to more than %d nodes through aliases", maxExpandedNodes)
+		return errors.New("the document expands to too many nodes through aliases (more than its size allows, and at least 1000000)")
 	}
 	for i, c := range n.Content {
 		for c.Kind == yaml.AliasNode && c.Alias != nil {

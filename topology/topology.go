@@ -251,9 +251,7 @@ func (t *Topology) Sort() {
 		}
 		return a.Name < b.Name
 	})
-	sort.Slice(t.Bindings, func(i, j int) bool {
-		return t.Bindings[i].Addr().less(t.Bindings[j].Addr())
-	})
+	sortBindings(t.Bindings)
 	sort.Slice(t.Policies, func(i, j int) bool {
 		a, b := t.Policies[i], t.Policies[j]
 		if a.Vhost != b.Vhost {
@@ -261,6 +259,35 @@ func (t *Topology) Sort() {
 		}
 		return a.Name < b.Name
 	})
+}
+
+// sortBindings sorts by address, computing each address once: building
+// one renders the binding's arguments, too costly to repeat in every
+// comparison of a large topology.
+func sortBindings(bs []Binding) {
+	if sort.SliceIsSorted(bs, func(i, j int) bool { return bindingLess(bs[i], bs[j]) }) {
+		return
+	}
+	type keyed struct {
+		a Address
+		b Binding
+	}
+	ks := make([]keyed, len(bs))
+	for i, b := range bs {
+		ks[i] = keyed{b.Addr(), b}
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].a.less(ks[j].a) })
+	for i := range ks {
+		bs[i] = ks[i].b
+	}
+}
+
+func bindingLess(x, y Binding) bool {
+	if x.Vhost != y.Vhost || x.Source != y.Source || x.Destination != y.Destination {
+		return Address{Kind: KindBinding, Vhost: x.Vhost, Name: x.Source + " -> " + x.Destination}.less(
+			Address{Kind: KindBinding, Vhost: y.Vhost, Name: y.Source + " -> " + y.Destination})
+	}
+	return x.Addr().less(y.Addr())
 }
 
 func (a Address) less(b Address) bool {
