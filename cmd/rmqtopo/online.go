@@ -211,6 +211,9 @@ func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, map[string]
 			if c.Prune {
 				return nil, topology.Topology{}, nil, errors.New("apply: --prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
 			}
+			if len(saved.Specs) == 0 {
+				return nil, topology.Topology{}, nil, fmt.Errorf("apply: the plan in %s was saved by an earlier rmqtopo and names no spec, whose ownership record apply must write; run plan again", c.Files[0])
+			}
 			return saved, topology.Topology{}, saved.Specs, nil
 		}
 	}
