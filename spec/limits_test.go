@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // Names longer than RabbitMQ accepts are refused by validation, and no
@@ -44,5 +46,18 @@ func TestDefaultName(t *testing.T) {
 	f, err := Parse("deploy/shop.yaml", []byte("version: 1\nqueues:\n  - name: q\n"))
 	if err != nil || f.Spec.Name != "shop" {
 		t.Errorf("a spec without name is %q (%v), want shop", f.Spec.Name, err)
+	}
+}
+
+// LoadExpanded gives what Expand gives.
+func TestLoadExpandedIsExpand(t *testing.T) {
+	for _, path := range []string{"../examples/shop.yaml", "../examples/spring.yaml", "../examples/outbox.yaml"} {
+		files, got, err := LoadExpanded(DefaultMaxFileSize, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(Expand(files...), got); diff != "" {
+			t.Errorf("%s: LoadExpanded vs Expand (-want +got):\n%s", path, diff)
+		}
 	}
 }

@@ -52,34 +52,58 @@ func LoadFiles(paths ...string) ([]*File, error) { return LoadFilesLimit(Default
 // in all files at once as Errors, sorted by file and position; a file of
 // more than limit bytes is a *SizeError, at once, read no further.
 func LoadFilesLimit(limit int64, paths ...string) ([]*File, error) {
+	files, _, err := loadFiles(limit, paths)
+	return files, err
+}
+
+// LoadExpanded is LoadFilesLimit and Expand in one: it returns the files
+// and their expansion, which validation computed already, so that a large
+// spec is expanded once, not twice. Nothing can change the files between
+// the two, which is what makes sharing safe.
+func LoadExpanded(limit int64, paths ...string) ([]*File, topology.Topology, error) {
+	files, builders, err := loadFiles(limit, paths)
+	if err != nil {
+		return nil, topology.Topology{}, err
+	}
+	var t topology.Topology
+	for _, b := range builders {
+		b.into(&t)
+	}
+	t.Sort()
+	return files, t, nil
+}
+
+func loadFiles(limit int64, paths []string) ([]*File, []*builder, error) {
 	var files []*File
+	var builders []*builder
 	var all Errors
 	for _, p := range paths {
 		data, err := readLimited(p, limit)
 		var se *SizeError
 		if errors.As(err, &se) {
-			return nil, se
+			return nil, nil, se
 		}
 		if err != nil {
 			all = append(all, Error{File: p, Line: 1, Column: 1, Message: readError(err)})
 			continue
 		}
-		f, err := Parse(p, data)
+		f, b, err := parse(p, data)
 		var es Errors
 		if errors.As(err, &es) {
 			all = append(all, es...)
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if f != nil {
 			files = append(files, f)
+			builders = append(builders, b)
 		}
 	}
 	all = append(all, checkAcrossFiles(files)...)
 	if len(all) > 0 {
-		return nil, all.sorted()
+		return nil, nil, all.sorted()
 	}
-	return files, nil
+	return files, builders, nil
 }
 
 // readLimited reads at most limit bytes of path; more is a *SizeError.
@@ -127,17 +151,24 @@ func checkAcrossFiles(files []*File) Errors {
 // Parse decodes and validates one file's content. On any problem it returns
 // a nil File and Errors listing every problem found.
 func Parse(path string, data []byte) (*File, error) {
+	f, _, err := parse(path, data)
+	return f, err
+}
+
+// parse is Parse, also returning the builder validation expanded the spec
+// with.
+func parse(path string, data []byte) (*File, *builder, error) {
 	p := &problems{file: path}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
 			p.add(pos{path: ""}, "the file is empty; a spec starts with \"version: 1\"")
-			return nil, p.errs
+			return nil, nil, p.errs
 		}
 		line, msg := yamlErrorLine(err)
 		p.errs = append(p.errs, Error{File: path, Line: line, Column: 1, Message: msg})
-		return nil, p.errs
+		return nil, nil, p.errs
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -153,19 +184,19 @@ func Parse(path string, data []byte) (*File, error) {
 	budget := max(maxExpandedNodes, len(data))
 	if err := resolveAliases(doc, &budget); err != nil {
 		p.add(at(doc, ""), "%v", err)
-		return nil, p.errs
+		return nil, nil, p.errs
 	}
 	s := d.spec(doc)
 	// Validation runs even after decoding problems so that one run lists
 	// everything; values that failed to decode are zero and skipped.
-	validate(s, p)
+	b := validate(s, p)
 	if len(p.errs) > 0 {
-		return nil, p.errs.sorted()
+		return nil, nil, p.errs.sorted()
 	}
 	if s.Name == "" {
 		s.Name = DefaultName(path)
 	}
-	return &File{Path: path, Spec: *s}, nil
+	return &File{Path: path, Spec: *s}, b, nil
 }
 
 // yamlErrorLine pulls the line number out of a yaml.v3 syntax error, whose

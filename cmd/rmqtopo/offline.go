@@ -6,6 +6,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 type validateCmd struct {
@@ -47,6 +48,17 @@ func loadSpecs(e *env, paths []string) ([]*spec.File, error) {
 		return nil, reportProblems(e, es)
 	}
 	return files, err
+}
+
+// loadExpanded is loadSpecs and spec.Expand in one, expanding each spec
+// once (see spec.LoadExpanded).
+func loadExpanded(e *env, paths []string) ([]*spec.File, topology.Topology, error) {
+	files, t, err := spec.LoadExpanded(e.maxSpecSize, paths...)
+	var es spec.Errors
+	if errors.As(err, &es) {
+		return nil, topology.Topology{}, reportProblems(e, es)
+	}
+	return files, t, err
 }
 
 // reportProblems prints every problem to stderr; the returned error only

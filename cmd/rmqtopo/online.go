@@ -42,11 +42,11 @@ func (c *planCmd) Validate() error {
 }
 
 func (c *planCmd) Run(e *env) (err error) {
-	files, err := loadSpecs(e, c.Files)
+	files, desired, err := loadExpanded(e, c.Files)
 	if err != nil {
 		return err
 	}
-	desired, specs := spec.Expand(files...), spec.Names(files)
+	specs := spec.Names(files)
 	var (
 		src       plan.Source = definitions.FileSource{Path: c.Against}
 		brokerURL string
@@ -217,11 +217,11 @@ func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, map[string]
 			return saved, topology.Topology{}, saved.Specs, nil
 		}
 	}
-	files, err := loadSpecs(e, c.Files)
+	files, desired, err := loadExpanded(e, c.Files)
 	if err != nil {
 		return nil, topology.Topology{}, nil, err
 	}
-	return nil, spec.Expand(files...), spec.Names(files), nil
+	return nil, desired, spec.Names(files), nil
 }
 
 // applying is one apply's hold on the broker: its client, its session
