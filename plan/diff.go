@@ -392,23 +392,34 @@ func (d *differ) diffPolicies(live, desired topology.Topology) {
 // The canonical forms make reflect.DeepEqual mean "the broker would see the
 // same object": arguments normalised, an empty table the same as none.
 
+// Arguments already canonical, as those of an expanded spec or a read
+// broker are, are shared rather than copied: nothing in a plan changes
+// them, and a plan of a million objects would otherwise copy them all.
+
+func canonical(a topology.Args) topology.Args {
+	if topology.IsNormal(a) {
+		return a
+	}
+	return topology.NormalizeArgs(a)
+}
+
 func canonicalExchange(e topology.Exchange) topology.Exchange {
-	e.Arguments = topology.NormalizeArgs(e.Arguments)
+	e.Arguments = canonical(e.Arguments)
 	return e
 }
 
 func canonicalQueue(q topology.Queue) topology.Queue {
-	q.Arguments = topology.NormalizeArgs(q.Arguments)
+	q.Arguments = canonical(q.Arguments)
 	return q
 }
 
 func canonicalBinding(b topology.Binding) topology.Binding {
-	b.Arguments = topology.NormalizeArgs(b.Arguments)
+	b.Arguments = canonical(b.Arguments)
 	return b
 }
 
 func canonicalPolicy(p topology.Policy) topology.Policy {
-	p.Definition = topology.NormalizeArgs(p.Definition)
+	p.Definition = canonical(p.Definition)
 	return p
 }
 

@@ -178,6 +178,28 @@ func NormalizeArgs(args map[string]any) Args {
 	return out
 }
 
+// IsNormal reports whether args is already what NormalizeArgs would make
+// of it (nil when empty, only int64 for whole numbers, strings, booleans),
+// so that a caller which does not change args may skip the copy. Nested
+// tables and lists are not looked into: they answer false.
+func IsNormal(args Args) bool {
+	if args != nil && len(args) == 0 {
+		return false
+	}
+	for _, v := range args {
+		switch x := v.(type) {
+		case string, int64, bool:
+		case float64:
+			if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 func normalizeValue(v any) any {
 	switch x := v.(type) {
 	case int:
