@@ -2,14 +2,17 @@
 // vhost's state in bulk into a topology.Topology, records which objects
 // rmqtopo owns, holds the apply lock, and carries out the changes of a plan.
 //
-// Reads use the management API, a constant number of calls per vhost
-// whatever its size: one GET /api/definitions/{vhost}, one GET of the
-// ownership record, and message counts only for the queues whose fate
-// depends on them (one filtered, paginated /api/queues listing). Writes of
-// exchanges, queues and bindings go over AMQP, on a connection pool of the
-// apply, because the management API costs several times more broker CPU
-// per object (see docs/benchmarks.md); vhosts, policies and the ownership
-// record go over HTTP, as AMQP cannot express them.
+// Reads use the management API, after GET /api/overview has confirmed
+// the server is RabbitMQ: a constant number of calls per vhost whatever
+// its size, one GET /api/definitions/{vhost} (whose exchanges carry the
+// ownership records, one per spec), or four listings for a user who may
+// not export definitions. Message and consumer counts are read only for
+// the queues whose fate depends on them, exactly, by AMQP passive
+// declares. Writes of exchanges, queues and bindings go over AMQP, on a
+// connection pool of the apply, because the management API costs several
+// times more broker CPU per object (see docs/benchmarks.md); vhosts,
+// policies and the ownership records go over HTTP (a record can exceed an
+// AMQP frame).
 //
 // Every failure is an *Error of one line, classified by Kind (ErrAuth,
 // ErrInequivalent, ErrNotEmpty, ...), and never contains credentials.

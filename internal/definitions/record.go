@@ -166,20 +166,6 @@ func (d Document) Records(vhosts ...string) ([]topology.Record, error) {
 	return out, nil
 }
 
-// RecordNames lists the record exchanges of spec in vhost among d's
-// exchanges, oldest first, so that a writer can delete the ones it
-// supersedes.
-func (d Document) RecordNames(vhost, spec string) []string {
-	var out []string
-	for _, e := range d.Exchanges {
-		s, _, ok := recordGeneration(e.Name)
-		if ok && s == spec && e.Vhost == vhost {
-			out = append(out, e.Name)
-		}
-	}
-	return out
-}
-
 func keeper(vhosts []string) func(string) bool {
 	if len(vhosts) == 0 {
 		return func(string) bool { return true }
