@@ -69,7 +69,11 @@ func PlanMarkdown(w io.Writer, p plan.Plan, diags []plan.Diagnostic) error {
 			reasons = append(reasons, planMessagesAtStake(c))
 		}
 		reason := mdEscape(strings.Join(reasons, "; "))
-		pw.printf("| %s | %s | %s | %s | %s |\n", mdAction(c.Action), c.Address.Kind,
+		action := mdAction(c.Action)
+		if c.MayDelete {
+			action = "❓ may delete"
+		}
+		pw.printf("| %s | %s | %s | %s | %s |\n", action, c.Address.Kind,
 			mdCell(name), mdCell(vhost), mdCell(reason))
 	}
 
