@@ -166,6 +166,13 @@ func TestExportCarriesTheRecord(t *testing.T) {
 	if diff := cmp.Diff(live, offline); diff != "" {
 		t.Errorf("deletes, live vs --against the export (-live +export):\n%s", diff)
 	}
+	// A full export (all vhosts, as rabbitmqctl export_definitions gives)
+	// carries it too.
+	full := filepath.Join(o.dir, "full.json")
+	os.WriteFile(full, o.api(t, http.MethodGet, "/api/definitions", ""), 0o644)
+	if diff := cmp.Diff(live, planDeletes(t, o, 1, "--prune", "--against", full, renamed)); diff != "" {
+		t.Errorf("deletes, live vs --against a full export (-live +export):\n%s", diff)
+	}
 }
 
 // An export without records (taken before rmqtopo kept them in the vhost,
