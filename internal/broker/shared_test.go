@@ -67,21 +67,28 @@ func (tm team) mustBeEmpty(t *testing.T, yaml, after string) {
 }
 
 const teamA = `
+exchanges:
+  - {name: events, type: topic}
 queues:
   - name: a.work
+    bindings: [{exchange: events, routing_key: "a.#"}]
     retry: {delays: [1s, 5s]}
   - name: a.audit
     retry: {delays: [5s]}
 `
 
 const teamB = `
+exchanges:
+  - {name: events, type: topic}
 queues:
   - name: b.work
+    bindings: [{exchange: events, routing_key: "b.#"}]
     retry: {delays: [5s, 30s]}
 `
 
-// Two teams share a vhost and the shared wait queue rmqtopo.wait.5s. B's
-// apply, B's prune, and B dropping its retrying queue never touch A.
+// Two teams share a vhost, the business exchange "events" (both declare
+// it, each binds its own queue) and the shared wait queue rmqtopo.wait.5s.
+// B's apply, B's prune, and B dropping its retrying queue never touch A.
 func TestTwoSpecsShareAVhost(t *testing.T) {
 	t.Parallel()
 	l := newLive(t)
@@ -100,7 +107,8 @@ func TestTwoSpecsShareAVhost(t *testing.T) {
 
 	// B drops its retries: rmqtopo.wait.5s, which A still uses, stays;
 	// rmqtopo.wait.30s, B's alone, goes.
-	p := b.apply(t, "queues:\n  - name: b.work\n", true)
+	const bPlain = "exchanges:\n  - {name: events, type: topic}\nqueues:\n  - name: b.work\n    bindings: [{exchange: events, routing_key: \"b.#\"}]\n"
+	p := b.apply(t, bPlain, true)
 	var deleted []string
 	for _, c := range p.Changes {
 		if c.Action == plan.Delete && c.Address.Kind == topology.KindQueue {
@@ -120,7 +128,7 @@ func TestTwoSpecsShareAVhost(t *testing.T) {
 
 	// A with --prune still deletes nothing of B's.
 	a.apply(t, teamA, true)
-	b.mustBeEmpty(t, "queues:\n  - name: b.work\n", "A's prune")
+	b.mustBeEmpty(t, bPlain, "A's prune")
 }
 
 // Two specs that want one object differently are an error naming both,
