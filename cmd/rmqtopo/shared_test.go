@@ -253,3 +253,36 @@ func TestApplyChecksPermissions(t *testing.T) {
 		t.Errorf("the vhost holds %d objects after a refused apply, want 0", n)
 	}
 }
+
+// What the broker still refuses mid-apply (a bad policy value) stops the
+// apply with an account of what was and was not done, and the ownership
+// record owns what was created, so a later prune can remove it.
+func TestRefusalMidApplyKeepsTheRecordTrue(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	path := o.spec(t, "s.yaml", `name: s
+queues:
+  - name: work
+    retry: {delays: [1s]}
+policies:
+  - {name: limits, pattern: "^work$", apply_to: queues, definition: {max-length: "five"}}
+`)
+	stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", path}, o.conn()...)...)
+	for _, want := range []string{"1 changes not made: create policy", "The ownership record lists what exists.",
+		"The broker refused a change: applying again will fail the same way until the spec or the broker changes."} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, stderr lacks %q\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
+		}
+	}
+	empty := o.spec(t, "s.yaml", "name: s\nexchanges:\n  - {name: other, type: topic}\n")
+	dels := planDeletes(t, o, 0, "--prune", empty)
+	for _, want := range []string{"queue work ", "queue work.dlq ", "exchange work.retry "} {
+		found := false
+		for _, d := range dels {
+			found = found || d == want
+		}
+		if !found {
+			t.Errorf("after the refused apply, prune does not delete %q: the record does not own it (deletes: %q)", want, dels)
+		}
+	}
+}
