@@ -72,7 +72,11 @@ type File struct {
 
 // Spec is the decoded content of one file.
 type Spec struct {
-	Version       int
+	Version int
+	// Name is the spec's identity: its ownership record in the vhost is
+	// rmqtopo.owner.<Name>.<generation>. The top-level "name", or, when
+	// absent, DefaultName of the file.
+	Name          string
 	Vhost         string
 	Layout        Layout
 	WaitQueueType string
