@@ -45,6 +45,7 @@ type builder struct {
 	exchanges map[string]topology.Exchange
 	origins   map[string]origin // "queue NAME" / "exchange NAME"
 	bindings  map[topology.Address]topology.Binding
+	policies  map[string]topology.Policy // rmqtopo-managed, by name
 }
 
 func newBuilder(s *Spec, p *problems) *builder {
@@ -54,6 +55,7 @@ func newBuilder(s *Spec, p *problems) *builder {
 		exchanges: map[string]topology.Exchange{},
 		origins:   map[string]origin{},
 		bindings:  map[topology.Address]topology.Binding{},
+		policies:  map[string]topology.Policy{},
 	}
 }
 
@@ -73,6 +75,9 @@ func (b *builder) into(t *topology.Topology) {
 	}
 	for _, bd := range b.bindings {
 		t.Bindings = append(t.Bindings, bd)
+	}
+	for _, pol := range b.policies {
+		t.Policies = append(t.Policies, pol)
 	}
 	for _, pol := range b.s.Policies {
 		t.Policies = append(t.Policies, topology.Policy{
@@ -218,6 +223,9 @@ func (b *builder) build() {
 		if _, err := regexp.Compile(pol.Pattern); err != nil {
 			b.errorf(pol.patternAt, "policy %q: invalid pattern %q: %v", pol.Name, pol.Pattern, err)
 		}
+		if contract.IsManagedPolicy(pol.Name) {
+			b.errorf(pol.at, "policy %q: names starting with %q belong to the policies rmqtopo manages", pol.Name, contract.ManagedPolicyPrefix)
+		}
 	}
 }
 
@@ -274,26 +282,13 @@ func deadLetterTo(args map[string]any, exchange string, routingKey *string) {
 	}
 }
 
+// workQueueArgs are the arguments a work queue is declared with: its type,
+// and what a preset's library declares besides. Everything else rmqtopo
+// wants of the queue is in its policy (see policies.go).
 func (b *builder) workQueueArgs(q Queue) map[string]any {
-	limit := q.DeliveryLimit
-	if limit == 0 {
-		limit = DefaultDeliveryLimit
-	}
-	args := typeArgs(q.Type, limit)
-	if q.DLQ {
-		switch q.Preset {
-		case PresetNone:
-			deadLetterTo(args, contract.DeadLetterExchange(q.Name), nil)
-		default:
-			dlq := contract.DeadLetterQueue(q.Name)
-			deadLetterTo(args, "", &dlq)
-		}
-	}
-	if q.MessageTTL > 0 {
-		args["x-message-ttl"] = q.MessageTTL.Milliseconds()
-	}
-	if q.MaxLength > 0 {
-		args["x-max-length"] = q.MaxLength
+	args := declaredType(q.Type)
+	if q.Preset == PresetSpring && q.DLQ {
+		args["x-dead-letter-exchange"] = contract.DeadLetterExchange(q.Name)
 	}
 	return args
 }
@@ -329,6 +324,9 @@ func (b *builder) native(q Queue) {
 	}
 	b.addExchange(topology.Exchange{Name: retry, Type: "headers", Durable: true, Arguments: retryArgs}, b.generated(q, "retry exchange"))
 	b.deadEnds(q)
+	b.queuePolicy(q.Name, workQueuePolicy(q, func(def map[string]any) {
+		deadLetterPolicy(def, q.Type, dlx, nil)
+	}))
 	layout := b.s.layoutOf(q)
 	for k := 1; k <= q.ImmediateRetries; k++ {
 		b.bind(retry, topology.DestQueue, q.Name, "", contract.AttemptBindingArgs(k))
