@@ -169,13 +169,13 @@ func TestDiff(t *testing.T) {
 				`no-op exchange "orders.dlx" in vhost "/"`,
 				`no-op exchange "orders.retry" in vhost "/"`,
 				`no-op exchange "shop" in vhost "/"`,
+				`no-op policy "ttl" in vhost "/"`,
 				`no-op queue "orders" in vhost "/"`,
 				`no-op queue "orders.dlq" in vhost "/"`,
 				`no-op queue "orders.wait.1.10s" in vhost "/"`,
 				`no-op binding "orders.dlx -> orders.dlq" [queue key=""] in vhost "/"`,
 				`no-op binding "orders.retry -> orders.wait.1.10s" [queue key="" args={rmqtopo-attempt: "1", x-match: "all"}] in vhost "/"`,
 				`no-op binding "shop -> orders" [queue key="order.*"] in vhost "/"`,
-				`no-op policy "ttl" in vhost "/"`,
 			},
 		},
 		{
@@ -205,13 +205,13 @@ func TestDiff(t *testing.T) {
 				`create exchange "orders.dlx" in vhost "/"`,
 				`create exchange "orders.retry" in vhost "/"`,
 				`create exchange "shop" in vhost "/"`,
+				`create policy "ttl" in vhost "/"`,
 				`create queue "orders" in vhost "/"`,
 				`create queue "orders.dlq" in vhost "/"`,
 				`create queue "orders.wait.1.10s" in vhost "/"`,
 				`create binding "orders.dlx -> orders.dlq" [queue key=""] in vhost "/"`,
 				`create binding "orders.retry -> orders.wait.1.10s" [queue key="" args={rmqtopo-attempt: "1", x-match: "all"}] in vhost "/"`,
 				`create binding "shop -> orders" [queue key="order.*"] in vhost "/"`,
-				`create policy "ttl" in vhost "/"`,
 			},
 		},
 		{
@@ -254,7 +254,7 @@ func TestDiff(t *testing.T) {
 			}),
 			want: []string{
 				`replace queue "orders" in vhost "/" # queue durable is immutable (true → false); ` +
-					`queue argument x-dead-letter-exchange is immutable ("orders.dlx" → unset); ` +
+					`queue argument x-dead-letter-exchange "orders.dlx" stays on the queue (a queue argument beats a policy): no dead-letter-exchange needs a replace; ` +
 					`queue argument x-max-length is immutable (unset → 10)`,
 				`create binding "shop -> orders" [queue key="order.*"] in vhost "/" # re-created after replace of queue "orders"`,
 			},
@@ -370,9 +370,9 @@ func TestDiff(t *testing.T) {
 				Messages: map[topology.Address]int64{dlq.Addr(): 3}},
 			want: []string{
 				// The bindings vanish with their source exchanges.
-				`delete policy "ttl" in vhost "/" # not in spec`,
 				`delete queue "orders.dlq" in vhost "/" # not in spec [messages=3]`,
 				`delete queue "orders.wait.1.10s" in vhost "/" # not in spec`,
+				`delete policy "ttl" in vhost "/" # not in spec`,
 				`delete exchange "orders.dlx" in vhost "/" # not in spec`,
 				`delete exchange "orders.retry" in vhost "/" # not in spec`,
 			},
@@ -461,7 +461,7 @@ func TestDiff(t *testing.T) {
 			want: []string{},
 		},
 		{
-			name: "changes are ordered: vhosts, exchanges, queues, bindings, policies, then deletes in reverse",
+			name: "changes are ordered: vhosts, exchanges, policies, queues, bindings, then deletes in reverse",
 			live: topology.Topology{
 				Vhosts:    []string{"/"},
 				Exchanges: []topology.Exchange{exchange("old", "fanout", nil), exchange("b", "direct", nil)},
@@ -482,14 +482,14 @@ func TestDiff(t *testing.T) {
 			want: []string{
 				`create vhost "v2"`,
 				`create exchange "a" in vhost "/"`,
+				`create policy "new" in vhost "/"`,
 				`create queue "a.q" in vhost "/"`,
 				`replace queue "b.q" in vhost "/" # queue argument x-max-length is immutable (unset → 1)`,
 				`create binding "a -> a.q" [queue key=""] in vhost "/"`,
 				`create binding "b -> b.q" [queue key="new"] in vhost "/" # re-created after replace of queue "b.q"`,
-				`create policy "new" in vhost "/"`,
-				`delete policy "old" in vhost "/" # not in spec`,
 				`delete binding "b -> old.q" [queue key=""] in vhost "/" # not in spec`,
 				`delete queue "old.q" in vhost "/" # not in spec`,
+				`delete policy "old" in vhost "/" # not in spec`,
 				`delete exchange "old" in vhost "/" # not in spec`,
 			},
 		},
