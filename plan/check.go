@@ -26,6 +26,11 @@ const (
 	CodeWaitQueueDraining        = "RT004"
 	CodeReplaceExchange          = "RT005"
 	CodeQueueHasConsumers        = "RT006"
+	// Policy codes start at RT020; see policycheck.go.
+	CodePolicyShadowed        = "RT020"
+	CodeManagedPolicyShadowed = "RT021"
+	CodeOperatorPolicyCaps    = "RT022"
+	CodeArgumentPinned        = "RT023"
 )
 
 // Diagnostic is one finding of Check about one change.
@@ -94,7 +99,7 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 					"its bindings in the spec are re-created in the same apply", a)})
 		}
 	}
-	return ds
+	return append(ds, checkPolicies(p, opts)...)
 }
 
 func destroyHint(opts CheckOptions) string {

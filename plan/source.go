@@ -54,6 +54,8 @@ func DiffState(st *topology.State, desired topology.Topology, prune bool) Plan {
 		Messages:    st.Messages,
 		Consumers:   st.Consumers,
 		IsWaitQueue: contract.IsWaitQueue,
+		// Operator policies cap limits; see PolicyConflict.
+		OperatorPolicies: st.OperatorPolicies,
 	})
 }
 

@@ -31,12 +31,18 @@ func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, er
 	type part struct {
 		t          topology.Topology
 		owned      []topology.Address
+		operator   []topology.Policy
 		terr, oerr error
+		perr       error
 	}
 	parts := make([]part, len(vhosts))
 	var wg sync.WaitGroup
 	for i, v := range vhosts {
-		wg.Add(2)
+		wg.Add(3)
+		go func() {
+			defer wg.Done()
+			parts[i].operator, parts[i].perr = c.OperatorPolicies(ctx, v)
+		}()
 		go func() {
 			defer wg.Done()
 			parts[i].t, parts[i].terr = c.ReadVhost(ctx, v)
@@ -54,6 +60,10 @@ func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, er
 		if p.oerr != nil {
 			return nil, p.oerr
 		}
+		if p.perr != nil {
+			return nil, p.perr
+		}
+		st.OperatorPolicies = append(st.OperatorPolicies, p.operator...)
 		st.Topology.Vhosts = append(st.Topology.Vhosts, p.t.Vhosts...)
 		st.Topology.Exchanges = append(st.Topology.Exchanges, p.t.Exchanges...)
 		st.Topology.Queues = append(st.Topology.Queues, p.t.Queues...)
