@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -73,17 +74,23 @@ func flow(t topology.Topology) graph {
 		g.edges = append(g.edges, edge{from: id(b.Vhost, nodeExchange, b.Source), to: id(b.Vhost, kind, b.Destination), label: bindingLabel(b)})
 	}
 	for _, e := range t.Exchanges {
-		if ae, ok := e.Arguments["alternate-exchange"].(string); ok && exists(e.Vhost, nodeExchange, ae) {
+		if ae, ok := alternateExchange(e, t.Policies); ok && exists(e.Vhost, nodeExchange, ae) {
 			g.edges = append(g.edges, edge{from: id(e.Vhost, nodeExchange, e.Name), to: id(e.Vhost, nodeExchange, ae), label: "unmatched", dashed: true})
 		}
 	}
 	for _, q := range t.Queues {
-		dlx, ok := q.Arguments["x-dead-letter-exchange"].(string)
+		// What the broker makes of the queue's arguments and its policy.
+		var pol *topology.Policy
+		if ps := topology.Matching(q, t.Policies); len(ps) > 0 {
+			pol = &ps[0]
+		}
+		eff := topology.Effective(q, pol, nil)
+		dlx, ok := eff["dead-letter-exchange"].(string)
 		if !ok {
 			continue
 		}
 		why := "dead-letter"
-		if ttl, ok := q.Arguments["x-message-ttl"].(int64); ok {
+		if ttl, ok := eff["message-ttl"].(int64); ok {
 			why = "after " + HumanDurationMs(ttl)
 		}
 		from := id(q.Vhost, nodeQueue, q.Name)
@@ -94,7 +101,7 @@ func flow(t topology.Topology) graph {
 			g.edges = append(g.edges, edge{from: from, to: id(q.Vhost, nodeExchange, dlx), label: why, dashed: true})
 			continue
 		}
-		if rk, ok := q.Arguments["x-dead-letter-routing-key"].(string); ok {
+		if rk, ok := eff["dead-letter-routing-key"].(string); ok {
 			if exists(q.Vhost, nodeQueue, rk) {
 				g.edges = append(g.edges, edge{from: from, to: id(q.Vhost, nodeQueue, rk), label: why, dashed: true})
 			}
@@ -218,4 +225,29 @@ func mermaidText(s string) string {
 // quote and the backslash (Go's %q would also escape non-ASCII names).
 func dotText(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", " ").Replace(s) + `"`
+}
+
+// alternateExchange returns e's alternate exchange: its argument, or else
+// that of the exchange policy of highest priority that matches it.
+func alternateExchange(e topology.Exchange, ps []topology.Policy) (string, bool) {
+	if ae, ok := e.Arguments["alternate-exchange"].(string); ok {
+		return ae, true
+	}
+	var best *topology.Policy
+	for i, p := range ps {
+		if p.Vhost != e.Vhost || (p.ApplyTo != "exchanges" && p.ApplyTo != "all") {
+			continue
+		}
+		if re, err := regexp.Compile(p.Pattern); err != nil || !re.MatchString(e.Name) {
+			continue
+		}
+		if best == nil || p.Priority > best.Priority {
+			best = &ps[i]
+		}
+	}
+	if best == nil {
+		return "", false
+	}
+	ae, ok := best.Definition["alternate-exchange"].(string)
+	return ae, ok
 }
