@@ -271,6 +271,7 @@ func TestExamplesPlanApplyPlan(t *testing.T) {
 			want := []string{
 				"create exchange added.work.dlx",
 				"create exchange added.work.retry",
+				"create policy rmqtopo.queue.added.work",
 				"create queue added.work",
 				"create queue added.work.dlq",
 				"create queue added.work.wait.1.3777ms",
@@ -446,6 +447,7 @@ func TestBrownfield(t *testing.T) {
 		"delete queue orders",
 		"delete queue orders.dlq",
 		"delete queue rmqtopo.wait.5s",
+		"delete policy rmqtopo.queue.orders",
 		"delete exchange orders.dlx",
 		"delete exchange orders.retry",
 	}
