@@ -203,19 +203,26 @@ var delayEdits = map[string]struct {
 		},
 	},
 	"presets/spring.yaml": {
-		// wait-queue-10s stays: some.queue still waits 10s.
+		// wait-queue-10000 stays: some.queue still waits 10s.
 		queue: "other.queue",
 		retry: spec.RetryPolicy{Kind: "fixed", Delay: 20 * time.Second, Attempts: 3},
 		want: []string{
-			"create queue wait-queue-20s",
-			`create binding wait -> wait-queue-20s [queue key="" args={wait-for: "20s", x-match: "all"}]`,
+			"create queue wait-queue-20000",
+			`create binding wait -> wait-queue-20000 [queue key="" args={wait-for: "20000"}]`,
 		},
 	},
 	"presets/goqueue.yaml": {
-		// goqueue's retry queues carry no TTL: delays only label them.
+		// goqueue's retry queues carry no TTL argument: their policies cap
+		// the library's expiration at the delay, updated in place.
 		queue: "user-events",
 		retry: spec.RetryPolicy{Kind: "exponential", Initial: 2 * time.Second, Factor: 2, Attempts: 5},
-		want:  nil,
+		want: []string{
+			"update policy rmqtopo.queue.user-events__retry.1",
+			"update policy rmqtopo.queue.user-events__retry.2",
+			"update policy rmqtopo.queue.user-events__retry.3",
+			"update policy rmqtopo.queue.user-events__retry.4",
+			"update policy rmqtopo.queue.user-events__retry.5",
+		},
 	},
 }
 
@@ -479,7 +486,9 @@ func TestDeleteGuard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			args := amqp.Table{}
+			// An argument no policy can set: a replace. (A leftover
+			// x-max-length the policy agrees with would be adopted.)
+			args := amqp.Table{"x-max-priority": int64(5)}
 			extra := "max_length: 10"
 			if typ == "quorum" {
 				args = amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(3)}
@@ -837,6 +846,7 @@ func TestHTTPWrites(t *testing.T) {
 		"delete queue extra",
 		"delete queue extra.dlq",
 		"delete queue work.wait.2.2s",
+		"delete policy rmqtopo.queue.extra",
 		"delete exchange extra.dlx",
 		"delete exchange extra.retry",
 	}
