@@ -161,14 +161,14 @@ func TestApplyOrderAndOwnership(t *testing.T) {
 		// Intent first: everything owned plus everything about to be created.
 		"put-owned v [vhost:v exchange:old.x exchange:retry policy:gone policy:limits queue:new.wait queue:old.wait queue:work binding:retry -> new.wait binding:retry -> old.wait]",
 		"put-vhost v",
-		"declare-exchange retry",
 		"put-policy limits",
+		"declare-exchange retry",
 		"declare-queue new.wait",
 		"bind retry->new.wait",
 		"unbind retry->old.wait",
 		"delete-queue old.wait if-empty=true",
-		"delete-policy gone",
 		"delete-exchange old.x",
+		"delete-policy gone",
 		// Final record: the deleted objects are gone from it.
 		"put-owned v [vhost:v exchange:retry policy:limits queue:new.wait queue:work binding:retry -> new.wait]",
 	}

@@ -182,3 +182,19 @@ func ExactPattern(names ...string) string {
 
 // IsManagedPolicy reports whether a policy name is one rmqtopo manages.
 func IsManagedPolicy(name string) bool { return strings.HasPrefix(name, ManagedPolicyPrefix) }
+
+// ManagedPolicyTarget names the object a managed policy belongs to: "queue"
+// (QueuePolicy, OutboxDelayPolicy: the work queue) or "exchange"
+// (ExchangePolicy), and its name; ok is false for any other name.
+func ManagedPolicyTarget(policy string) (kind, name string, ok bool) {
+	rest, found := strings.CutPrefix(policy, ManagedPolicyPrefix)
+	if !found {
+		return "", "", false
+	}
+	for _, p := range []struct{ prefix, kind string }{{"queue.", "queue"}, {"outbox.", "queue"}, {"exchange.", "exchange"}} {
+		if n, ok := strings.CutPrefix(rest, p.prefix); ok && n != "" {
+			return p.kind, n, true
+		}
+	}
+	return "", "", false
+}

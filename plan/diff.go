@@ -353,7 +353,7 @@ func (d *differ) diffPolicies(live, desired topology.Topology) {
 		}
 	}
 	for _, a := range sortedKeys(liveBy) {
-		if wanted[a] || !d.deletable(a) || !d.opts.Prune {
+		if wanted[a] || !d.deletable(a) || !(d.opts.Prune || governsDesired(a, desired)) {
 			continue
 		}
 		was := liveBy[a]

@@ -166,10 +166,10 @@ func TestDiff(t *testing.T) {
 			live: small(), desired: small(), withNoOps: true,
 			opts: plan.Options{Prune: true, Owned: owned(small()), IsWaitQueue: isWaitQueue},
 			want: []string{
+				`no-op policy "ttl" in vhost "/"`,
 				`no-op exchange "orders.dlx" in vhost "/"`,
 				`no-op exchange "orders.retry" in vhost "/"`,
 				`no-op exchange "shop" in vhost "/"`,
-				`no-op policy "ttl" in vhost "/"`,
 				`no-op queue "orders" in vhost "/"`,
 				`no-op queue "orders.dlq" in vhost "/"`,
 				`no-op queue "orders.wait.1.10s" in vhost "/"`,
@@ -202,10 +202,10 @@ func TestDiff(t *testing.T) {
 			desired: small(),
 			want: []string{
 				`create vhost "/"`,
+				`create policy "ttl" in vhost "/"`,
 				`create exchange "orders.dlx" in vhost "/"`,
 				`create exchange "orders.retry" in vhost "/"`,
 				`create exchange "shop" in vhost "/"`,
-				`create policy "ttl" in vhost "/"`,
 				`create queue "orders" in vhost "/"`,
 				`create queue "orders.dlq" in vhost "/"`,
 				`create queue "orders.wait.1.10s" in vhost "/"`,
@@ -372,9 +372,9 @@ func TestDiff(t *testing.T) {
 				// The bindings vanish with their source exchanges.
 				`delete queue "orders.dlq" in vhost "/" # not in spec [messages=3]`,
 				`delete queue "orders.wait.1.10s" in vhost "/" # not in spec`,
-				`delete policy "ttl" in vhost "/" # not in spec`,
 				`delete exchange "orders.dlx" in vhost "/" # not in spec`,
 				`delete exchange "orders.retry" in vhost "/" # not in spec`,
+				`delete policy "ttl" in vhost "/" # not in spec`,
 			},
 		},
 		{
@@ -461,7 +461,7 @@ func TestDiff(t *testing.T) {
 			want: []string{},
 		},
 		{
-			name: "changes are ordered: vhosts, exchanges, policies, queues, bindings, then deletes in reverse",
+			name: "changes are ordered: vhosts, policies, exchanges, queues, bindings, then deletes in reverse",
 			live: topology.Topology{
 				Vhosts:    []string{"/"},
 				Exchanges: []topology.Exchange{exchange("old", "fanout", nil), exchange("b", "direct", nil)},
@@ -481,16 +481,16 @@ func TestDiff(t *testing.T) {
 				queue("old.q", nil), bindQueue("old", "old.q", "", nil), policy("old", "^old", nil))},
 			want: []string{
 				`create vhost "v2"`,
-				`create exchange "a" in vhost "/"`,
 				`create policy "new" in vhost "/"`,
+				`create exchange "a" in vhost "/"`,
 				`create queue "a.q" in vhost "/"`,
 				`replace queue "b.q" in vhost "/" # queue argument x-max-length is immutable (unset → 1)`,
 				`create binding "a -> a.q" [queue key=""] in vhost "/"`,
 				`create binding "b -> b.q" [queue key="new"] in vhost "/" # re-created after replace of queue "b.q"`,
 				`delete binding "b -> old.q" [queue key=""] in vhost "/" # not in spec`,
 				`delete queue "old.q" in vhost "/" # not in spec`,
-				`delete policy "old" in vhost "/" # not in spec`,
 				`delete exchange "old" in vhost "/" # not in spec`,
+				`delete policy "old" in vhost "/" # not in spec`,
 			},
 		},
 	}

@@ -30,9 +30,9 @@
 // NoOp) while messages still wait in them, with or without Prune, because
 // waiting loses nothing and their TTL bounds the wait.
 //
-// Changes are ordered for apply: vhost creates; exchange, policy, queue and
+// Changes are ordered for apply: vhost creates; policy, exchange, queue and
 // binding creates, replaces and updates in that order; then deletes of
-// bindings, queues, policies and exchanges. Within a group, by address.
+// bindings, queues, exchanges and policies. Within a group, by address.
 //
 // # Diagnostics
 //

@@ -270,3 +270,20 @@ func sortedConflicts(m map[string]*PolicyConflict) []PolicyConflict {
 	}
 	return out
 }
+
+// governsDesired reports whether a is an rmqtopo policy of a queue or
+// exchange that is still in desired: the spec no longer gives that object
+// the attributes the policy carried, so the policy goes without Prune. The
+// policy of an object that left the spec stays with it unless pruned.
+func governsDesired(a topology.Address, desired topology.Topology) bool {
+	kind, name, ok := contract.ManagedPolicyTarget(a.Name)
+	if !ok {
+		return false
+	}
+	if kind == "exchange" {
+		_, found := desired.Exchange(a.Vhost, name)
+		return found
+	}
+	_, found := desired.Queue(a.Vhost, name)
+	return found
+}

@@ -316,13 +316,15 @@ func (b *builder) waitQueueType(q Queue, layout Layout) string {
 func (b *builder) native(q Queue) {
 	retry := contract.RetryExchange(q.Name)
 	dlx := contract.DeadLetterExchange(q.Name)
-	retryArgs := map[string]any{}
 	if q.DLQ {
-		retryArgs["alternate-exchange"] = dlx
+		// By policy, so that turning the DLQ on or off leaves the exchange
+		// in place.
+		b.addPolicy(contract.ExchangePolicy(retry), contract.ExactPattern(retry), "exchanges",
+			map[string]any{keyAlternateExchange: dlx})
 		b.addExchange(topology.Exchange{Name: dlx, Type: "fanout", Durable: true}, b.generated(q, "dead-letter exchange"))
 		b.bind(dlx, topology.DestQueue, contract.DeadLetterQueue(q.Name), "", nil)
 	}
-	b.addExchange(topology.Exchange{Name: retry, Type: "headers", Durable: true, Arguments: retryArgs}, b.generated(q, "retry exchange"))
+	b.addExchange(topology.Exchange{Name: retry, Type: "headers", Durable: true}, b.generated(q, "retry exchange"))
 	b.deadEnds(q)
 	b.queuePolicy(q.Name, workQueuePolicy(q, func(def map[string]any) {
 		deadLetterPolicy(def, q.Type, dlx, nil)

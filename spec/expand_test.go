@@ -48,6 +48,12 @@ func qpol(queue, pattern string, def topology.Args) topology.Policy {
 	return pol("/", "rmqtopo.queue."+queue, pattern, "queues", def)
 }
 
+// aepol is the rmqtopo policy of a native retry exchange: its alternate
+// exchange, the DLX.
+func aepol(vhost, queue string) topology.Policy {
+	return pol(vhost, "rmqtopo.exchange."+queue+".retry", `^`+queue+`\.retry$`, "exchanges", topology.Args{"alternate-exchange": queue + ".dlx"})
+}
+
 // atLeastOncePolicy are the dead-letter policy keys of a quorum queue.
 var atLeastOncePolicy = topology.Args{"dead-letter-strategy": "at-least-once", "overflow": "reject-publish"}
 
@@ -81,7 +87,7 @@ func TestExpand(t *testing.T) {
 				Exchanges: []topology.Exchange{
 					inEx,
 					{Vhost: "/", Name: "work.dlx", Type: "fanout", Durable: true},
-					{Vhost: "/", Name: "work.retry", Type: "headers", Durable: true, Arguments: topology.Args{"alternate-exchange": "work.dlx"}},
+					{Vhost: "/", Name: "work.retry", Type: "headers", Durable: true},
 				},
 				Queues: []topology.Queue{
 					{Vhost: "/", Name: "rmqtopo.wait.1s", Durable: true, Arguments: quorumArgs(20, merge(atLeastOnce, topology.Args{"x-message-ttl": int64(1000), "x-dead-letter-exchange": ""}))},
@@ -95,7 +101,7 @@ func TestExpand(t *testing.T) {
 					{Vhost: "/", Source: "work.retry", Destination: "rmqtopo.wait.1s", DestinationType: "queue", Arguments: attempt(1)},
 					{Vhost: "/", Source: "work.retry", Destination: "rmqtopo.wait.5s", DestinationType: "queue", Arguments: attempt(2)},
 				},
-				Policies: []topology.Policy{qpol("work", "^work$", topology.Args{"dead-letter-exchange": "work.dlx"})},
+				Policies: []topology.Policy{aepol("/", "work"), qpol("work", "^work$", topology.Args{"dead-letter-exchange": "work.dlx"})},
 			},
 		},
 		{
@@ -106,7 +112,7 @@ func TestExpand(t *testing.T) {
 				Exchanges: []topology.Exchange{
 					inEx,
 					{Vhost: "/", Name: "work.dlx", Type: "fanout", Durable: true},
-					{Vhost: "/", Name: "work.retry", Type: "headers", Durable: true, Arguments: topology.Args{"alternate-exchange": "work.dlx"}},
+					{Vhost: "/", Name: "work.retry", Type: "headers", Durable: true},
 				},
 				Queues: []topology.Queue{
 					{Vhost: "/", Name: "work", Durable: true, Arguments: topology.Args{"x-queue-type": "quorum"}},
@@ -120,7 +126,7 @@ func TestExpand(t *testing.T) {
 					{Vhost: "/", Source: "work.retry", Destination: "work.wait.1.5s", DestinationType: "queue", Arguments: attempt(1)},
 					{Vhost: "/", Source: "work.retry", Destination: "work.wait.2.5s", DestinationType: "queue", Arguments: attempt(2)},
 				},
-				Policies: []topology.Policy{qpol("work", "^work$", merge(atLeastOncePolicy, topology.Args{"dead-letter-exchange": "work.dlx", "delivery-limit": int64(7)}))},
+				Policies: []topology.Policy{aepol("/", "work"), qpol("work", "^work$", merge(atLeastOncePolicy, topology.Args{"dead-letter-exchange": "work.dlx", "delivery-limit": int64(7)}))},
 			},
 		},
 		{
@@ -150,7 +156,7 @@ func TestExpand(t *testing.T) {
 				Vhosts: []string{"v"},
 				Exchanges: []topology.Exchange{
 					{Vhost: "v", Name: "audit.dlx", Type: "fanout", Durable: true},
-					{Vhost: "v", Name: "audit.retry", Type: "headers", Durable: true, Arguments: topology.Args{"alternate-exchange": "audit.dlx"}},
+					{Vhost: "v", Name: "audit.retry", Type: "headers", Durable: true},
 				},
 				Queues: []topology.Queue{
 					{Vhost: "v", Name: "audit", Durable: true},
@@ -159,7 +165,7 @@ func TestExpand(t *testing.T) {
 				Bindings: []topology.Binding{
 					{Vhost: "v", Source: "audit.dlx", Destination: "audit.dlq", DestinationType: "queue"},
 				},
-				Policies: []topology.Policy{pol("v", "rmqtopo.queue.audit", "^audit$", "queues", topology.Args{"dead-letter-exchange": "audit.dlx"})},
+				Policies: []topology.Policy{aepol("v", "audit"), pol("v", "rmqtopo.queue.audit", "^audit$", "queues", topology.Args{"dead-letter-exchange": "audit.dlx"})},
 			},
 		},
 		{

@@ -220,8 +220,8 @@ func TestAttributeChangesInPlace(t *testing.T) {
 	l := newLive(t)
 	const base = "version: 1\nexchanges: [{name: biz, type: topic}]\nqueues:\n  - name: work\n    type: quorum\n    bindings: [{exchange: biz, routing_key: k}]\n"
 	// Dropping the DLQ also drops the retry exchange's alternate exchange,
-	// still an exchange argument: that exchange (no messages in it) is
-	// replaced, the queue is not.
+	// which is in a policy of its own: that policy goes, the exchange
+	// stays.
 	steps := []struct {
 		name, extra string
 		also        []string
@@ -229,7 +229,7 @@ func TestAttributeChangesInPlace(t *testing.T) {
 		{"start", "    message_ttl: 1h\n    max_length: 1000\n", nil},
 		{"ttl", "    message_ttl: 2h\n    max_length: 1000\n", nil},
 		{"max-length", "    message_ttl: 2h\n    max_length: 500\n", nil},
-		{"dead-letter exchange", "    message_ttl: 2h\n    max_length: 500\n    dlq: false\n", []string{"replace exchange work.retry"}},
+		{"dead-letter exchange", "    message_ttl: 2h\n    max_length: 500\n    dlq: false\n", []string{"delete policy rmqtopo.exchange.work.retry"}},
 	}
 	conn := l.b.Dial(t, l.vhost)
 	var bindingsBefore []string
@@ -245,7 +245,7 @@ func TestAttributeChangesInPlace(t *testing.T) {
 			continue
 		}
 		p, st := l.plan(t, desired, false)
-		want := append(append([]string(nil), s.also...), "update policy rmqtopo.queue.work")
+		want := append([]string{"update policy rmqtopo.queue.work"}, s.also...)
 		if diff := cmp.Diff(want, changes(p)); diff != "" {
 			t.Fatalf("%s: plan (-want +got):\n%s", s.name, diff)
 		}
