@@ -275,3 +275,47 @@ func bindingsOf(bs []topology.Binding, queue string) []string {
 	}
 	return out
 }
+
+// TestGoQueueTTLCap measures GoQueue's retry with and without the
+// preset's policy TTL: the library sets a per-message expiration of ten
+// times the documented delay (delay × 10,000 ms for a delay in seconds);
+// the retry queue's policy message-ttl, the delay, wins as the lower.
+func TestGoQueueTTLCap(t *testing.T) {
+	t.Parallel()
+	l := newLive(t)
+	desired := spec.Expand(parseFor(t, "g.yaml", []byte("version: 1\nqueues:\n  - {name: ev, preset: goqueue, retry: {linear: {step: 1s, attempts: 1}}}\n"), l.vhost))
+	l.converge(t, desired, false)
+	conn := l.b.Dial(t, l.vhost)
+	retry := func() time.Duration {
+		sent := send(t, conn, "ev__retry_exchange", "ev__retry.1", amqp.Publishing{Body: []byte("r"),
+			Headers: amqp.Table{"goqueue-retry-count": int64(1)}, Expiration: strconv.Itoa(1 * 10_000)})
+		took := settle(t, conn, "ev", sent, 30*time.Second)
+		if _, ok, err := mustChannel(t, conn).Get("ev", true); !ok || err != nil {
+			t.Fatalf("get from ev: %v, %v", ok, err)
+		}
+		return took
+	}
+	capped := retry()
+	if err := l.c.DeletePolicy(context.Background(), l.vhost, "rmqtopo.queue.ev__retry.1"); err != nil {
+		t.Fatal(err)
+	}
+	uncapped := retry()
+	t.Logf("goqueue retry 1 (documented delay 1s, expiration 10000 ms): %v with the policy TTL, %v without",
+		capped.Round(time.Millisecond), uncapped.Round(time.Millisecond))
+	if capped > 1500*time.Millisecond || uncapped < 9*time.Second {
+		t.Errorf("with the cap %v, without %v; want about 1s and 10s", capped, uncapped)
+	}
+	if p, _ := l.plan(t, desired, false); !cmp.Equal([]string{"create policy rmqtopo.queue.ev__retry.1"}, changes(p)) {
+		t.Errorf("plan after the policy was deleted: %v", changes(p))
+	}
+}
+
+func mustChannel(t *testing.T, conn *amqp.Connection) *amqp.Channel {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Close() })
+	return ch
+}
