@@ -2,7 +2,9 @@ package broker_test
 
 import (
 	"context"
+	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -318,4 +320,31 @@ func mustChannel(t *testing.T, conn *amqp.Connection) *amqp.Channel {
 	}
 	t.Cleanup(func() { _ = ch.Close() })
 	return ch
+}
+
+// TestOutboxAioPikaClient runs a tiny real aio-pika client that declares
+// and retries as the outbox listener does, when the system Python has
+// aio-pika (Debian's python3-aio-pika); it is skipped otherwise.
+func TestOutboxAioPikaClient(t *testing.T) {
+	t.Parallel()
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import aio_pika").Run(); err != nil {
+		t.Skipf("aio-pika is not installed for %s (apt-get install python3-aio-pika): %v", python, err)
+	}
+	l := newLive(t)
+	desired := spec.Expand(parseFor(t, "o.yaml", []byte("version: 1\nqueues:\n  - {name: ob, type: quorum, preset: outbox, retry: {delays: [2s]}}\n"), l.vhost))
+	l.converge(t, desired, false)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, python, "testdata/outbox_client.py", l.b.AMQPURLFor(l.vhost), "ob", "2").CombinedOutput()
+	if err != nil {
+		t.Fatalf("the aio-pika client failed: %v\n%s", err, out)
+	}
+	t.Logf("aio-pika outbox client: %s", strings.TrimSpace(string(out)))
+	if n := l.b.QueueDepth(t, l.vhost, "ob.dlq"); n != 1 {
+		t.Errorf("ob.dlq holds %d messages after the client rejected its message, want 1", n)
+	}
+	if p, _ := l.plan(t, desired, false); len(changes(p)) > 0 {
+		t.Errorf("plan after the client's declares is not empty: %v", changes(p))
+	}
 }
