@@ -41,7 +41,16 @@ const SpringWaitQueuePrefix = "wait-queue-"
 // Spring design does: WAIT_QUEUE_PREFIX followed by the delay in
 // milliseconds ("wait-queue-1000"), the same string its wait-for header and
 // binding carry (SpringWaitFor).
-func SpringWaitQueue(delay time.Duration) string { return SpringWaitQueuePrefix + SpringWaitFor(delay) }
+func SpringWaitQueue(delay time.Duration) string {
+	return SpringWaitQueueWithPrefix(SpringWaitQueuePrefix, delay)
+}
+
+// SpringWaitQueueWithPrefix is SpringWaitQueue for a WAIT_QUEUE_PREFIX of
+// the service's choosing. ParseWaitQueue recognises the default prefix
+// only.
+func SpringWaitQueueWithPrefix(prefix string, delay time.Duration) string {
+	return prefix + SpringWaitFor(delay)
+}
 
 // SpringWaitFor is the wait-for header value, and binding argument, of one
 // delay in the Spring design: the delay in milliseconds as a decimal string

@@ -199,10 +199,12 @@ func (b *builder) build() {
 			skip[i] = true
 		}
 	}
+	seen := &presetsSeen{}
 	for i, q := range s.Queues {
 		if skip[i] {
 			continue
 		}
+		b.checkPresetOptions(q, seen)
 		for _, bd := range q.Bindings {
 			b.checkSource(bd)
 			b.bind(bd.Exchange, topology.DestQueue, q.Name, bd.RoutingKey, bd.Arguments)
@@ -287,8 +289,14 @@ func deadLetterTo(args map[string]any, exchange string, routingKey *string) {
 // wants of the queue is in its policy (see policies.go).
 func (b *builder) workQueueArgs(q Queue) map[string]any {
 	args := declaredType(q.Type)
-	if q.Preset == PresetSpring && q.DLQ {
-		args["x-dead-letter-exchange"] = contract.DeadLetterExchange(q.Name)
+	switch q.Preset {
+	case PresetSpring:
+		// deadLetterExchange(DL_EXCHANGE), declared with or without a DLQ.
+		args["x-dead-letter-exchange"] = springNamesOf(q).dlx
+	case PresetGoQueue:
+		for k, v := range q.PresetOptions.QueueArguments {
+			args[k] = v
+		}
 	}
 	return args
 }

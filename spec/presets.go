@@ -98,29 +98,85 @@ func (b *builder) outbox(q Queue) {
 // x-match (RabbitMQ's default is all). rmqtopo adds, by policy, the work
 // queue's delivery limit and at-least-once dead-lettering when quorum.
 const (
-	springWaitExchange   = "wait"
-	springReturnExchange = "return"
-	SpringWaitHeader     = "wait-for"
-	SpringReturnHeader   = "return-to"
+	// DefaultSpringWaitExchange and DefaultSpringReturnExchange are the
+	// Spring design's WAIT_EXCHANGE and RETURN_EXCHANGE unless
+	// preset_options says otherwise.
+	DefaultSpringWaitExchange   = "wait"
+	DefaultSpringReturnExchange = "return"
+	SpringWaitHeader            = "wait-for"
+	SpringReturnHeader          = "return-to"
 )
 
-func springWaitQueue(d time.Duration) string { return contract.SpringWaitQueue(d) }
+// springNames are the names a spring queue's service uses.
+type springNames struct{ wait, ret, prefix, dlx string }
+
+func springNamesOf(q Queue) springNames {
+	o := q.PresetOptions
+	n := springNames{wait: o.WaitExchange, ret: o.ReturnExchange, prefix: o.WaitQueuePrefix, dlx: o.DeadLetterExchange}
+	if n.wait == "" {
+		n.wait = DefaultSpringWaitExchange
+	}
+	if n.ret == "" {
+		n.ret = DefaultSpringReturnExchange
+	}
+	if n.prefix == "" {
+		n.prefix = contract.SpringWaitQueuePrefix
+	}
+	if n.dlx == "" {
+		n.dlx = contract.DeadLetterExchange(q.Name)
+	}
+	return n
+}
+
+func springWaitQueue(q Queue, d time.Duration) string {
+	return contract.SpringWaitQueueWithPrefix(springNamesOf(q).prefix, d)
+}
 
 func (b *builder) spring(q Queue) {
-	b.addExchange(topology.Exchange{Name: springWaitExchange, Type: "headers", Durable: true}, b.sharedOrigin(q, "spring wait exchange"))
-	b.addExchange(topology.Exchange{Name: springReturnExchange, Type: "headers", Durable: true}, b.sharedOrigin(q, "spring return exchange"))
-	b.bind(springReturnExchange, topology.DestQueue, q.Name, "", map[string]any{SpringReturnHeader: q.Name})
+	n := springNamesOf(q)
+	b.addExchange(topology.Exchange{Name: n.wait, Type: "headers", Durable: true}, b.sharedOrigin(q, "spring wait exchange"))
+	b.addExchange(topology.Exchange{Name: n.ret, Type: "headers", Durable: true}, b.sharedOrigin(q, "spring return exchange"))
+	b.bind(n.ret, topology.DestQueue, q.Name, "", map[string]any{SpringReturnHeader: q.Name})
 	for _, d := range q.Retry.Delays() {
-		name := springWaitQueue(d)
-		args := map[string]any{"x-message-ttl": d.Milliseconds(), "x-dead-letter-exchange": springReturnExchange}
+		name := springWaitQueue(q, d)
+		args := map[string]any{"x-message-ttl": d.Milliseconds(), "x-dead-letter-exchange": n.ret}
 		b.addQueue(topology.Queue{Name: name, Arguments: args}, b.sharedOrigin(q, "spring wait queue for "+contract.FormatDelay(d)))
-		b.bind(springWaitExchange, topology.DestQueue, name, "", map[string]any{SpringWaitHeader: contract.SpringWaitFor(d)})
+		b.bind(n.wait, topology.DestQueue, name, "", map[string]any{SpringWaitHeader: contract.SpringWaitFor(d)})
 	}
 	b.queuePolicy(q.Name, workQueuePolicy(q, func(def map[string]any) { atLeastOnceFor(def, q.Type) }))
 	if q.DLQ {
-		dlx := contract.DeadLetterExchange(q.Name)
-		b.addExchange(topology.Exchange{Name: dlx, Type: "fanout", Durable: true}, b.generated(q, "dead-letter exchange"))
-		b.bind(dlx, topology.DestQueue, contract.DeadLetterQueue(q.Name), "", nil)
+		b.addExchange(topology.Exchange{Name: n.dlx, Type: "fanout", Durable: true}, b.generated(q, "dead-letter exchange (DL_EXCHANGE)"))
+		b.bind(n.dlx, topology.DestQueue, contract.DeadLetterQueue(q.Name), "", nil)
 	}
 	b.deadEnds(q)
+}
+
+// presetsSeen is what checkPresetOptions remembers across a file's queues.
+type presetsSeen struct {
+	spring springNames
+}
+
+// checkPresetOptions checks a queue's preset_options (the decoder already
+// took only the keys of the queue's preset): the spring exchanges and prefix are shared by the vhost's
+// spring queues, so all must agree (a DL_EXCHANGE, which rmqtopo fans out
+// into one DLQ, is one queue's: two queues naming the same one collide
+// like any generated exchange); and GoQueue's queue arguments must not
+// contradict the queue's type or take the place of its DLQ.
+func (b *builder) checkPresetOptions(q Queue, seen *presetsSeen) {
+	o := q.PresetOptions
+	if q.Preset == PresetSpring {
+		n := springNamesOf(q)
+		if seen.spring.wait == "" {
+			seen.spring = n
+		} else if s := seen.spring; n.wait != s.wait || n.ret != s.ret || n.prefix != s.prefix {
+			b.errorf(q.presetOptionsAt, "spring queues of one vhost share their wait and return exchanges and wait-queue prefix: "+
+				"queue %q uses %q, %q, %q; another uses %q, %q, %q", abbreviate(q.Name), n.wait, n.ret, n.prefix, s.wait, s.ret, s.prefix)
+		}
+	}
+	if _, ok := o.QueueArguments["x-queue-type"]; ok {
+		b.errorf(o.queueArgumentsAt, "queue_arguments sets x-queue-type; set the queue's type instead")
+	}
+	if _, ok := o.QueueArguments["x-dead-letter-exchange"]; ok && q.DLQ {
+		b.errorf(o.queueArgumentsAt, "queue_arguments sets x-dead-letter-exchange, which beats the DLQ rmqtopo adds by policy; set dlq: false")
+	}
 }

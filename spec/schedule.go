@@ -94,7 +94,7 @@ func (s *Spec) retryDestination(q Queue, k int) string {
 	case PresetOutbox:
 		return outboxDelayQueue(q.Name, d)
 	case PresetSpring:
-		return springWaitQueue(d)
+		return springWaitQueue(q, d)
 	}
 	if s.layoutOf(q) == LayoutPerAttempt {
 		return contract.PerAttemptWaitQueue(q.Name, k, d)
