@@ -166,8 +166,12 @@ func sortedArgKeys(a topology.Args) []string {
 // adoptReason is the Reason of a NoOp that keeps a queue with arguments
 // the spec now leaves to a policy.
 func adoptReason(pinned []string) string {
-	return fmt.Sprintf("adopted: argument %s stays on the queue with the value its policy also gives; "+
-		"a later change of it needs a replace", strings.Join(pinned, ", "))
+	if len(pinned) == 1 {
+		return fmt.Sprintf("adopted: argument %s stays on the queue with the value its policy also gives; "+
+			"a later change of it needs a replace", pinned[0])
+	}
+	return fmt.Sprintf("adopted: arguments %s stay on the queue with the values its policy also gives; "+
+		"a later change of them needs a replace", strings.Join(pinned, ", "))
 }
 
 // conflicts finds the policy conflicts of the desired queues.
