@@ -50,8 +50,9 @@ type PolicyConflict struct {
 	Policy   string `json:"policy"`
 	Vhost    string `json:"vhost"`
 	Priority int64  `json:"priority"`
-	// Queues are the queues concerned, sorted.
-	Queues []string `json:"queues"`
+	// Queues and Exchanges are the objects concerned, sorted.
+	Queues    []string `json:"queues,omitempty"`
+	Exchanges []string `json:"exchanges,omitempty"`
 	// Keys are the policy keys that do not take effect.
 	Keys []string `json:"keys"`
 	// Capped holds, for ConflictCapped, the effective value of each key
@@ -174,46 +175,59 @@ func adoptReason(pinned []string) string {
 		"a later change of them needs a replace", strings.Join(pinned, ", "))
 }
 
-// conflicts finds the policy conflicts of the desired queues.
+// conflicts finds the policy conflicts of the desired queues and
+// exchanges.
 func (v *policyView) conflicts(desired topology.Topology) []PolicyConflict {
 	byKey := map[string]*PolicyConflict{}
-	add := func(kind string, p topology.Policy, queue string, keys []string) {
+	for _, q := range desired.Queues {
+		if m, top := v.judge(topology.Matching(q, v.after), byKey, func(c *PolicyConflict) {
+			c.Queues = append(c.Queues, q.Name)
+		}); top {
+			v.capped(q, m, byKey)
+		}
+	}
+	for _, e := range desired.Exchanges {
+		v.judge(topology.MatchingExchange(e, v.after), byKey, func(c *PolicyConflict) {
+			c.Exchanges = append(c.Exchanges, e.Name)
+		})
+	}
+	return sortedConflicts(byKey)
+}
+
+// judge records, for one object whose matching policies are ps (highest
+// priority first), every user policy that rmqtopo's policy shadows or that
+// shadows it; it returns rmqtopo's policy and whether it is the one that
+// applies.
+func (v *policyView) judge(ps []topology.Policy, byKey map[string]*PolicyConflict, addObject func(*PolicyConflict)) (topology.Policy, bool) {
+	managed := -1
+	for i, p := range ps {
+		if contract.IsManagedPolicy(p.Name) {
+			managed = i
+			break
+		}
+	}
+	if managed < 0 {
+		return topology.Policy{}, false
+	}
+	m := ps[managed]
+	for i, p := range ps {
+		kind, keys := ConflictShadowed, defKeys(p.Definition)
+		switch {
+		case i == managed || contract.IsManagedPolicy(p.Name):
+			continue
+		case i < managed || p.Priority == m.Priority:
+			kind, keys = ConflictShadows, defKeys(m.Definition)
+		}
 		key := kind + "\x00" + p.Vhost + "\x00" + p.Name
 		c, ok := byKey[key]
 		if !ok {
 			c = &PolicyConflict{Kind: kind, Policy: p.Name, Vhost: p.Vhost, Priority: p.Priority}
 			byKey[key] = c
 		}
-		c.Queues = append(c.Queues, queue)
+		addObject(c)
 		c.Keys = unionSorted(c.Keys, keys)
 	}
-	for _, q := range desired.Queues {
-		ps := topology.Matching(q, v.after)
-		managed := -1
-		for i, p := range ps {
-			if contract.IsManagedPolicy(p.Name) {
-				managed = i
-				break
-			}
-		}
-		if managed < 0 {
-			continue
-		}
-		m := ps[managed]
-		for i, p := range ps {
-			switch {
-			case i == managed || contract.IsManagedPolicy(p.Name):
-			case i < managed || p.Priority == m.Priority:
-				add(ConflictShadows, p, q.Name, defKeys(m.Definition))
-			default:
-				add(ConflictShadowed, p, q.Name, defKeys(p.Definition))
-			}
-		}
-		if managed == 0 {
-			v.capped(q, m, byKey)
-		}
-	}
-	return sortedConflicts(byKey)
+	return m, managed == 0
 }
 
 // capped records the limits of rmqtopo's policy m that an operator policy
@@ -270,6 +284,7 @@ func sortedConflicts(m map[string]*PolicyConflict) []PolicyConflict {
 	for _, k := range keys {
 		c := *m[k]
 		sort.Strings(c.Queues)
+		sort.Strings(c.Exchanges)
 		out = append(out, c)
 	}
 	return out

@@ -80,11 +80,17 @@ func TestPolicyConflicts(t *testing.T) {
 	userLow := policy("catch-all", ".*", topology.Args{"queue-version": int64(2)})
 	userHigh := policy("ha", "^w", topology.Args{"max-length": int64(5)})
 	userHigh.Priority = 200
+	exAll := policy("fed", ".*", topology.Args{"federation-upstream-set": "all"})
+	exAll.ApplyTo = "exchanges"
+	retryPolicy := topology.Policy{Vhost: "/", Name: contract.ExchangePolicy("w.retry"), Pattern: contract.ExactPattern("w.retry"),
+		ApplyTo: "exchanges", Priority: contract.ManagedPolicyPriority, Definition: topology.Args{"alternate-exchange": "w.dlx"}}
 	desired := topology.Topology{Vhosts: []string{"/"},
-		Queues:   []topology.Queue{queue("w", nil), queue("v", nil)},
-		Policies: []topology.Policy{managed("w", topology.Args{"dead-letter-exchange": "w.dlx"}), managed("v", topology.Args{"max-length": int64(100)}), userHigh},
+		Exchanges: []topology.Exchange{exchange("w.retry", "headers", nil)},
+		Queues:    []topology.Queue{queue("w", nil), queue("v", nil)},
+		Policies: []topology.Policy{managed("w", topology.Args{"dead-letter-exchange": "w.dlx"}), managed("v", topology.Args{"max-length": int64(100)}),
+			retryPolicy, userHigh},
 	}
-	live := topology.Topology{Vhosts: []string{"/"}, Policies: []topology.Policy{userLow}}
+	live := topology.Topology{Vhosts: []string{"/"}, Policies: []topology.Policy{userLow, exAll}}
 	op := policy("cap", ".*", topology.Args{"max-length": int64(10)})
 	p := plan.Diff(live, desired, plan.Options{OperatorPolicies: []topology.Policy{op}})
 	var got []string
@@ -93,7 +99,8 @@ func TestPolicyConflicts(t *testing.T) {
 	}
 	want := []string{
 		`info RT022 operator policy "cap" in vhost "/" caps queue "v": effective max-length 10 (the spec wants 100)`,
-		`warning RT020 policy "catch-all" (priority 0) in vhost "/" matches queues "v", "w", whose rmqtopo policy (priority 100) wins: its keys queue-version do not apply to them; narrow its pattern to leave them out, or set the attribute on the queue in the spec`,
+		`warning RT020 policy "catch-all" (priority 0) in vhost "/" matches queues "v", "w", whose rmqtopo policy (priority 100) wins: its keys queue-version do not apply to them; narrow its pattern to leave them out, or set the attribute in the spec`,
+		`warning RT020 policy "fed" (priority 0) in vhost "/" matches exchange "w.retry", whose rmqtopo policy (priority 100) wins: its keys federation-upstream-set do not apply to it; narrow its pattern to leave them out, or set the attribute in the spec`,
 		`error RT021 policy "ha" (priority 200) in vhost "/" takes the place of rmqtopo's policy of queue "w": rmqtopo's dead-letter-exchange do not apply, so messages rejected or expired there may be lost; narrow its pattern to leave them out or lower its priority below 100, or re-run with --allow-destroy to accept`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -22,13 +22,14 @@ func checkPolicies(p Plan, opts CheckOptions) []Diagnostic {
 	}
 	for _, c := range p.PolicyConflicts {
 		a := topology.Address{Kind: topology.KindPolicy, Vhost: c.Vhost, Name: c.Policy}
-		queues := nameList(c.Queues)
+		queues := objectList(c)
+		n := len(c.Queues) + len(c.Exchanges)
 		switch c.Kind {
 		case ConflictShadowed:
 			ds = append(ds, Diagnostic{Code: CodePolicyShadowed, Severity: SeverityWarning, Address: a,
 				Message: fmt.Sprintf("policy %q (priority %d) in vhost %q matches %s, whose rmqtopo policy (priority %d) wins: "+
-					"its keys %s do not apply to %s; narrow its pattern to leave them out, or set the attribute on the queue in the spec",
-					c.Policy, c.Priority, c.Vhost, queues, contract.ManagedPolicyPriority, strings.Join(c.Keys, ", "), plural(len(c.Queues), "it", "them"))})
+					"its keys %s do not apply to %s; narrow its pattern to leave them out, or set the attribute in the spec",
+					c.Policy, c.Priority, c.Vhost, queues, contract.ManagedPolicyPriority, strings.Join(c.Keys, ", "), plural(n, "it", "them"))})
 		case ConflictShadows:
 			sev := SeverityError
 			hint := fmt.Sprintf("; narrow its pattern to leave them out or lower its priority below %d, "+
@@ -53,8 +54,20 @@ func checkPolicies(p Plan, opts CheckOptions) []Diagnostic {
 	return ds
 }
 
-// nameList names up to three queues and counts the rest.
-func nameList(names []string) string {
+// objectList names up to three of a conflict's queues and exchanges and
+// counts the rest.
+func objectList(c PolicyConflict) string {
+	var parts []string
+	if len(c.Queues) > 0 {
+		parts = append(parts, nameList(plural(len(c.Queues), "queue", "queues"), c.Queues))
+	}
+	if len(c.Exchanges) > 0 {
+		parts = append(parts, nameList(plural(len(c.Exchanges), "exchange", "exchanges"), c.Exchanges))
+	}
+	return strings.Join(parts, " and ")
+}
+
+func nameList(kind string, names []string) string {
 	const show = 3
 	quoted := make([]string, 0, show)
 	for i, n := range names {
@@ -63,10 +76,7 @@ func nameList(names []string) string {
 		}
 		quoted = append(quoted, fmt.Sprintf("%q", n))
 	}
-	s := "queue " + quoted[0]
-	if len(names) > 1 {
-		s = "queues " + strings.Join(quoted, ", ")
-	}
+	s := kind + " " + strings.Join(quoted, ", ")
 	if len(names) > show {
 		s += fmt.Sprintf(" and %d more", len(names)-show)
 	}

@@ -87,12 +87,30 @@ func compilePattern(p string) (*regexp.Regexp, error) {
 	return re, err
 }
 
+// AppliesExchange reports whether p applies to exchange e.
+func (p Policy) AppliesExchange(e Exchange) bool {
+	if p.Vhost != e.Vhost || (p.ApplyTo != "exchanges" && p.ApplyTo != "all") {
+		return false
+	}
+	re, err := compilePattern(p.Pattern)
+	return err == nil && re.MatchString(e.Name)
+}
+
 // Matching returns the policies of ps that apply to q, highest priority
 // first, ties by name.
 func Matching(q Queue, ps []Policy) []Policy {
+	return byPriority(ps, func(p Policy) bool { return p.Applies(q) })
+}
+
+// MatchingExchange is Matching for an exchange.
+func MatchingExchange(e Exchange, ps []Policy) []Policy {
+	return byPriority(ps, func(p Policy) bool { return p.AppliesExchange(e) })
+}
+
+func byPriority(ps []Policy, applies func(Policy) bool) []Policy {
 	var out []Policy
 	for _, p := range ps {
-		if p.Applies(q) {
+		if applies(p) {
 			out = append(out, p)
 		}
 	}
