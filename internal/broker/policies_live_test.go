@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/apply"
@@ -346,5 +348,33 @@ func TestOutboxAioPikaClient(t *testing.T) {
 	}
 	if p, _ := l.plan(t, desired, false); len(changes(p)) > 0 {
 		t.Errorf("plan after the client's declares is not empty: %v", changes(p))
+	}
+}
+
+// TestOperatorPolicyCap: an operator policy read from the broker caps the
+// limit rmqtopo's policy sets, and the plan states the effective value.
+func TestOperatorPolicyCap(t *testing.T) {
+	t.Parallel()
+	l := newLive(t)
+	res, err := l.b.Mgmt(t).PutOperatorPolicy(l.vhost, "cap", rabbithole.OperatorPolicy{Pattern: ".*", ApplyTo: "queues",
+		Definition: rabbithole.PolicyDefinition{"max-length": 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	desired := spec.Expand(parseFor(t, "c.yaml", []byte("version: 1\nqueues:\n  - {name: work, max_length: 100}\n"), l.vhost))
+	p, st := l.plan(t, desired, false)
+	if len(st.OperatorPolicies) != 1 {
+		t.Fatalf("operator policies read: %+v", st.OperatorPolicies)
+	}
+	var got []string
+	for _, d := range plan.Check(p, plan.CheckOptions{}) {
+		if d.Code == plan.CodeOperatorPolicyCaps {
+			got = append(got, d.Message)
+		}
+	}
+	want := []string{fmt.Sprintf(`operator policy "cap" in vhost %q caps queue "work": effective max-length 10 (the spec wants 100)`, l.vhost)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("RT022 (-want +got):\n%s", diff)
 	}
 }
