@@ -80,11 +80,7 @@ func flow(t topology.Topology) graph {
 	}
 	for _, q := range t.Queues {
 		// What the broker makes of the queue's arguments and its policy.
-		var pol *topology.Policy
-		if ps := topology.Matching(q, t.Policies); len(ps) > 0 {
-			pol = &ps[0]
-		}
-		eff := topology.Effective(q, pol, nil)
+		eff := topology.EffectiveUnder(q, t.Policies, nil)
 		dlx, ok := eff["dead-letter-exchange"].(string)
 		if !ok {
 			continue
@@ -109,19 +105,29 @@ func flow(t topology.Topology) graph {
 		}
 		// Dead-lettered to "" keeping the routing key: back to whichever
 		// work queue's retry exchange routed the message here.
-		for _, b := range t.Bindings {
-			if b.Vhost != q.Vhost || b.Destination != q.Name || b.DestinationType != topology.DestQueue {
-				continue
-			}
-			for _, w := range t.Queues {
-				if w.Vhost == q.Vhost && contract.RetryExchange(w.Name) == b.Source {
-					g.edges = append(g.edges, edge{from: from, to: id(q.Vhost, nodeQueue, w.Name), label: why + ", by routing key", dashed: true})
-				}
-			}
+		for _, w := range returnsTo(t, q) {
+			g.edges = append(g.edges, edge{from: from, to: id(q.Vhost, nodeQueue, w), label: why + ", by routing key", dashed: true})
 		}
 	}
 	g.edges = dedupe(g.edges)
 	return g
+}
+
+// returnsTo names the work queues whose retry exchange routes into wait
+// queue q, to which q returns messages by their routing key.
+func returnsTo(t topology.Topology, q topology.Queue) []string {
+	var out []string
+	for _, b := range t.Bindings {
+		if b.Vhost != q.Vhost || b.Destination != q.Name || b.DestinationType != topology.DestQueue {
+			continue
+		}
+		for _, w := range t.Queues {
+			if w.Vhost == q.Vhost && contract.RetryExchange(w.Name) == b.Source {
+				out = append(out, w.Name)
+			}
+		}
+	}
+	return out
 }
 
 func dedupe(es []edge) []edge {

@@ -365,11 +365,7 @@ func TestWaitQueuesReturnHome(t *testing.T) {
 // effective is what the broker makes of q's arguments and the policy of
 // top that applies to it.
 func effective(top topology.Topology, q topology.Queue) topology.Args {
-	var p *topology.Policy
-	if ps := topology.Matching(q, top.Policies); len(ps) > 0 {
-		p = &ps[0]
-	}
-	return topology.Effective(q, p, nil)
+	return topology.EffectiveUnder(q, top.Policies, nil)
 }
 
 // TestQuorumArguments checks, over every example, what quorum queues need,

@@ -171,3 +171,13 @@ func lower(a, b any) bool {
 func ApplyToQueues(applyTo string) bool {
 	return applyTo == "" || applyTo == "all" || strings.HasSuffix(applyTo, "queues") || applyTo == "streams"
 }
+
+// EffectiveUnder is Effective with the user policy that applies to q among
+// policies.
+func EffectiveUnder(q Queue, policies, operator []Policy) Args {
+	var p *Policy
+	if ps := Matching(q, policies); len(ps) > 0 {
+		p = &ps[0]
+	}
+	return Effective(q, p, operator)
+}
