@@ -176,14 +176,14 @@ func TestApplyOrderAndOwnership(t *testing.T) {
 		// everything owned plus everything about to be created.
 		"put-vhost v",
 		"put-owned v [exchange:old.x exchange:retry policy:gone policy:limits queue:new.wait queue:old.wait queue:work binding:retry -> new.wait binding:retry -> old.wait]",
+		"put-policy limits",
 		"declare-exchange retry",
 		"declare-queue new.wait",
 		"bind retry->new.wait",
-		"put-policy limits",
-		"delete-policy gone",
 		"unbind retry->old.wait",
 		"delete-queue old.wait if-empty=true",
 		"delete-exchange old.x",
+		"delete-policy gone",
 		// Final record: the deleted objects are gone from it.
 		"put-owned v [exchange:retry policy:limits queue:new.wait queue:work binding:retry -> new.wait]",
 	}

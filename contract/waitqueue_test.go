@@ -16,6 +16,7 @@ func TestParseWaitQueue(t *testing.T) {
 		{PerAttemptWaitQueue("orders.v1", 3, 1500*time.Millisecond), WaitQueue{Layout: WaitPerAttempt, Queue: "orders.v1", Attempt: 3, Delay: 1500 * time.Millisecond}, true},
 		{OutboxDelayQueue("demo.q", 15*time.Second), WaitQueue{Layout: WaitOutbox, Queue: "demo.q", Delay: 15 * time.Second}, true},
 		{SpringWaitQueue(2 * time.Minute), WaitQueue{Layout: WaitSpring, Delay: 2 * time.Minute}, true},
+		{"wait-queue-1500", WaitQueue{Layout: WaitSpring, Delay: 1500 * time.Millisecond}, true},
 		{"orders", WaitQueue{}, false},
 		{"orders.wait.x.5s", WaitQueue{}, false},
 		{"wait-queue-", WaitQueue{}, false},

@@ -30,6 +30,11 @@ const (
 	CodeQueueHasConsumers        = "RT006"
 	CodeSpecConflict             = "RT007"
 	CodeOwnershipUnknown         = "RT008"
+	// Policy codes start at RT020; see policycheck.go.
+	CodePolicyShadowed        = "RT020"
+	CodeManagedPolicyShadowed = "RT021"
+	CodeOperatorPolicyCaps    = "RT022"
+	CodeArgumentPinned        = "RT023"
 )
 
 // Diagnostic is one finding of Check about one change.
@@ -117,7 +122,7 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 					"its bindings in the spec are re-created in the same apply", a)})
 		}
 	}
-	return ds
+	return append(ds, checkPolicies(p, opts)...)
 }
 
 // checkOwnership reports changes that two specs disagree on (RT007,

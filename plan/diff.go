@@ -44,6 +44,9 @@ type Options struct {
 	// IsWaitQueue recognises the name of a generated wait queue; nil
 	// recognises none.
 	IsWaitQueue func(name string) bool
+	// OperatorPolicies are the live operator policies, which cap the
+	// numeric limits of the queues they match; see PolicyConflict.
+	OperatorPolicies []topology.Policy
 }
 
 // Reasons Diff gives, for display; nothing may branch on them.
@@ -69,6 +72,7 @@ func Diff(live, desired topology.Topology, opts Options) Plan {
 		opts:     opts,
 		replaced: map[topology.Address]bool{},
 		vhosts:   map[string]bool{},
+		policies: newPolicyView(live, desired, opts.OperatorPolicies),
 	}
 	d.scope(desired)
 	d.diffVhosts(live, desired)
@@ -79,7 +83,9 @@ func Diff(live, desired topology.Topology, opts Options) Plan {
 	// decides what happens to the bindings touching it.
 	d.diffBindings(live, desired)
 	d.diffPolicies(live, desired)
-	return d.plan()
+	p := d.plan()
+	p.PolicyConflicts = d.policies.conflicts(desired)
+	return p
 }
 
 type differ struct {
@@ -90,6 +96,8 @@ type differ struct {
 	// replaced holds the exchanges and queues this plan deletes and
 	// re-creates; their bindings vanish with them.
 	replaced map[topology.Address]bool
+	// policies are the policies in force after the plan (policy.go).
+	policies *policyView
 	changes  []Change
 }
 
@@ -251,9 +259,14 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 		case reflect.DeepEqual(was, q):
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: &was}, After: after})
 		default:
+			if pinned, ok := d.policies.keepsQueue(was, q); ok {
+				d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: &was}, After: after,
+					Reason: adoptReason(pinned), Pinned: pinned})
+				continue
+			}
 			d.replaced[a] = true
 			d.add(Change{Action: Replace, Address: a, Before: &Object{Queue: &was}, After: after,
-				Reason: strings.Join(queueDifferences(was, q), "; "), Messages: d.messages(a), Consumers: d.consumers(a)})
+				Reason: strings.Join(d.policies.replaceReasons(was, q), "; "), Messages: d.messages(a), Consumers: d.consumers(a)})
 		}
 	}
 	for _, a := range sortedKeys(liveBy) {
@@ -385,7 +398,7 @@ func (d *differ) diffPolicies(live, desired topology.Topology) {
 		}
 	}
 	for _, a := range sortedKeys(liveBy) {
-		if wanted[a] || !d.deletable(a) || !d.opts.Prune {
+		if wanted[a] || !d.deletable(a) || !(d.opts.Prune || governsDesired(a, desired)) {
 			continue
 		}
 		was := liveBy[a]

@@ -166,6 +166,7 @@ func TestDiff(t *testing.T) {
 			live: small(), desired: small(), withNoOps: true,
 			opts: plan.Options{Prune: true, Owned: owned(small()), IsWaitQueue: isWaitQueue},
 			want: []string{
+				`no-op policy "ttl" in vhost "/"`,
 				`no-op exchange "orders.dlx" in vhost "/"`,
 				`no-op exchange "orders.retry" in vhost "/"`,
 				`no-op exchange "shop" in vhost "/"`,
@@ -175,7 +176,6 @@ func TestDiff(t *testing.T) {
 				`no-op binding "orders.dlx -> orders.dlq" [queue key=""] in vhost "/"`,
 				`no-op binding "orders.retry -> orders.wait.1.10s" [queue key="" args={rmqtopo-attempt: "1", x-match: "all"}] in vhost "/"`,
 				`no-op binding "shop -> orders" [queue key="order.*"] in vhost "/"`,
-				`no-op policy "ttl" in vhost "/"`,
 			},
 		},
 		{
@@ -202,6 +202,7 @@ func TestDiff(t *testing.T) {
 			desired: small(),
 			want: []string{
 				`create vhost "/"`,
+				`create policy "ttl" in vhost "/"`,
 				`create exchange "orders.dlx" in vhost "/"`,
 				`create exchange "orders.retry" in vhost "/"`,
 				`create exchange "shop" in vhost "/"`,
@@ -211,7 +212,6 @@ func TestDiff(t *testing.T) {
 				`create binding "orders.dlx -> orders.dlq" [queue key=""] in vhost "/"`,
 				`create binding "orders.retry -> orders.wait.1.10s" [queue key="" args={rmqtopo-attempt: "1", x-match: "all"}] in vhost "/"`,
 				`create binding "shop -> orders" [queue key="order.*"] in vhost "/"`,
-				`create policy "ttl" in vhost "/"`,
 			},
 		},
 		{
@@ -254,7 +254,7 @@ func TestDiff(t *testing.T) {
 			}),
 			want: []string{
 				`replace queue "orders" in vhost "/" # queue durable is immutable (true → false); ` +
-					`queue argument x-dead-letter-exchange is immutable ("orders.dlx" → unset); ` +
+					`queue argument x-dead-letter-exchange "orders.dlx" stays on the queue (a queue argument beats a policy): no dead-letter-exchange needs a replace; ` +
 					`queue argument x-max-length is immutable (unset → 10)`,
 				`create binding "shop -> orders" [queue key="order.*"] in vhost "/" # re-created after replace of queue "orders"`,
 			},
@@ -370,11 +370,11 @@ func TestDiff(t *testing.T) {
 				Messages: map[topology.Address]int64{dlq.Addr(): 3}},
 			want: []string{
 				// The bindings vanish with their source exchanges.
-				`delete policy "ttl" in vhost "/" # not in spec`,
 				`delete queue "orders.dlq" in vhost "/" # not in spec [messages=3]`,
 				`delete queue "orders.wait.1.10s" in vhost "/" # not in spec`,
 				`delete exchange "orders.dlx" in vhost "/" # not in spec`,
 				`delete exchange "orders.retry" in vhost "/" # not in spec`,
+				`delete policy "ttl" in vhost "/" # not in spec`,
 			},
 		},
 		{
@@ -461,7 +461,7 @@ func TestDiff(t *testing.T) {
 			want: []string{},
 		},
 		{
-			name: "changes are ordered: vhosts, exchanges, queues, bindings, policies, then deletes in reverse",
+			name: "changes are ordered: vhosts, policies, exchanges, queues, bindings, then deletes in reverse",
 			live: topology.Topology{
 				Vhosts:    []string{"/"},
 				Exchanges: []topology.Exchange{exchange("old", "fanout", nil), exchange("b", "direct", nil)},
@@ -481,16 +481,16 @@ func TestDiff(t *testing.T) {
 				queue("old.q", nil), bindQueue("old", "old.q", "", nil), policy("old", "^old", nil))},
 			want: []string{
 				`create vhost "v2"`,
+				`create policy "new" in vhost "/"`,
 				`create exchange "a" in vhost "/"`,
 				`create queue "a.q" in vhost "/"`,
 				`replace queue "b.q" in vhost "/" # queue argument x-max-length is immutable (unset → 1)`,
 				`create binding "a -> a.q" [queue key=""] in vhost "/"`,
 				`create binding "b -> b.q" [queue key="new"] in vhost "/" # re-created after replace of queue "b.q"`,
-				`create policy "new" in vhost "/"`,
-				`delete policy "old" in vhost "/" # not in spec`,
 				`delete binding "b -> old.q" [queue key=""] in vhost "/" # not in spec`,
 				`delete queue "old.q" in vhost "/" # not in spec`,
 				`delete exchange "old" in vhost "/" # not in spec`,
+				`delete policy "old" in vhost "/" # not in spec`,
 			},
 		},
 	}

@@ -13,7 +13,11 @@
 // Exchanges and queues are immutable in RabbitMQ: any difference in type,
 // flags or arguments is a replace (delete, then create), which drops every
 // binding touching the object, so the plan re-creates the desired ones in the
-// same apply. Policies are updated in place. Bindings are their own identity
+// same apply. Policies are updated in place, which is why rmqtopo carries
+// the mutable attributes of its queues in policies of its own (see
+// policy.go): a live queue whose leftover arguments give the same effective
+// values as the desired queue with its policy is kept (adopted), not
+// replaced. Bindings are their own identity
 // and are only created or deleted; rmqtopo removes the stale bindings of the
 // exchanges it owns, which is how a retry schedule change moves the retry
 // exchange from the old wait queues to the new ones. Vhosts are only ever
@@ -37,9 +41,9 @@
 // plan, whatever was chosen, and its temporary queue is never planned as
 // an object of its own.
 //
-// Changes are ordered for apply: vhost creates; exchange, queue, binding and
-// policy creates, replaces and updates in that order; then deletes of
-// policies, bindings, queues and exchanges. Within a group, by address.
+// Changes are ordered for apply: vhost creates; policy, exchange, queue and
+// binding creates, replaces and updates in that order; then deletes of
+// bindings, queues, exchanges and policies. Within a group, by address.
 //
 // # Diagnostics
 //
@@ -61,6 +65,12 @@
 //	                                     reserved amq.* name that is not a built-in exchange
 //	RT011  error                         a queue type or argument the version or queue type lacks
 //	RT012  error                         (CheckAccess, apply) a change the user may not make
+//	RT020  warning                       a user policy matches queues whose rmqtopo policy wins:
+//	                                     its keys do not apply to them
+//	RT021  error (warning when allowed)  a user policy wins over (or ties with) rmqtopo's policy
+//	                                     of queues: rmqtopo's dead-lettering and limits do not apply
+//	RT022  info                          an operator policy caps a limit below rmqtopo's policy
+//	RT023  info                          an adopted queue keeps arguments its policy now carries
 //	RT030  info                          a queue migration: the messages it moves, the unroutable
 //	                                     window of the default exchange, consumers cancelled
 //	RT031  warning                       an unfinished migration's temporary queue holds messages

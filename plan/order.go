@@ -9,23 +9,29 @@ import "github.com/rmqtopo/rmqtopo/topology"
 // schedule change binds the new wait queues before it unbinds the old
 // ones: a retry in between may be routed twice (which at-least-once
 // consumers tolerate), never zero times (which would send it to the DLQ).
+// Policies come first, so that an exchange or queue is born with the
+// dead-lettering and limits its policy carries (a policy may name objects
+// and exchanges that do not exist yet), and because RabbitMQ re-matches
+// every exchange and queue of the vhost against every policy on each policy
+// write: written before the objects exist, policies cost next to nothing.
+// They are deleted last, so that an object keeps them until it is gone.
 type Phase int
 
 const (
 	PhaseVhost Phase = iota
+	PhasePolicy
 	PhaseExchange
 	PhaseQueue
 	PhaseBinding
-	PhasePolicy
-	PhaseDeletePolicy
 	PhaseDeleteBinding
 	PhaseDeleteQueue
 	PhaseDeleteExchange
+	PhaseDeletePolicy
 	PhaseDeleteVhost
 )
 
-var phaseNames = [...]string{"vhosts", "exchanges", "queues", "bindings", "policies",
-	"policy deletes", "binding deletes", "queue deletes", "exchange deletes", "vhost deletes"}
+var phaseNames = [...]string{"vhosts", "policies", "exchanges", "queues", "bindings",
+	"binding deletes", "queue deletes", "exchange deletes", "policy deletes", "vhost deletes"}
 
 // String names the phase for messages, e.g. "binding deletes".
 func (p Phase) String() string {

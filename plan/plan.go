@@ -65,12 +65,19 @@ type Change struct {
 	// the spec, until its messages have expired back into their work queue;
 	// Messages then holds the count still waiting, nil when unknown.
 	Draining bool `json:"draining,omitempty"`
+	// Pinned lists, on a NoOp that keeps a queue, the arguments the queue
+	// keeps although the spec now leaves them to its policy: their values
+	// agree today, but a later change of them needs a replace.
+	Pinned []string `json:"pinned,omitempty"`
 }
 
 // Plan is the ordered set of changes for one or more vhosts.
 type Plan struct {
 	FormatVersion int      `json:"format_version"`
 	Changes       []Change `json:"changes"`
+	// PolicyConflicts are the user and operator policies that shadow, are
+	// shadowed by, or cap rmqtopo's policies after the plan; see Check.
+	PolicyConflicts []PolicyConflict `json:"policy_conflicts,omitempty"`
 }
 
 // HasChanges reports whether applying the plan would change anything.

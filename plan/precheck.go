@@ -276,15 +276,6 @@ func editDistance(a, b string) int {
 	return prev[len(rb)]
 }
 
-func sortedArgKeys(a topology.Args) []string {
-	out := make([]string, 0, len(a))
-	for k := range a {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

@@ -95,6 +95,8 @@ func DiffStateWith(st *topology.State, desired topology.Topology, ch Choices) Pl
 		Messages:    st.Messages,
 		Consumers:   st.Consumers,
 		IsWaitQueue: contract.IsWaitQueue,
+		// Operator policies cap limits; see PolicyConflict.
+		OperatorPolicies: st.OperatorPolicies,
 	})
 }
 

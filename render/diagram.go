@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -74,17 +75,19 @@ func flow(t topology.Topology) graph {
 		g.edges = append(g.edges, edge{from: id(b.Vhost, nodeExchange, b.Source), to: id(b.Vhost, kind, b.Destination), label: bindingLabel(b)})
 	}
 	for _, e := range t.Exchanges {
-		if ae, ok := e.Arguments["alternate-exchange"].(string); ok && exists(e.Vhost, nodeExchange, ae) {
+		if ae, ok := alternateExchange(e, t.Policies); ok && exists(e.Vhost, nodeExchange, ae) {
 			g.edges = append(g.edges, edge{from: id(e.Vhost, nodeExchange, e.Name), to: id(e.Vhost, nodeExchange, ae), label: "unmatched", dashed: true})
 		}
 	}
 	for _, q := range t.Queues {
-		dlx, ok := q.Arguments["x-dead-letter-exchange"].(string)
+		// What the broker makes of the queue's arguments and its policy.
+		eff := topology.EffectiveUnder(q, t.Policies, nil)
+		dlx, ok := eff["dead-letter-exchange"].(string)
 		if !ok {
 			continue
 		}
 		why := "dead-letter"
-		if ttl, ok := q.Arguments["x-message-ttl"].(int64); ok {
+		if ttl, ok := eff["message-ttl"].(int64); ok {
 			why = "after " + HumanDurationMs(ttl)
 		}
 		from := id(q.Vhost, nodeQueue, q.Name)
@@ -95,7 +98,7 @@ func flow(t topology.Topology) graph {
 			g.edges = append(g.edges, edge{from: from, to: id(q.Vhost, nodeExchange, dlx), label: why, dashed: true})
 			continue
 		}
-		if rk, ok := q.Arguments["x-dead-letter-routing-key"].(string); ok {
+		if rk, ok := eff["dead-letter-routing-key"].(string); ok {
 			if exists(q.Vhost, nodeQueue, rk) {
 				g.edges = append(g.edges, edge{from: from, to: id(q.Vhost, nodeQueue, rk), label: why, dashed: true})
 			}
@@ -103,19 +106,29 @@ func flow(t topology.Topology) graph {
 		}
 		// Dead-lettered to "" keeping the routing key: back to whichever
 		// work queue's retry exchange routed the message here.
-		for _, b := range t.Bindings {
-			if b.Vhost != q.Vhost || b.Destination != q.Name || b.DestinationType != topology.DestQueue {
-				continue
-			}
-			for _, w := range t.Queues {
-				if w.Vhost == q.Vhost && contract.RetryExchange(w.Name) == b.Source {
-					g.edges = append(g.edges, edge{from: from, to: id(q.Vhost, nodeQueue, w.Name), label: why + ", by routing key", dashed: true})
-				}
-			}
+		for _, w := range returnsTo(t, q) {
+			g.edges = append(g.edges, edge{from: from, to: id(q.Vhost, nodeQueue, w), label: why + ", by routing key", dashed: true})
 		}
 	}
 	g.edges = dedupe(g.edges)
 	return g
+}
+
+// returnsTo names the work queues whose retry exchange routes into wait
+// queue q, to which q returns messages by their routing key.
+func returnsTo(t topology.Topology, q topology.Queue) []string {
+	var out []string
+	for _, b := range t.Bindings {
+		if b.Vhost != q.Vhost || b.Destination != q.Name || b.DestinationType != topology.DestQueue {
+			continue
+		}
+		for _, w := range t.Queues {
+			if w.Vhost == q.Vhost && contract.RetryExchange(w.Name) == b.Source {
+				out = append(out, w.Name)
+			}
+		}
+	}
+	return out
 }
 
 func dedupe(es []edge) []edge {
@@ -219,4 +232,29 @@ func mermaidText(s string) string {
 // quote and the backslash (Go's %q would also escape non-ASCII names).
 func dotText(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", " ").Replace(s) + `"`
+}
+
+// alternateExchange returns e's alternate exchange: its argument, or else
+// that of the exchange policy of highest priority that matches it.
+func alternateExchange(e topology.Exchange, ps []topology.Policy) (string, bool) {
+	if ae, ok := e.Arguments["alternate-exchange"].(string); ok {
+		return ae, true
+	}
+	var best *topology.Policy
+	for i, p := range ps {
+		if p.Vhost != e.Vhost || (p.ApplyTo != "exchanges" && p.ApplyTo != "all") {
+			continue
+		}
+		if re, err := regexp.Compile(p.Pattern); err != nil || !re.MatchString(e.Name) {
+			continue
+		}
+		if best == nil || p.Priority > best.Priority {
+			best = &ps[i]
+		}
+	}
+	if best == nil {
+		return "", false
+	}
+	ae, ok := best.Definition["alternate-exchange"].(string)
+	return ae, ok
 }

@@ -72,11 +72,14 @@ func TestNewChecksTopology(t *testing.T) {
 // unroutable copies interleaved, so returns must be told apart.
 func TestUnroutable(t *testing.T) {
 	e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, func(tp *topology.Topology) {
-		for i, x := range tp.Exchanges {
-			if x.Name == contract.RetryExchange(workQueue) {
-				tp.Exchanges[i].Arguments = nil // no alternate exchange
+		// No alternate exchange: it is the retry exchange's policy.
+		var kept []topology.Policy
+		for _, p := range tp.Policies {
+			if p.Name != contract.ExchangePolicy(contract.RetryExchange(workQueue)) {
+				kept = append(kept, p)
 			}
 		}
+		tp.Policies = kept
 	})
 	obs := newCounter()
 	r := newRetrier(t, e, retry.WithObserver(obs))

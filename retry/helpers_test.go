@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
@@ -79,12 +80,29 @@ func newEnv(tb testing.TB, t topo, edit func(*topology.Topology)) *env {
 		tb.Fatal(err)
 	}
 	defer ch.Close()
+	putPolicies(tb, b, tp)
 	declareTopology(tb, ch, tp)
 	return &env{b: b, vhost: vhost, conn: conn, topo: tp}
 }
 
-// declareTopology declares t's exchanges, queues and bindings over AMQP
-// (policies are not needed by these tests).
+// putPolicies writes t's policies, which carry the work queues'
+// dead-lettering and the retry exchanges' alternate exchanges, as apply
+// does: before the objects they govern.
+func putPolicies(tb testing.TB, b *brokertest.Broker, t topology.Topology) {
+	tb.Helper()
+	mgmt := b.Mgmt(tb)
+	for _, p := range t.Policies {
+		res, err := mgmt.PutPolicy(p.Vhost, p.Name, rabbithole.Policy{Pattern: p.Pattern, ApplyTo: p.ApplyTo,
+			Priority: int(p.Priority), Definition: rabbithole.PolicyDefinition(p.Definition)})
+		if err != nil {
+			tb.Fatalf("writing policy %q: %v", p.Name, err)
+		}
+		_ = res.Body.Close()
+	}
+}
+
+// declareTopology declares t's exchanges, queues and bindings over AMQP;
+// their policies stay in the vhost (putPolicies).
 func declareTopology(tb testing.TB, ch *amqp.Channel, t topology.Topology) {
 	tb.Helper()
 	for _, e := range t.Exchanges {

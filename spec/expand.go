@@ -46,6 +46,7 @@ type builder struct {
 	exchanges map[string]topology.Exchange
 	origins   map[string]origin // "queue NAME" / "exchange NAME"
 	bindings  map[topology.Address]topology.Binding
+	policies  map[string]topology.Policy // rmqtopo-managed, by name
 }
 
 func newBuilder(s *Spec, p *problems) *builder {
@@ -55,6 +56,7 @@ func newBuilder(s *Spec, p *problems) *builder {
 		exchanges: map[string]topology.Exchange{},
 		origins:   map[string]origin{},
 		bindings:  map[topology.Address]topology.Binding{},
+		policies:  map[string]topology.Policy{},
 	}
 }
 
@@ -74,6 +76,9 @@ func (b *builder) into(t *topology.Topology) {
 	}
 	for _, bd := range b.bindings {
 		t.Bindings = append(t.Bindings, bd)
+	}
+	for _, pol := range b.policies {
+		t.Policies = append(t.Policies, pol)
 	}
 	for _, pol := range b.s.Policies {
 		t.Policies = append(t.Policies, topology.Policy{
@@ -209,10 +214,12 @@ func (b *builder) build() {
 			skip[i] = true
 		}
 	}
+	seen := &presetsSeen{}
 	for i, q := range s.Queues {
 		if skip[i] {
 			continue
 		}
+		b.checkPresetOptions(q, seen)
 		for _, bd := range q.Bindings {
 			b.checkSource(bd)
 			b.bind(bd.Exchange, topology.DestQueue, q.Name, bd.RoutingKey, bd.Arguments)
@@ -237,6 +244,9 @@ func (b *builder) build() {
 	for _, pol := range s.Policies {
 		if _, err := regexp.Compile(pol.Pattern); err != nil {
 			b.errorf(pol.patternAt, "policy %q: invalid pattern %q: %v", pol.Name, pol.Pattern, err)
+		}
+		if contract.IsManagedPolicy(pol.Name) {
+			b.errorf(pol.at, "policy %q: names starting with %q belong to the policies rmqtopo manages", pol.Name, contract.ManagedPolicyPrefix)
 		}
 	}
 }
@@ -294,26 +304,19 @@ func deadLetterTo(args map[string]any, exchange string, routingKey *string) {
 	}
 }
 
+// workQueueArgs are the arguments a work queue is declared with: its type,
+// and what a preset's library declares besides. Everything else rmqtopo
+// wants of the queue is in its policy (see policies.go).
 func (b *builder) workQueueArgs(q Queue) map[string]any {
-	limit := q.DeliveryLimit
-	if limit == 0 {
-		limit = DefaultDeliveryLimit
-	}
-	args := typeArgs(q.Type, limit)
-	if q.DLQ {
-		switch q.Preset {
-		case PresetNone:
-			deadLetterTo(args, contract.DeadLetterExchange(q.Name), nil)
-		default:
-			dlq := contract.DeadLetterQueue(q.Name)
-			deadLetterTo(args, "", &dlq)
+	args := declaredType(q.Type)
+	switch q.Preset {
+	case PresetSpring:
+		// deadLetterExchange(DL_EXCHANGE), declared with or without a DLQ.
+		args["x-dead-letter-exchange"] = springNamesOf(q).dlx
+	case PresetGoQueue:
+		for k, v := range q.PresetOptions.QueueArguments {
+			args[k] = v
 		}
-	}
-	if q.MessageTTL > 0 {
-		args["x-message-ttl"] = q.MessageTTL.Milliseconds()
-	}
-	if q.MaxLength > 0 {
-		args["x-max-length"] = q.MaxLength
 	}
 	return args
 }
@@ -341,14 +344,19 @@ func (b *builder) waitQueueType(q Queue, layout Layout) string {
 func (b *builder) native(q Queue) {
 	retry := contract.RetryExchange(q.Name)
 	dlx := contract.DeadLetterExchange(q.Name)
-	retryArgs := map[string]any{}
 	if q.DLQ {
-		retryArgs["alternate-exchange"] = dlx
+		// By policy, so that turning the DLQ on or off leaves the exchange
+		// in place.
+		b.addPolicy(contract.ExchangePolicy(retry), contract.ExactPattern(retry), "exchanges",
+			map[string]any{keyAlternateExchange: dlx})
 		b.addExchange(topology.Exchange{Name: dlx, Type: "fanout", Durable: true}, b.generated(q, "dead-letter exchange"))
 		b.bind(dlx, topology.DestQueue, contract.DeadLetterQueue(q.Name), "", nil)
 	}
-	b.addExchange(topology.Exchange{Name: retry, Type: "headers", Durable: true, Arguments: retryArgs}, b.generated(q, "retry exchange"))
+	b.addExchange(topology.Exchange{Name: retry, Type: "headers", Durable: true}, b.generated(q, "retry exchange"))
 	b.deadEnds(q)
+	b.queuePolicy(q.Name, workQueuePolicy(q, func(def map[string]any) {
+		deadLetterPolicy(def, q.Type, dlx, nil)
+	}))
 	layout := b.s.layoutOf(q)
 	for k := 1; k <= q.ImmediateRetries; k++ {
 		b.bind(retry, topology.DestQueue, q.Name, "", contract.AttemptBindingArgs(k))

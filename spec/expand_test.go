@@ -38,6 +38,25 @@ func merge(as ...topology.Args) topology.Args {
 	return out
 }
 
+// pol is an rmqtopo-managed policy.
+func pol(vhost, name, pattern, applyTo string, def topology.Args) topology.Policy {
+	return topology.Policy{Vhost: vhost, Name: name, Pattern: pattern, ApplyTo: applyTo, Priority: contract.ManagedPolicyPriority, Definition: def}
+}
+
+// qpol is the rmqtopo policy of one queue in vhost "/".
+func qpol(queue, pattern string, def topology.Args) topology.Policy {
+	return pol("/", "rmqtopo.queue."+queue, pattern, "queues", def)
+}
+
+// aepol is the rmqtopo policy of a native retry exchange: its alternate
+// exchange, the DLX.
+func aepol(vhost, queue string) topology.Policy {
+	return pol(vhost, "rmqtopo.exchange."+queue+".retry", `^`+queue+`\.retry$`, "exchanges", topology.Args{"alternate-exchange": queue + ".dlx"})
+}
+
+// atLeastOncePolicy are the dead-letter policy keys of a quorum queue.
+var atLeastOncePolicy = topology.Args{"dead-letter-strategy": "at-least-once", "overflow": "reject-publish"}
+
 func attempt(n int) topology.Args {
 	return topology.Args{"x-match": "all", "rmqtopo-attempt": strconv.Itoa(n)}
 }
@@ -68,12 +87,12 @@ func TestExpand(t *testing.T) {
 				Exchanges: []topology.Exchange{
 					inEx,
 					{Vhost: "/", Name: "work.dlx", Type: "fanout", Durable: true},
-					{Vhost: "/", Name: "work.retry", Type: "headers", Durable: true, Arguments: topology.Args{"alternate-exchange": "work.dlx"}},
+					{Vhost: "/", Name: "work.retry", Type: "headers", Durable: true},
 				},
 				Queues: []topology.Queue{
 					{Vhost: "/", Name: "rmqtopo.wait.1s", Durable: true, Arguments: quorumArgs(20, merge(atLeastOnce, topology.Args{"x-message-ttl": int64(1000), "x-dead-letter-exchange": ""}))},
 					{Vhost: "/", Name: "rmqtopo.wait.5s", Durable: true, Arguments: quorumArgs(20, merge(atLeastOnce, topology.Args{"x-message-ttl": int64(5000), "x-dead-letter-exchange": ""}))},
-					{Vhost: "/", Name: "work", Durable: true, Arguments: topology.Args{"x-dead-letter-exchange": "work.dlx"}},
+					{Vhost: "/", Name: "work", Durable: true},
 					{Vhost: "/", Name: "work.dlq", Durable: true},
 				},
 				Bindings: []topology.Binding{
@@ -82,6 +101,7 @@ func TestExpand(t *testing.T) {
 					{Vhost: "/", Source: "work.retry", Destination: "rmqtopo.wait.1s", DestinationType: "queue", Arguments: attempt(1)},
 					{Vhost: "/", Source: "work.retry", Destination: "rmqtopo.wait.5s", DestinationType: "queue", Arguments: attempt(2)},
 				},
+				Policies: []topology.Policy{aepol("/", "work"), qpol("work", "^work$", topology.Args{"dead-letter-exchange": "work.dlx"})},
 			},
 		},
 		{
@@ -92,10 +112,10 @@ func TestExpand(t *testing.T) {
 				Exchanges: []topology.Exchange{
 					inEx,
 					{Vhost: "/", Name: "work.dlx", Type: "fanout", Durable: true},
-					{Vhost: "/", Name: "work.retry", Type: "headers", Durable: true, Arguments: topology.Args{"alternate-exchange": "work.dlx"}},
+					{Vhost: "/", Name: "work.retry", Type: "headers", Durable: true},
 				},
 				Queues: []topology.Queue{
-					{Vhost: "/", Name: "work", Durable: true, Arguments: quorumArgs(7, merge(atLeastOnce, topology.Args{"x-dead-letter-exchange": "work.dlx"}))},
+					{Vhost: "/", Name: "work", Durable: true, Arguments: topology.Args{"x-queue-type": "quorum"}},
 					{Vhost: "/", Name: "work.dlq", Durable: true, Arguments: quorumArgs(DeadEndDeliveryLimit, nil)},
 					{Vhost: "/", Name: "work.wait.1.5s", Durable: true, Arguments: quorumArgs(20, merge(atLeastOnce, topology.Args{"x-message-ttl": int64(5000), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "work"}))},
 					{Vhost: "/", Name: "work.wait.2.5s", Durable: true, Arguments: quorumArgs(20, merge(atLeastOnce, topology.Args{"x-message-ttl": int64(5000), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "work"}))},
@@ -106,6 +126,7 @@ func TestExpand(t *testing.T) {
 					{Vhost: "/", Source: "work.retry", Destination: "work.wait.1.5s", DestinationType: "queue", Arguments: attempt(1)},
 					{Vhost: "/", Source: "work.retry", Destination: "work.wait.2.5s", DestinationType: "queue", Arguments: attempt(2)},
 				},
+				Policies: []topology.Policy{aepol("/", "work"), qpol("work", "^work$", merge(atLeastOncePolicy, topology.Args{"dead-letter-exchange": "work.dlx", "delivery-limit": int64(7)}))},
 			},
 		},
 		{
@@ -117,7 +138,7 @@ func TestExpand(t *testing.T) {
 					{Vhost: "/", Name: "w.retry", Type: "headers", Durable: true},
 				},
 				Queues: []topology.Queue{
-					{Vhost: "/", Name: "w", Durable: true, Arguments: topology.Args{"x-message-ttl": int64(60000), "x-max-length": int64(10)}},
+					{Vhost: "/", Name: "w", Durable: true},
 					{Vhost: "/", Name: "w.parking-lot", Durable: true},
 					{Vhost: "/", Name: "w.wait.2.1500ms", Durable: true, Arguments: topology.Args{"x-message-ttl": int64(1500), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "w"}},
 				},
@@ -125,6 +146,7 @@ func TestExpand(t *testing.T) {
 					{Vhost: "/", Source: "w.retry", Destination: "w", DestinationType: "queue", Arguments: attempt(1)},
 					{Vhost: "/", Source: "w.retry", Destination: "w.wait.2.1500ms", DestinationType: "queue", Arguments: attempt(2)},
 				},
+				Policies: []topology.Policy{qpol("w", "^w$", topology.Args{"message-ttl": int64(60000), "max-length": int64(10)})},
 			},
 		},
 		{
@@ -134,38 +156,48 @@ func TestExpand(t *testing.T) {
 				Vhosts: []string{"v"},
 				Exchanges: []topology.Exchange{
 					{Vhost: "v", Name: "audit.dlx", Type: "fanout", Durable: true},
-					{Vhost: "v", Name: "audit.retry", Type: "headers", Durable: true, Arguments: topology.Args{"alternate-exchange": "audit.dlx"}},
+					{Vhost: "v", Name: "audit.retry", Type: "headers", Durable: true},
 				},
 				Queues: []topology.Queue{
-					{Vhost: "v", Name: "audit", Durable: true, Arguments: topology.Args{"x-dead-letter-exchange": "audit.dlx"}},
+					{Vhost: "v", Name: "audit", Durable: true},
 					{Vhost: "v", Name: "audit.dlq", Durable: true},
 				},
 				Bindings: []topology.Binding{
 					{Vhost: "v", Source: "audit.dlx", Destination: "audit.dlq", DestinationType: "queue"},
 				},
+				Policies: []topology.Policy{aepol("v", "audit"), pol("v", "rmqtopo.queue.audit", "^audit$", "queues", topology.Args{"dead-letter-exchange": "audit.dlx"})},
 			},
 		},
 		{
-			name: "goqueue preset",
+			name: "goqueue preset: the library's declares as arguments, rmqtopo's additions as policies",
 			spec: in + "queues:\n  - name: ev\n    preset: goqueue\n    bindings: [{exchange: in, routing_key: k}]\n    retry: {delays: [1s, 2s]}\n",
 			want: topology.Topology{
 				Vhosts: []string{"/"},
 				Exchanges: []topology.Exchange{
-					{Vhost: "/", Name: "ev__dlx", Type: "fanout", Durable: true},
+					{Vhost: "/", Name: "ev.exhausted", Type: "fanout", Durable: true},
+					{Vhost: "/", Name: "ev__retry_dlx", Type: "fanout", Durable: true},
 					{Vhost: "/", Name: "ev__retry_exchange", Type: "topic", Durable: true},
 					inEx,
 				},
 				Queues: []topology.Queue{
-					{Vhost: "/", Name: "ev", Durable: true, Arguments: topology.Args{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "ev.dlq"}},
+					{Vhost: "/", Name: "ev", Durable: true},
 					{Vhost: "/", Name: "ev.dlq", Durable: true},
-					{Vhost: "/", Name: "ev__retry.1", Durable: true, Arguments: topology.Args{"x-dead-letter-exchange": "ev__dlx"}},
-					{Vhost: "/", Name: "ev__retry.2", Durable: true, Arguments: topology.Args{"x-dead-letter-exchange": "ev__dlx"}},
+					{Vhost: "/", Name: "ev.exhausted", Durable: true, Arguments: topology.Args{"x-message-ttl": int64(0), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "ev.dlq"}},
+					{Vhost: "/", Name: "ev__retry.1", Durable: true, Arguments: topology.Args{"x-dead-letter-exchange": "ev__retry_dlx"}},
+					{Vhost: "/", Name: "ev__retry.2", Durable: true, Arguments: topology.Args{"x-dead-letter-exchange": "ev__retry_dlx"}},
 				},
 				Bindings: []topology.Binding{
-					{Vhost: "/", Source: "ev__dlx", Destination: "ev", DestinationType: "queue"},
+					{Vhost: "/", Source: "ev.exhausted", Destination: "ev.exhausted", DestinationType: "queue"},
+					{Vhost: "/", Source: "ev__retry_dlx", Destination: "ev", DestinationType: "queue"},
 					{Vhost: "/", Source: "ev__retry_exchange", Destination: "ev__retry.1", DestinationType: "queue", RoutingKey: "ev__retry.1"},
 					{Vhost: "/", Source: "ev__retry_exchange", Destination: "ev__retry.2", DestinationType: "queue", RoutingKey: "ev__retry.2"},
 					bindIn("ev"),
+				},
+				Policies: []topology.Policy{
+					pol("/", "rmqtopo.exchange.ev__retry_exchange", "^ev__retry_exchange$", "exchanges", topology.Args{"alternate-exchange": "ev.exhausted"}),
+					qpol("ev", "^ev$", topology.Args{"dead-letter-exchange": "", "dead-letter-routing-key": "ev.dlq"}),
+					qpol("ev__retry.1", `^ev__retry\.1$`, topology.Args{"message-ttl": int64(1000)}),
+					qpol("ev__retry.2", `^ev__retry\.2$`, topology.Args{"message-ttl": int64(2000)}),
 				},
 			},
 		},
@@ -176,37 +208,46 @@ func TestExpand(t *testing.T) {
 				Vhosts:    []string{"/"},
 				Exchanges: []topology.Exchange{inEx},
 				Queues: []topology.Queue{
-					{Vhost: "/", Name: "demo", Durable: true, Arguments: quorumArgs(20, merge(atLeastOnce, topology.Args{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "demo.dlq"}))},
-					{Vhost: "/", Name: "demo.delay_2s", Durable: true, Arguments: quorumArgs(20, merge(atLeastOnce, topology.Args{"x-message-ttl": int64(2000), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "demo"}))},
-					{Vhost: "/", Name: "demo.delay_5s", Durable: true, Arguments: quorumArgs(20, merge(atLeastOnce, topology.Args{"x-message-ttl": int64(5000), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "demo"}))},
+					{Vhost: "/", Name: "demo", Durable: true, Arguments: topology.Args{"x-queue-type": "quorum"}},
+					{Vhost: "/", Name: "demo.delay_2s", Durable: true, Arguments: topology.Args{"x-queue-type": "quorum", "x-message-ttl": int64(2000), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "demo"}},
+					{Vhost: "/", Name: "demo.delay_5s", Durable: true, Arguments: topology.Args{"x-queue-type": "quorum", "x-message-ttl": int64(5000), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "demo"}},
 					{Vhost: "/", Name: "demo.dlq", Durable: true, Arguments: quorumArgs(DeadEndDeliveryLimit, nil)},
 				},
 				Bindings: []topology.Binding{bindIn("demo")},
+				Policies: []topology.Policy{
+					pol("/", "rmqtopo.outbox.demo", `^demo\.delay_[0-9]+s$`, "queues", atLeastOncePolicy),
+					qpol("demo", "^demo$", merge(atLeastOncePolicy, topology.Args{"dead-letter-exchange": "", "dead-letter-routing-key": "demo.dlq", "delivery-limit": int64(20)})),
+				},
 			},
 		},
 		{
-			name: "spring preset: shared wait and return headers exchanges",
-			spec: "version: 1\nqueues:\n  - name: a\n    preset: spring\n    retry: {delays: [10s]}\n  - name: b\n    preset: spring\n    retry: {delays: [10s, 20s]}\n",
+			name: "spring preset: shared wait and return headers exchanges, delays in milliseconds",
+			spec: "version: 1\nqueues:\n  - name: a\n    preset: spring\n    retry: {delays: [10s]}\n  - name: b\n    type: quorum\n    preset: spring\n    retry: {delays: [10s, 20s]}\n",
 			want: topology.Topology{
 				Vhosts: []string{"/"},
 				Exchanges: []topology.Exchange{
+					{Vhost: "/", Name: "a.dlx", Type: "fanout", Durable: true},
+					{Vhost: "/", Name: "b.dlx", Type: "fanout", Durable: true},
 					{Vhost: "/", Name: "return", Type: "headers", Durable: true},
 					{Vhost: "/", Name: "wait", Type: "headers", Durable: true},
 				},
 				Queues: []topology.Queue{
-					{Vhost: "/", Name: "a", Durable: true, Arguments: topology.Args{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "a.dlq"}},
+					{Vhost: "/", Name: "a", Durable: true, Arguments: topology.Args{"x-dead-letter-exchange": "a.dlx"}},
 					{Vhost: "/", Name: "a.dlq", Durable: true},
-					{Vhost: "/", Name: "b", Durable: true, Arguments: topology.Args{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": "b.dlq"}},
-					{Vhost: "/", Name: "b.dlq", Durable: true},
-					{Vhost: "/", Name: "wait-queue-10s", Durable: true, Arguments: quorumArgs(20, merge(atLeastOnce, topology.Args{"x-message-ttl": int64(10000), "x-dead-letter-exchange": "return"}))},
-					{Vhost: "/", Name: "wait-queue-20s", Durable: true, Arguments: quorumArgs(20, merge(atLeastOnce, topology.Args{"x-message-ttl": int64(20000), "x-dead-letter-exchange": "return"}))},
+					{Vhost: "/", Name: "b", Durable: true, Arguments: topology.Args{"x-queue-type": "quorum", "x-dead-letter-exchange": "b.dlx"}},
+					{Vhost: "/", Name: "b.dlq", Durable: true, Arguments: quorumArgs(DeadEndDeliveryLimit, nil)},
+					{Vhost: "/", Name: "wait-queue-10000", Durable: true, Arguments: topology.Args{"x-message-ttl": int64(10000), "x-dead-letter-exchange": "return"}},
+					{Vhost: "/", Name: "wait-queue-20000", Durable: true, Arguments: topology.Args{"x-message-ttl": int64(20000), "x-dead-letter-exchange": "return"}},
 				},
 				Bindings: []topology.Binding{
-					{Vhost: "/", Source: "return", Destination: "a", DestinationType: "queue", Arguments: topology.Args{"x-match": "all", "return-to": "a"}},
-					{Vhost: "/", Source: "return", Destination: "b", DestinationType: "queue", Arguments: topology.Args{"x-match": "all", "return-to": "b"}},
-					{Vhost: "/", Source: "wait", Destination: "wait-queue-10s", DestinationType: "queue", Arguments: topology.Args{"x-match": "all", "wait-for": "10s"}},
-					{Vhost: "/", Source: "wait", Destination: "wait-queue-20s", DestinationType: "queue", Arguments: topology.Args{"x-match": "all", "wait-for": "20s"}},
+					{Vhost: "/", Source: "a.dlx", Destination: "a.dlq", DestinationType: "queue"},
+					{Vhost: "/", Source: "b.dlx", Destination: "b.dlq", DestinationType: "queue"},
+					{Vhost: "/", Source: "return", Destination: "a", DestinationType: "queue", Arguments: topology.Args{"return-to": "a"}},
+					{Vhost: "/", Source: "return", Destination: "b", DestinationType: "queue", Arguments: topology.Args{"return-to": "b"}},
+					{Vhost: "/", Source: "wait", Destination: "wait-queue-10000", DestinationType: "queue", Arguments: topology.Args{"wait-for": "10000"}},
+					{Vhost: "/", Source: "wait", Destination: "wait-queue-20000", DestinationType: "queue", Arguments: topology.Args{"wait-for": "20000"}},
 				},
+				Policies: []topology.Policy{qpol("b", "^b$", merge(atLeastOncePolicy, topology.Args{"delivery-limit": int64(20)}))},
 			},
 		},
 		{
@@ -321,33 +362,40 @@ func TestWaitQueuesReturnHome(t *testing.T) {
 	}
 }
 
-// TestQuorumArguments checks, over every example, the arguments quorum
-// queues need: an explicit delivery limit everywhere, and at-least-once
+// effective is what the broker makes of q's arguments and the policy of
+// top that applies to it.
+func effective(top topology.Topology, q topology.Queue) topology.Args {
+	return topology.EffectiveUnder(q, top.Policies, nil)
+}
+
+// TestQuorumArguments checks, over every example, what quorum queues need,
+// as arguments or by policy: an explicit delivery limit on every queue that
+// is consumed from (wait and delay queues are not), and at-least-once
 // dead-lettering (which requires reject-publish) wherever a quorum queue
-// dead-letters.
+// dead-letters; and that no classic queue is given quorum-only keys.
 func TestQuorumArguments(t *testing.T) {
 	for _, path := range examplePaths(t) {
 		files, err := LoadFiles(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, q := range Expand(files...).Queues {
-			_, dlx := q.Arguments["x-dead-letter-exchange"]
+		top := Expand(files...)
+		for _, q := range top.Queues {
+			eff := effective(top, q)
+			_, dlx := eff["dead-letter-exchange"]
 			if q.QueueType() != TypeQuorum {
-				for _, k := range []string{"x-delivery-limit", "x-dead-letter-strategy", "x-overflow"} {
-					if _, ok := q.Arguments[k]; ok {
+				for _, k := range []string{"delivery-limit", "dead-letter-strategy"} {
+					if _, ok := eff[k]; ok {
 						t.Errorf("%s: classic queue %s has %s", path, q.Name, k)
 					}
 				}
 				continue
 			}
-			if l, ok := q.Arguments["x-delivery-limit"].(int64); !ok || l < 1 {
-				t.Errorf("%s: quorum queue %s has x-delivery-limit %v, want an explicit positive limit", path, q.Name, q.Arguments["x-delivery-limit"])
+			if l, ok := eff["delivery-limit"].(int64); !contract.IsWaitQueue(q.Name) && (!ok || l < 1) {
+				t.Errorf("%s: quorum queue %s has delivery-limit %v, want an explicit positive limit", path, q.Name, eff["delivery-limit"])
 			}
-			if dlx {
-				if q.Arguments["x-dead-letter-strategy"] != "at-least-once" || q.Arguments["x-overflow"] != "reject-publish" {
-					t.Errorf("%s: quorum queue %s dead-letters without at-least-once + reject-publish: %v", path, q.Name, q.Arguments)
-				}
+			if dlx && (eff["dead-letter-strategy"] != "at-least-once" || eff["overflow"] != "reject-publish") {
+				t.Errorf("%s: quorum queue %s dead-letters without at-least-once + reject-publish: %v", path, q.Name, eff)
 			}
 		}
 	}
@@ -361,8 +409,8 @@ func TestDeliveryLimit(t *testing.T) {
 		if !ok {
 			t.Fatalf("no queue %s", name)
 		}
-		if got := q.Arguments["x-delivery-limit"]; got != want {
-			t.Errorf("%s: x-delivery-limit = %v, want %d", name, got, want)
+		if got := effective(top, q)["delivery-limit"]; got != want {
+			t.Errorf("%s: delivery-limit = %v, want %d", name, got, want)
 		}
 	}
 }
@@ -441,7 +489,7 @@ func TestExpandIsDeterministic(t *testing.T) {
 		vhosts[f.Spec.Vhost] = true
 		files = append(files, f)
 	}
-	opts := cmp.AllowUnexported(Spec{}, Exchange{}, Binding{}, Queue{}, Policy{}, pos{})
+	opts := cmp.AllowUnexported(Spec{}, Exchange{}, Binding{}, Queue{}, PresetOptions{}, Policy{}, pos{})
 	before := cloneFiles(files)
 	want := Expand(files...)
 	if diff := cmp.Diff(before, files, opts); diff != "" {
@@ -510,8 +558,8 @@ func TestCollisions(t *testing.T) {
 		},
 		{
 			name: "spring wait queue colliding with a declared queue",
-			spec: "version: 1\nqueues:\n  - {name: wait-queue-5s, dlq: false}\n  - {name: a, preset: spring, retry: {delays: [5s]}}\n",
-			want: []string{`queue "wait-queue-5s" (generated as the vhost's spring wait queue for 5s) collides with the queue declared at queues[0]`},
+			spec: "version: 1\nqueues:\n  - {name: wait-queue-5000, dlq: false}\n  - {name: a, preset: spring, retry: {delays: [5s]}}\n",
+			want: []string{`queue "wait-queue-5000" (generated as the vhost's spring wait queue for 5s) collides with the queue declared at queues[0]`},
 		},
 		{
 			name: "queue named like another queue's parking lot",

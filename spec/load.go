@@ -652,6 +652,8 @@ func (d *decoder) binding(n *yaml.Node, path string) Binding {
 func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
 	q := Queue{Type: TypeClassic, DLQ: true, Durable: true, at: at(n, path), nameAt: at(n, path), set: map[string]pos{}}
 	hasName := false
+	var optsNode *yaml.Node
+	var optsPath string
 	known := map[string]func(*yaml.Node, string){
 		"name": func(v *yaml.Node, p string) { hasName = true; q.nameAt = at(v, p); d.name(v, p, &q.Name) },
 		"type": func(v *yaml.Node, p string) {
@@ -691,6 +693,11 @@ func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
 			q.deliveryLimitAt = at(v, p)
 			d.intField(v, p, 1, math.MaxInt32, &q.DeliveryLimit)
 		},
+		"preset_options": func(v *yaml.Node, p string) {
+			// Decoded once the preset is known: its keys depend on it.
+			q.presetOptionsAt = at(v, p)
+			optsNode, optsPath = v, p
+		},
 		"preset": func(v *yaml.Node, p string) {
 			var name string
 			d.str(v, p, &name)
@@ -715,7 +722,44 @@ func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
 		// A raw queue has no DLQ; everything that reads DLQ sees that.
 		q.DLQ = false
 	}
+	if optsNode != nil {
+		q.PresetOptions = d.presetOptions(optsNode, optsPath, q.Preset)
+	}
 	return q
+}
+
+// presetOptions decodes a queue's preset_options, whose keys are those of
+// its preset: spring's names, goqueue's queue arguments.
+func (d *decoder) presetOptions(n *yaml.Node, path string, preset Preset) PresetOptions {
+	var o PresetOptions
+	known := map[string]func(*yaml.Node, string){}
+	switch preset {
+	case PresetSpring:
+		known["wait_exchange"] = func(v *yaml.Node, p string) { d.name(v, p, &o.WaitExchange) }
+		known["return_exchange"] = func(v *yaml.Node, p string) { d.name(v, p, &o.ReturnExchange) }
+		known["wait_queue_prefix"] = func(v *yaml.Node, p string) { d.name(v, p, &o.WaitQueuePrefix) }
+		known["dead_letter_exchange"] = func(v *yaml.Node, p string) { d.name(v, p, &o.DeadLetterExchange) }
+	case PresetGoQueue:
+		known["queue_arguments"] = func(v *yaml.Node, p string) {
+			o.queueArgumentsAt = at(v, p)
+			d.args(v, p, &o.QueueArguments)
+		}
+	default:
+		if n.Kind == yaml.MappingNode && len(n.Content) == 0 {
+			return o
+		}
+		d.add(at(n, path), "preset_options needs preset goqueue or spring: the %s has no options", presetName(preset))
+		return o
+	}
+	d.fields(n, path, known)
+	return o
+}
+
+func presetName(p Preset) string {
+	if p == PresetNone {
+		return "queue without a preset"
+	}
+	return string(p) + " preset"
 }
 
 // retryPolicy decodes an inline policy: exactly one of delays, fixed,

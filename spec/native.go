@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"strings"
+
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -47,7 +49,15 @@ func nativeEligible(q Queue) bool {
 // bindings, then the wait queues no remaining binding feeds, and sets the
 // converted queues' arguments.
 func rewriteNative(t topology.Topology, drop map[topology.Address]bool, conv map[topology.Address]topology.Args) topology.Topology {
-	out := topology.Topology{Vhosts: t.Vhosts, Policies: t.Policies}
+	out := topology.Topology{Vhosts: t.Vhosts}
+	for _, p := range t.Policies {
+		// A dropped retry exchange takes its rmqtopo policy with it.
+		if name, ok := strings.CutPrefix(p.Name, contract.ExchangePolicy("")); ok &&
+			drop[topology.Address{Kind: topology.KindExchange, Vhost: p.Vhost, Name: name}] {
+			continue
+		}
+		out.Policies = append(out.Policies, p)
+	}
 	fed := map[topology.Address]bool{}
 	for _, b := range t.Bindings {
 		if drop[topology.Address{Kind: topology.KindExchange, Vhost: b.Vhost, Name: b.Source}] {

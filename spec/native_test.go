@@ -28,11 +28,9 @@ queues:
 		t.Errorf("converted (-want +got):\n%s", diff)
 	}
 	a, _ := got.Queue("v", "a")
-	want := quorumArgs(3, topology.Args{"x-dead-letter-exchange": "a.dlx", "x-delayed-retry-type": "failed",
+	// Dead-lettering into a.dlx, at least once, is in a's rmqtopo policy.
+	want := quorumArgs(3, topology.Args{"x-delayed-retry-type": "failed",
 		"x-delayed-retry-min": int64(5000), "x-delayed-retry-max": int64(15000)})
-	for k, v := range atLeastOnce {
-		want[k] = v
-	}
 	if diff := cmp.Diff(want, a.Arguments); diff != "" {
 		t.Errorf("a's arguments (-want +got):\n%s", diff)
 	}
@@ -43,8 +41,12 @@ queues:
 	for _, e := range got.Exchanges {
 		names[e.Name] = true
 	}
+	for _, p := range got.Policies {
+		names[p.Name] = true
+	}
 	for n, want := range map[string]bool{"a.retry": false, "a.dlx": true, "a.dlq": true, "rmqtopo.wait.5s": true,
-		"rmqtopo.wait.10s": false, "rmqtopo.wait.15s": false, "b.retry": true, "c.retry": true, "rmqtopo.wait.1s": true} {
+		"rmqtopo.wait.10s": false, "rmqtopo.wait.15s": false, "b.retry": true, "c.retry": true, "rmqtopo.wait.1s": true,
+		"rmqtopo.exchange.a.retry": false, "rmqtopo.exchange.b.retry": true, "rmqtopo.queue.a": true} {
 		if names[n] != want {
 			t.Errorf("%s present = %v, want %v", n, names[n], want)
 		}

@@ -109,6 +109,7 @@ func (b *builder) declaredArgs(q Queue) map[string]any {
 		typ = TypeClassic
 	}
 	var own map[string]any
+	reserved := map[string]bool{}
 	if q.Raw {
 		own = map[string]any{}
 		if typ != TypeClassic && typ != "" {
@@ -116,6 +117,7 @@ func (b *builder) declaredArgs(q Queue) map[string]any {
 		}
 	} else {
 		own = b.workQueueArgs(q)
+		reserved = managedArgs(q)
 	}
 	for _, k := range sortedArgNames(q.Arguments) {
 		at, ok := q.argAt[k]
@@ -125,13 +127,26 @@ func (b *builder) declaredArgs(q Queue) map[string]any {
 		if !b.checkArgument(k, q.Arguments[k], typ, at) {
 			continue
 		}
-		if _, ok := own[k]; ok && !q.Raw {
+		if _, ok := own[k]; (ok || reserved[k]) && !q.Raw {
 			b.errorf(at, "argument %q is set by rmqtopo for this queue (%s); leave it out", k, ownedArgHint(k))
 			continue
 		}
 		own[k] = q.Arguments[k]
 	}
 	return own
+}
+
+// managedArgs are the arguments whose attribute rmqtopo's policy of q
+// sets: an argument would beat the policy (or, for a limit, cap it), so
+// the spec's own key must be used instead.
+func managedArgs(q Queue) map[string]bool {
+	key := ""
+	def := workQueuePolicy(q, func(def map[string]any) { deadLetterPolicy(def, q.Type, "", &key) })
+	out := map[string]bool{"x-queue-type": true}
+	for k := range def {
+		out["x-"+k] = true
+	}
+	return out
 }
 
 func ownedArgHint(k string) string {

@@ -98,7 +98,7 @@ func (s *Spec) retryDestination(q Queue, k int) string {
 	case PresetOutbox:
 		return outboxDelayQueue(q.Name, d)
 	case PresetSpring:
-		return springWaitQueue(d)
+		return springWaitQueue(q, d)
 	}
 	switch s.layoutOf(q) {
 	case LayoutLevels:

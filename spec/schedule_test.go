@@ -187,10 +187,10 @@ func TestSchedule(t *testing.T) {
 			name: "spring preset",
 			spec: "version: 1\nqueues:\n  - name: some.queue\n    preset: spring\n    retry: {exponential: {initial: 1s, factor: 10, max: 500s, attempts: 3}}\n",
 			want: []Step{
-				{Attempt: 1, OnFailure: "wait-queue-1s"},
-				{Attempt: 2, Delay: s, Elapsed: s, Via: "wait-queue-1s", OnFailure: "wait-queue-10s"},
-				{Attempt: 3, Delay: 10 * s, Elapsed: 11 * s, Via: "wait-queue-10s", OnFailure: "wait-queue-100s"},
-				{Attempt: 4, Delay: 100 * s, Elapsed: 111 * s, Via: "wait-queue-100s", OnFailure: "some.queue.dlq"},
+				{Attempt: 1, OnFailure: "wait-queue-1000"},
+				{Attempt: 2, Delay: s, Elapsed: s, Via: "wait-queue-1000", OnFailure: "wait-queue-10000"},
+				{Attempt: 3, Delay: 10 * s, Elapsed: 11 * s, Via: "wait-queue-10000", OnFailure: "wait-queue-100000"},
+				{Attempt: 4, Delay: 100 * s, Elapsed: 111 * s, Via: "wait-queue-100000", OnFailure: "some.queue.dlq"},
 			},
 		},
 	}

@@ -342,6 +342,22 @@ var objects = []object{
 		}},
 	{name: "policy", schema: "/$defs/policy", path: "policies[0]",
 		in: func(d map[string]any) map[string]any { return elem(d, "policies", 0) }},
+	{name: "spring options", schema: "/$defs/springOptions", path: "queues[0].preset_options",
+		in: presetOptions("spring")},
+	{name: "goqueue options", schema: "/$defs/goqueueOptions", path: "queues[0].preset_options",
+		in: presetOptions("goqueue")},
+}
+
+// presetOptions gives the probe queue the preset and returns its (empty)
+// preset_options, whose keys depend on the preset.
+func presetOptions(preset string) func(map[string]any) map[string]any {
+	return func(d map[string]any) map[string]any {
+		q := queue(d)
+		q["preset"] = preset
+		opts := m()
+		q["preset_options"] = opts
+		return opts
+	}
 }
 
 // resolve follows a JSON pointer within the schema document.

@@ -154,11 +154,31 @@ type Queue struct {
 	// Migrate turns a replace of the queue (and of the queues generated
 	// for it) into a message-preserving migration; see plan.Migration.
 	Migrate bool
+	// PresetOptions are the names and arguments the preset's library lets
+	// its user choose; unset ones take the library's defaults.
+	PresetOptions PresetOptions
 
-	at, nameAt, deliveryLimitAt, retryAt, layoutAt, argumentsAt pos
+	at, nameAt, deliveryLimitAt, retryAt, layoutAt, argumentsAt, presetOptionsAt pos
 	// set records the keys written, for the checks of raw queues; argAt
 	// where each argument is written.
 	set, argAt map[string]pos
+}
+
+// PresetOptions are a preset's choices of names and arguments, as its
+// library lets its user make them. Empty strings mean the library's default
+// (see the Default* constants).
+type PresetOptions struct {
+	// spring: the WAIT_EXCHANGE, RETURN_EXCHANGE and WAIT_QUEUE_PREFIX
+	// constants, shared by every spring queue of a vhost, and the work
+	// queue's DL_EXCHANGE.
+	WaitExchange       string
+	ReturnExchange     string
+	WaitQueuePrefix    string
+	DeadLetterExchange string
+	// goqueue: the work queue's QueueDeclareConfig.Args.
+	QueueArguments map[string]any
+
+	queueArgumentsAt pos
 }
 
 // RetryPolicy is a schedule of delayed retries.

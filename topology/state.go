@@ -40,6 +40,9 @@ type State struct {
 	// Consumers holds the consumer counts read with Messages, by queue
 	// address; a queue absent here has an unknown count.
 	Consumers map[Address]int64
+	// OperatorPolicies are the operator policies of these vhosts, which cap
+	// numeric limits; none when the source has none or may not read them.
+	OperatorPolicies []Policy
 }
 
 // NewState returns an empty state of vhosts, ready to be filled.

@@ -38,7 +38,8 @@ func (b brokerM) Run() int { return brokertest.Run(b.m) }
 // validate, render, help and usage errors, with no broker.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
-		Dir:  "testdata/script",
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"exits": scriptExits},
+		Dir:           "testdata/script",
+		UpdateScripts: os.Getenv("RMQTOPO_UPDATE_SCRIPTS") != "",
+		Cmds:          map[string]func(ts *testscript.TestScript, neg bool, args []string){"exits": scriptExits},
 	})
 }

@@ -200,19 +200,26 @@ var delayEdits = map[string]struct {
 		},
 	},
 	"presets/spring.yaml": {
-		// wait-queue-10s stays: some.queue still waits 10s.
+		// wait-queue-10000 stays: some.queue still waits 10s.
 		queue: "other.queue",
 		retry: spec.RetryPolicy{Kind: "fixed", Delay: 20 * time.Second, Attempts: 3},
 		want: []string{
-			"create queue wait-queue-20s",
-			`create binding wait -> wait-queue-20s [queue key="" args={wait-for: "20s", x-match: "all"}]`,
+			"create queue wait-queue-20000",
+			`create binding wait -> wait-queue-20000 [queue key="" args={wait-for: "20000"}]`,
 		},
 	},
 	"presets/goqueue.yaml": {
-		// goqueue's retry queues carry no TTL: delays only label them.
+		// goqueue's retry queues carry no TTL argument: their policies cap
+		// the library's expiration at the delay, updated in place.
 		queue: "user-events",
 		retry: spec.RetryPolicy{Kind: "exponential", Initial: 2 * time.Second, Factor: 2, Attempts: 5},
-		want:  nil,
+		want: []string{
+			"update policy rmqtopo.queue.user-events__retry.1",
+			"update policy rmqtopo.queue.user-events__retry.2",
+			"update policy rmqtopo.queue.user-events__retry.3",
+			"update policy rmqtopo.queue.user-events__retry.4",
+			"update policy rmqtopo.queue.user-events__retry.5",
+		},
 	},
 }
 
@@ -268,6 +275,8 @@ func TestExamplesPlanApplyPlan(t *testing.T) {
 			want := []string{
 				"create exchange added.work.dlx",
 				"create exchange added.work.retry",
+				"create policy rmqtopo.exchange.added.work.retry",
+				"create policy rmqtopo.queue.added.work",
 				"create queue added.work",
 				"create queue added.work.dlq",
 				"create queue added.work.wait.1.3777ms",
@@ -446,6 +455,8 @@ func TestBrownfield(t *testing.T) {
 		"delete queue orders",
 		"delete queue orders.dlq",
 		"delete queue rmqtopo.wait.5s",
+		"delete policy rmqtopo.exchange.orders.retry",
+		"delete policy rmqtopo.queue.orders",
 		"delete exchange orders.dlx",
 		"delete exchange orders.retry",
 	}
@@ -477,7 +488,9 @@ func TestDeleteGuard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			args := amqp.Table{}
+			// An argument no policy can set: a replace. (A leftover
+			// x-max-length the policy agrees with would be adopted.)
+			args := amqp.Table{"x-max-priority": int64(5)}
 			extra := "max_length: 10"
 			if typ == "quorum" {
 				args = amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(3)}
@@ -837,6 +850,8 @@ func TestHTTPWrites(t *testing.T) {
 		"delete queue work.wait.2.2s",
 		"delete exchange extra.dlx",
 		"delete exchange extra.retry",
+		"delete policy rmqtopo.exchange.extra.retry",
+		"delete policy rmqtopo.queue.extra",
 	}
 	if diff := cmp.Diff(want, changes(p)); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)

@@ -44,12 +44,18 @@ func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, er
 		return nil, err
 	}
 	parts := make([]vhostRead, len(vhosts))
+	operator := make([][]topology.Policy, len(vhosts))
+	operatorErr := make([]error, len(vhosts))
 	var wg sync.WaitGroup
 	for i, v := range vhosts {
-		wg.Add(1)
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			parts[i] = c.readVhost(ctx, v, defaults[v])
+		}()
+		go func() {
+			defer wg.Done()
+			operator[i], operatorErr[i] = c.OperatorPolicies(ctx, v)
 		}()
 	}
 	wg.Wait()
@@ -57,11 +63,15 @@ func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, er
 		if p.err != nil {
 			return nil, p.err
 		}
+		if operatorErr[i] != nil {
+			return nil, operatorErr[i]
+		}
 		st.Topology.Vhosts = append(st.Topology.Vhosts, p.t.Vhosts...)
 		st.Topology.Exchanges = append(st.Topology.Exchanges, p.t.Exchanges...)
 		st.Topology.Queues = append(st.Topology.Queues, p.t.Queues...)
 		st.Topology.Bindings = append(st.Topology.Bindings, p.t.Bindings...)
 		st.Topology.Policies = append(st.Topology.Policies, p.t.Policies...)
+		st.OperatorPolicies = append(st.OperatorPolicies, operator[i]...)
 		st.Records = append(st.Records, p.records...)
 		for _, r := range p.records {
 			for a := range r.Owned {

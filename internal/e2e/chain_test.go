@@ -21,15 +21,19 @@ import (
 // expansion drifts from what those services publish.
 const (
 	// goqueue: topic exchange "{q}__retry_exchange", routing key
-	// "{q}__retry.{n}", per-message expiration; back through "{q}__dlx".
+	// "{q}__retry.{n}", per-message expiration of ten times the delay (the
+	// library's bug, which the preset's policy TTL caps); back through
+	// "{q}__retry_dlx".
 	goqueueRetryExchangeSuffix = "__retry_exchange"
 	goqueueRetryKeyInfix       = "__retry."
-	goqueueDLXSuffix           = "__dlx"
+	goqueueDLXSuffix           = "__retry_dlx"
+	goqueueExpirationFactor    = 10
 	// outbox: publish by name to "{q}.delay_{d}s" through the default
 	// exchange; back with routing key {q}.
 	outboxDelayInfix = ".delay_"
-	// spring: headers exchange "wait" routes on wait-for (the delay, e.g.
-	// "10s"); the wait queue dead-letters into the headers exchange "return",
+	// spring: headers exchange "wait" routes on wait-for (the delay in
+	// milliseconds as a string, "10000"); the wait queue dead-letters into
+	// the headers exchange "return",
 	// which routes on return-to (the work queue).
 	springWaitExchange   = "wait"
 	springReturnExchange = "return"
@@ -230,12 +234,12 @@ func (c *chain) retry(d amqp.Delivery, n int, delay time.Duration) time.Time {
 		exchange, key = contract.RetryExchange(q), c.x.nativeRetryKey(c.t, c.q, delay)
 	case spec.PresetGoQueue:
 		exchange, key = q+goqueueRetryExchangeSuffix, q+goqueueRetryKeyInfix+strconv.Itoa(n)
-		msg.Expiration = strconv.FormatInt(delay.Milliseconds(), 10)
+		msg.Expiration = strconv.FormatInt(goqueueExpirationFactor*delay.Milliseconds(), 10)
 	case spec.PresetOutbox:
 		exchange, key = "", q+outboxDelayInfix+strconv.FormatInt(int64(delay/time.Second), 10)+"s"
 	case spec.PresetSpring:
 		exchange, key = springWaitExchange, ""
-		msg.Headers[springWaitFor] = contract.FormatDelay(delay)
+		msg.Headers[springWaitFor] = strconv.FormatInt(delay.Milliseconds(), 10)
 		msg.Headers[springReturnTo] = q
 	default:
 		c.t.Fatalf("queue %q: preset %q has no driver in this test", q, c.q.Preset)

@@ -45,9 +45,6 @@ resource "rabbitmq_exchange" "billing_Invoices_Due_retry__aa449627" {
     type        = "headers"
     durable     = true
     auto_delete = false
-    arguments = {
-      "alternate-exchange" = "Invoices_Due.dlx"
-    }
   }
 }
 
@@ -70,9 +67,6 @@ resource "rabbitmq_exchange" "billing_Ledger_Archive_retry__55bb1daa" {
     type        = "headers"
     durable     = true
     auto_delete = false
-    arguments = {
-      "alternate-exchange" = "Ledger Archive.dlx"
-    }
   }
 }
 
@@ -84,11 +78,7 @@ resource "rabbitmq_queue" "billing_Invoices_Due__329914ed" {
     durable     = true
     auto_delete = false
     arguments_json = jsonencode({
-      "x-dead-letter-exchange" = "Invoices_Due.dlx"
-      "x-dead-letter-strategy" = "at-least-once"
-      "x-delivery-limit"       = 20
-      "x-overflow"             = "reject-publish"
-      "x-queue-type"           = "quorum"
+      "x-queue-type" = "quorum"
     })
   }
 }
@@ -114,9 +104,6 @@ resource "rabbitmq_queue" "billing_Ledger_Archive__655549b9" {
   settings {
     durable     = true
     auto_delete = false
-    arguments_json = jsonencode({
-      "x-dead-letter-exchange" = "Ledger Archive.dlx"
-    })
   }
 }
 
@@ -216,6 +203,69 @@ resource "rabbitmq_policy" "billing_empty__e0fff20b" {
 
     definition = {
       "alternate-exchange" = "!!!"
+    }
+  }
+}
+
+resource "rabbitmq_policy" "billing_rmqtopo_exchange_Invoices_Due_retry__eccab498" {
+  name  = "rmqtopo.exchange.Invoices_Due.retry"
+  vhost = "billing"
+
+  policy {
+    pattern  = "^Invoices_Due\\.retry$"
+    priority = 100
+    apply_to = "exchanges"
+
+    definition = {
+      "alternate-exchange" = "Invoices_Due.dlx"
+    }
+  }
+}
+
+resource "rabbitmq_policy" "billing_rmqtopo_exchange_Ledger_Archive_retry__530ee455" {
+  name  = "rmqtopo.exchange.Ledger Archive.retry"
+  vhost = "billing"
+
+  policy {
+    pattern  = "^Ledger Archive\\.retry$"
+    priority = 100
+    apply_to = "exchanges"
+
+    definition = {
+      "alternate-exchange" = "Ledger Archive.dlx"
+    }
+  }
+}
+
+resource "rabbitmq_policy" "billing_rmqtopo_queue_Invoices_Due__2bac452a" {
+  name  = "rmqtopo.queue.Invoices_Due"
+  vhost = "billing"
+
+  policy {
+    pattern  = "^Invoices_Due$"
+    priority = 100
+    apply_to = "queues"
+
+    definition = {
+      "dead-letter-exchange" = "Invoices_Due.dlx"
+      "dead-letter-strategy" = "at-least-once"
+      "delivery-limit"       = 20
+      "overflow"             = "reject-publish"
+    }
+  }
+}
+
+resource "rabbitmq_policy" "billing_rmqtopo_queue_Ledger_Archive__79b86728" {
+  name  = "rmqtopo.queue.Ledger Archive"
+  vhost = "billing"
+
+  policy {
+    pattern  = "^Ledger Archive$"
+    priority = 100
+    apply_to = "queues"
+
+    definition = {
+      "dead-letter-exchange" = "Ledger Archive.dlx"
     }
   }
 }

@@ -1,0 +1,380 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/apply"
+	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// declares replays a library's start-up declares on a fresh channel, as
+// the library's own code makes them, argument for argument; a 406 closes
+// the channel and fails the test, as it would stop the service.
+type declares struct {
+	t  *testing.T
+	ch *amqp.Channel
+}
+
+func newDeclares(t *testing.T, conn *amqp.Connection) *declares {
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Close() })
+	return &declares{t: t, ch: ch}
+}
+
+func (d *declares) exchange(name, kind string) {
+	d.t.Helper()
+	if err := d.ch.ExchangeDeclare(name, kind, true, false, false, false, nil); err != nil {
+		d.t.Fatalf("the library's declare of exchange %q: %v", name, err)
+	}
+}
+
+func (d *declares) queue(name string, args amqp.Table) {
+	d.t.Helper()
+	if _, err := d.ch.QueueDeclare(name, true, false, false, false, args); err != nil {
+		d.t.Fatalf("the library's declare of queue %q: %v", name, err)
+	}
+}
+
+func (d *declares) bind(queue, key, exchange string, args amqp.Table) {
+	d.t.Helper()
+	if err := d.ch.QueueBind(queue, key, exchange, false, args); err != nil {
+		d.t.Fatalf("the library's binding of %q to %q: %v", queue, exchange, err)
+	}
+}
+
+// settle waits until the one message sent at sent arrives in queue, and
+// returns how long it took.
+func settle(t *testing.T, conn *amqp.Connection, queue string, sent time.Time, within time.Duration) time.Duration {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	for time.Since(sent) < within {
+		if q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil); err == nil && q.Messages > 0 {
+			return time.Since(sent)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no message arrived in %q within %v", queue, within)
+	return 0
+}
+
+// rejectOne takes one message from queue and rejects it without requeue,
+// as the libraries give up on a message.
+func rejectOne(t *testing.T, conn *amqp.Connection, queue string) {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	d, ok, err := ch.Get(queue, false)
+	if err != nil || !ok {
+		t.Fatalf("get from %q: %v, %v", queue, ok, err)
+	}
+	if err := d.Nack(false, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func send(t *testing.T, conn *amqp.Connection, exchange, key string, msg amqp.Publishing) time.Time {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), exchange, key, false, false, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := dc.WaitContext(context.Background()); !ok || err != nil {
+		t.Fatalf("publish to %q/%q not confirmed: %v", exchange, key, err)
+	}
+	return sent
+}
+
+// libraryRun is one preset's library, replayed: after the apply, its
+// declares; then a retry as it publishes one, due after delay, returning
+// to the work queue; then a message it gives up on, kept in the DLQ.
+type libraryRun struct {
+	spec    string
+	declare func(d *declares)
+	retry   func(t *testing.T, conn *amqp.Connection) (sent time.Time)
+	delay   time.Duration
+}
+
+func TestPresetLibrariesRunUnchanged(t *testing.T) {
+	runs := map[string]libraryRun{
+		"goqueue": {
+			spec: "version: 1\nqueues:\n  - {name: ev, preset: goqueue, retry: {linear: {step: 1s, attempts: 2}}}\n",
+			declare: func(d *declares) {
+				d.queue("ev", nil) // initQueue: the user's QueueDeclareConfig, no arguments by default
+				d.exchange("ev__retry_exchange", "topic")
+				d.exchange("ev__retry_dlx", "fanout")
+				d.bind("ev", "", "ev__retry_dlx", nil)
+				for i := 1; i <= 2; i++ {
+					n := "ev__retry." + strconv.Itoa(i)
+					d.queue(n, amqp.Table{"x-dead-letter-exchange": "ev__retry_dlx"})
+					d.bind(n, n, "ev__retry_exchange", nil)
+				}
+			},
+			retry: func(t *testing.T, conn *amqp.Connection) time.Time {
+				// requeueMessageWithDLQ: delay 1s × millisecondsMultiplier 10,000.
+				return send(t, conn, "ev__retry_exchange", "ev__retry.1", amqp.Publishing{Body: []byte("r"),
+					Headers: amqp.Table{"goqueue-retry-count": int64(1)}, Expiration: strconv.Itoa(1 * 10_000)})
+			},
+			delay: time.Second,
+		},
+		"outbox": {
+			spec: "version: 1\nqueues:\n  - {name: ob, type: quorum, preset: outbox, retry: {delays: [1s]}}\n",
+			declare: func(d *declares) {
+				d.queue("ob.delay_1s", amqp.Table{"x-message-ttl": int32(1000), "x-dead-letter-exchange": "",
+					"x-dead-letter-routing-key": "ob", "x-queue-type": "quorum"})
+			},
+			retry: func(t *testing.T, conn *amqp.Connection) time.Time {
+				return send(t, conn, "", "ob.delay_1s", amqp.Publishing{Body: []byte("r")})
+			},
+			delay: time.Second,
+		},
+		"spring": {
+			spec: "version: 1\nqueues:\n  - {name: sq, preset: spring, retry: {delays: [1s]}}\n",
+			declare: func(d *declares) {
+				d.exchange("wait", "headers")
+				d.exchange("return", "headers")
+				d.queue("wait-queue-1000", amqp.Table{"x-message-ttl": int64(1000), "x-dead-letter-exchange": "return"})
+				d.bind("wait-queue-1000", "", "wait", amqp.Table{"wait-for": "1000"})
+				d.queue("sq", amqp.Table{"x-dead-letter-exchange": "sq.dlx"})
+				d.bind("sq", "", "return", amqp.Table{"return-to": "sq"})
+			},
+			retry: func(t *testing.T, conn *amqp.Connection) time.Time {
+				return send(t, conn, "wait", "", amqp.Publishing{Body: []byte("r"),
+					Headers: amqp.Table{"wait-for": strconv.Itoa(1000), "return-to": "sq"}})
+			},
+			delay: time.Second,
+		},
+	}
+	for name, run := range runs {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			l := newLive(t)
+			f := parseFor(t, name+".yaml", []byte(run.spec), l.vhost)
+			desired := spec.Expand(f)
+			l.converge(t, desired, false)
+			conn := l.b.Dial(t, l.vhost)
+			run.declare(newDeclares(t, conn))
+			if p, _ := l.plan(t, desired, false); len(changes(p)) > 0 {
+				t.Errorf("plan after the library's declares is not empty:\n%v", changes(p))
+			}
+			q := f.Spec.Queues[0].Name
+			took := settle(t, conn, q, run.retry(t, conn), 30*time.Second)
+			t.Logf("%s: a retry due after %v came back after %v", name, run.delay, took.Round(time.Millisecond))
+			if took < run.delay-50*time.Millisecond || took > run.delay+time.Second {
+				t.Errorf("the retry came back after %v, want about %v", took, run.delay)
+			}
+			rejectOne(t, conn, q)
+			settle(t, conn, q+".dlq", time.Now(), 10*time.Second)
+		})
+	}
+}
+
+// TestGoQueueExhaustedRetryKept: GoQueue publishes the retry after its
+// last one to a retry queue that does not exist; the message is kept in
+// the DLQ without its per-message expiration.
+func TestGoQueueExhaustedRetryKept(t *testing.T) {
+	t.Parallel()
+	l := newLive(t)
+	desired := spec.Expand(parseFor(t, "g.yaml", []byte("version: 1\nqueues:\n  - {name: ev, preset: goqueue, retry: {delays: [1s]}}\n"), l.vhost))
+	l.converge(t, desired, false)
+	conn := l.b.Dial(t, l.vhost)
+	send(t, conn, "ev__retry_exchange", "ev__retry.2", amqp.Publishing{Body: []byte("x"), Expiration: "1000"})
+	settle(t, conn, "ev.dlq", time.Now(), 10*time.Second)
+	time.Sleep(1500 * time.Millisecond) // past the message's own expiration
+	if n := l.b.QueueDepth(t, l.vhost, "ev.dlq"); n != 1 {
+		t.Errorf("ev.dlq holds %d messages after the retry's expiration, want 1", n)
+	}
+}
+
+// TestAttributeChangesInPlace: TTL, dead-letter exchange and length limit
+// changes on a queue holding messages are policy updates: no replace, no
+// --allow-destroy, messages and bindings kept.
+func TestAttributeChangesInPlace(t *testing.T) {
+	t.Parallel()
+	l := newLive(t)
+	const base = "version: 1\nexchanges: [{name: biz, type: topic}]\nqueues:\n  - name: work\n    type: quorum\n    bindings: [{exchange: biz, routing_key: k}]\n"
+	// Dropping the DLQ also drops the retry exchange's alternate exchange,
+	// which is in a policy of its own: that policy goes, the exchange
+	// stays.
+	steps := []struct {
+		name, extra string
+		also        []string
+	}{
+		{"start", "    message_ttl: 1h\n    max_length: 1000\n", nil},
+		{"ttl", "    message_ttl: 2h\n    max_length: 1000\n", nil},
+		{"max-length", "    message_ttl: 2h\n    max_length: 500\n", nil},
+		{"dead-letter exchange", "    message_ttl: 2h\n    max_length: 500\n    dlq: false\n", []string{"delete policy rmqtopo.exchange.work.retry"}},
+	}
+	conn := l.b.Dial(t, l.vhost)
+	var bindingsBefore []string
+	for i, s := range steps {
+		desired := spec.Expand(parseFor(t, s.name+".yaml", []byte(base+s.extra), l.vhost))
+		if i == 0 {
+			l.converge(t, desired, false)
+			for j := 0; j < 5; j++ {
+				send(t, conn, "biz", "k", amqp.Publishing{Body: []byte("m")})
+			}
+			_, st := l.plan(t, desired, false)
+			bindingsBefore = bindingsOf(st.Topology.Bindings, "work")
+			continue
+		}
+		p, st := l.plan(t, desired, false)
+		want := append([]string{"update policy rmqtopo.queue.work"}, s.also...)
+		if diff := cmp.Diff(want, changes(p)); diff != "" {
+			t.Fatalf("%s: plan (-want +got):\n%s", s.name, diff)
+		}
+		if ds := plan.Blocking(plan.Check(p, plan.CheckOptions{})); len(ds) > 0 {
+			t.Fatalf("%s: blocking diagnostics: %v", s.name, ds)
+		}
+		if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err != nil {
+			t.Fatalf("%s: apply: %v", s.name, err)
+		}
+		if n := l.b.QueueDepth(t, l.vhost, "work"); n != 5 {
+			t.Errorf("%s: work holds %d messages, want 5", s.name, n)
+		}
+		_, st = l.plan(t, desired, false)
+		if diff := cmp.Diff(bindingsBefore, bindingsOf(st.Topology.Bindings, "work")); diff != "" {
+			t.Errorf("%s: bindings of work changed (-before +after):\n%s", s.name, diff)
+		}
+	}
+}
+
+// bindingsOf describes the bindings into queue.
+func bindingsOf(bs []topology.Binding, queue string) []string {
+	var out []string
+	for _, b := range bs {
+		if b.Destination == queue {
+			out = append(out, b.Addr().String())
+		}
+	}
+	return out
+}
+
+// TestGoQueueTTLCap measures GoQueue's retry with and without the
+// preset's policy TTL: the library sets a per-message expiration of ten
+// times the documented delay (delay × 10,000 ms for a delay in seconds);
+// the retry queue's policy message-ttl, the delay, wins as the lower.
+func TestGoQueueTTLCap(t *testing.T) {
+	t.Parallel()
+	l := newLive(t)
+	desired := spec.Expand(parseFor(t, "g.yaml", []byte("version: 1\nqueues:\n  - {name: ev, preset: goqueue, retry: {linear: {step: 1s, attempts: 1}}}\n"), l.vhost))
+	l.converge(t, desired, false)
+	conn := l.b.Dial(t, l.vhost)
+	retry := func() time.Duration {
+		sent := send(t, conn, "ev__retry_exchange", "ev__retry.1", amqp.Publishing{Body: []byte("r"),
+			Headers: amqp.Table{"goqueue-retry-count": int64(1)}, Expiration: strconv.Itoa(1 * 10_000)})
+		took := settle(t, conn, "ev", sent, 30*time.Second)
+		if _, ok, err := mustChannel(t, conn).Get("ev", true); !ok || err != nil {
+			t.Fatalf("get from ev: %v, %v", ok, err)
+		}
+		return took
+	}
+	capped := retry()
+	if err := l.c.DeletePolicy(context.Background(), l.vhost, "rmqtopo.queue.ev__retry.1"); err != nil {
+		t.Fatal(err)
+	}
+	uncapped := retry()
+	t.Logf("goqueue retry 1 (documented delay 1s, expiration 10000 ms): %v with the policy TTL, %v without",
+		capped.Round(time.Millisecond), uncapped.Round(time.Millisecond))
+	if capped > 1500*time.Millisecond || uncapped < 9*time.Second {
+		t.Errorf("with the cap %v, without %v; want about 1s and 10s", capped, uncapped)
+	}
+	if p, _ := l.plan(t, desired, false); !cmp.Equal([]string{"create policy rmqtopo.queue.ev__retry.1"}, changes(p)) {
+		t.Errorf("plan after the policy was deleted: %v", changes(p))
+	}
+}
+
+func mustChannel(t *testing.T, conn *amqp.Connection) *amqp.Channel {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ch.Close() })
+	return ch
+}
+
+// TestOutboxAioPikaClient runs a tiny real aio-pika client that declares
+// and retries as the outbox listener does, when the system Python has
+// aio-pika (Debian's python3-aio-pika); it is skipped otherwise.
+func TestOutboxAioPikaClient(t *testing.T) {
+	t.Parallel()
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import aio_pika").Run(); err != nil {
+		t.Skipf("aio-pika is not installed for %s (apt-get install python3-aio-pika): %v", python, err)
+	}
+	l := newLive(t)
+	desired := spec.Expand(parseFor(t, "o.yaml", []byte("version: 1\nqueues:\n  - {name: ob, type: quorum, preset: outbox, retry: {delays: [2s]}}\n"), l.vhost))
+	l.converge(t, desired, false)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, python, "testdata/outbox_client.py", l.b.AMQPURLFor(l.vhost), "ob", "2").CombinedOutput()
+	if err != nil {
+		t.Fatalf("the aio-pika client failed: %v\n%s", err, out)
+	}
+	t.Logf("aio-pika outbox client: %s", strings.TrimSpace(string(out)))
+	if n := l.b.QueueDepth(t, l.vhost, "ob.dlq"); n != 1 {
+		t.Errorf("ob.dlq holds %d messages after the client rejected its message, want 1", n)
+	}
+	if p, _ := l.plan(t, desired, false); len(changes(p)) > 0 {
+		t.Errorf("plan after the client's declares is not empty: %v", changes(p))
+	}
+}
+
+// TestOperatorPolicyCap: an operator policy read from the broker caps the
+// limit rmqtopo's policy sets, and the plan states the effective value.
+func TestOperatorPolicyCap(t *testing.T) {
+	t.Parallel()
+	l := newLive(t)
+	res, err := l.b.Mgmt(t).PutOperatorPolicy(l.vhost, "cap", rabbithole.OperatorPolicy{Pattern: ".*", ApplyTo: "queues",
+		Definition: rabbithole.PolicyDefinition{"max-length": 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	desired := spec.Expand(parseFor(t, "c.yaml", []byte("version: 1\nqueues:\n  - {name: work, max_length: 100}\n"), l.vhost))
+	p, st := l.plan(t, desired, false)
+	if len(st.OperatorPolicies) != 1 {
+		t.Fatalf("operator policies read: %+v", st.OperatorPolicies)
+	}
+	var got []string
+	for _, d := range plan.Check(p, plan.CheckOptions{}) {
+		if d.Code == plan.CodeOperatorPolicyCaps {
+			got = append(got, d.Message)
+		}
+	}
+	want := []string{fmt.Sprintf(`operator policy "cap" in vhost %q caps queue "work": effective max-length 10 (the spec wants 100)`, l.vhost)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("RT022 (-want +got):\n%s", diff)
+	}
+}

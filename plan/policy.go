@@ -1,0 +1,308 @@
+package plan
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// Policies and queues: rmqtopo carries the mutable attributes of the
+// queues it declares in policies of its own (contract.QueuePolicy), so
+// that changing one is a policy update. This file decides two things Diff
+// needs from that:
+//
+//   - whether a live queue whose arguments differ from the desired ones can
+//     stay (adoption): it can when every argument the spec pins is there as
+//     pinned, and every other argument the live queue carries is one a
+//     policy can also set and gives the same effective value as the desired
+//     queue with its policy. An argument beats a policy for everything but
+//     numeric limits, where the lower value wins, so a leftover argument is
+//     harmless exactly when its effective value is the wanted one; other
+//     differences need a replace, and the reason says why.
+//   - which policies shadow which: only one policy applies to a queue, so a
+//     user policy (in the spec or on the broker) that matches a queue with
+//     an rmqtopo policy is either ignored for it or, with a higher
+//     priority, takes the place of rmqtopo's; and operator policies cap
+//     numeric limits. Check turns these findings into diagnostics.
+
+// Kinds of PolicyConflict.
+const (
+	// ConflictShadowed: rmqtopo's policy wins; the user policy's keys do
+	// not apply to the queues listed.
+	ConflictShadowed = "shadowed"
+	// ConflictShadows: the user policy wins (or ties); rmqtopo's keys,
+	// such as the dead-letter exchange, do not apply to the queues listed.
+	ConflictShadows = "shadows"
+	// ConflictCapped: an operator policy caps a limit below what rmqtopo's
+	// policy sets.
+	ConflictCapped = "capped"
+)
+
+// PolicyConflict is one finding about the policies that govern rmqtopo's
+// queues after the plan is applied.
+type PolicyConflict struct {
+	Kind string `json:"kind"`
+	// Policy is the user or operator policy concerned.
+	Policy   string `json:"policy"`
+	Vhost    string `json:"vhost"`
+	Priority int64  `json:"priority"`
+	// Queues and Exchanges are the objects concerned, sorted.
+	Queues    []string `json:"queues,omitempty"`
+	Exchanges []string `json:"exchanges,omitempty"`
+	// Keys are the policy keys that do not take effect.
+	Keys []string `json:"keys"`
+	// Capped holds, for ConflictCapped, the effective value of each key
+	// and what rmqtopo's policy wanted, by key: [effective, wanted].
+	Capped map[string][2]any `json:"capped,omitempty"`
+}
+
+// policyView is the set of policies in force after the plan, by vhost.
+type policyView struct {
+	after    []topology.Policy
+	operator []topology.Policy
+}
+
+func newPolicyView(live, desired topology.Topology, operator []topology.Policy) *policyView {
+	v := &policyView{operator: operator}
+	wanted := map[topology.Address]bool{}
+	for _, p := range desired.Policies {
+		wanted[p.Addr()] = true
+		v.after = append(v.after, p)
+	}
+	// Live policies outside the spec stay unless pruned; a pruned policy is
+	// rmqtopo's own, and counting it as staying only ever reports too much.
+	for _, p := range live.Policies {
+		if !wanted[p.Addr()] {
+			v.after = append(v.after, p)
+		}
+	}
+	return v
+}
+
+// policyFor returns the policy that applies to q after the plan, or nil.
+func (v *policyView) policyFor(q topology.Queue) *topology.Policy {
+	if ps := topology.Matching(q, v.after); len(ps) > 0 {
+		return &ps[0]
+	}
+	return nil
+}
+
+// keepsQueue reports whether live queue was can stay as it is when want is
+// desired, and the arguments it keeps that the spec leaves to a policy.
+func (v *policyView) keepsQueue(was, want topology.Queue) (pinned []string, ok bool) {
+	if was.Durable != want.Durable || was.AutoDelete != want.AutoDelete || was.QueueType() != want.QueueType() {
+		return nil, false
+	}
+	for k, w := range want.Arguments {
+		if x, set := was.Arguments[k]; !set || !reflect.DeepEqual(x, w) {
+			return nil, false
+		}
+	}
+	pol := v.policyFor(want)
+	effWas, effWant := topology.Effective(was, pol, nil), topology.Effective(want, pol, nil)
+	for _, k := range sortedArgKeys(was.Arguments) {
+		if _, declared := want.Arguments[k]; declared {
+			continue
+		}
+		pk, settable := topology.PolicyKey(k)
+		if !settable || !reflect.DeepEqual(effWas[pk], effWant[pk]) {
+			return nil, false
+		}
+		pinned = append(pinned, k)
+	}
+	return pinned, true
+}
+
+// replaceReasons says why was cannot become want in place, naming for
+// each leftover argument a policy could set why the policy cannot.
+func (v *policyView) replaceReasons(was, want topology.Queue) []string {
+	pol := v.policyFor(want)
+	effWant := topology.Effective(want, pol, nil)
+	explained := map[string]string{}
+	for _, k := range sortedArgKeys(was.Arguments) {
+		pk, settable := topology.PolicyKey(k)
+		if _, declared := want.Arguments[k]; declared || !settable {
+			continue
+		}
+		wantV, set := effWant[pk]
+		if reflect.DeepEqual(was.Arguments[k], wantV) {
+			continue
+		}
+		why := "a queue argument beats a policy"
+		if topology.IsLimitKey(pk) {
+			why = "the lower of argument and policy wins"
+		}
+		target := "no " + pk
+		if set {
+			target = pk + " " + FormatValue(wantV, true)
+		}
+		explained["queue argument "+k+" is immutable"] = fmt.Sprintf(
+			"queue argument %s %s stays on the queue (%s): %s needs a replace",
+			k, FormatValue(was.Arguments[k], true), why, target)
+	}
+	out := queueDifferences(was, want)
+	for i, r := range out {
+		for prefix, better := range explained {
+			if strings.HasPrefix(r, prefix+" ") {
+				out[i] = better
+			}
+		}
+	}
+	return out
+}
+
+func sortedArgKeys(a topology.Args) []string {
+	keys := make([]string, 0, len(a))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// adoptReason is the Reason of a NoOp that keeps a queue with arguments
+// the spec now leaves to a policy.
+func adoptReason(pinned []string) string {
+	if len(pinned) == 1 {
+		return fmt.Sprintf("adopted: argument %s stays on the queue with the value its policy also gives; "+
+			"a later change of it needs a replace", pinned[0])
+	}
+	return fmt.Sprintf("adopted: arguments %s stay on the queue with the values its policy also gives; "+
+		"a later change of them needs a replace", strings.Join(pinned, ", "))
+}
+
+// conflicts finds the policy conflicts of the desired queues and
+// exchanges.
+func (v *policyView) conflicts(desired topology.Topology) []PolicyConflict {
+	byKey := map[string]*PolicyConflict{}
+	for _, q := range desired.Queues {
+		if m, top := v.judge(topology.Matching(q, v.after), byKey, func(c *PolicyConflict) {
+			c.Queues = append(c.Queues, q.Name)
+		}); top {
+			v.capped(q, m, byKey)
+		}
+	}
+	for _, e := range desired.Exchanges {
+		v.judge(topology.MatchingExchange(e, v.after), byKey, func(c *PolicyConflict) {
+			c.Exchanges = append(c.Exchanges, e.Name)
+		})
+	}
+	return sortedConflicts(byKey)
+}
+
+// judge records, for one object whose matching policies are ps (highest
+// priority first), every user policy that rmqtopo's policy shadows or that
+// shadows it; it returns rmqtopo's policy and whether it is the one that
+// applies.
+func (v *policyView) judge(ps []topology.Policy, byKey map[string]*PolicyConflict, addObject func(*PolicyConflict)) (topology.Policy, bool) {
+	managed := -1
+	for i, p := range ps {
+		if contract.IsManagedPolicy(p.Name) {
+			managed = i
+			break
+		}
+	}
+	if managed < 0 {
+		return topology.Policy{}, false
+	}
+	m := ps[managed]
+	for i, p := range ps {
+		kind, keys := ConflictShadowed, defKeys(p.Definition)
+		switch {
+		case i == managed || contract.IsManagedPolicy(p.Name):
+			continue
+		case i < managed || p.Priority == m.Priority:
+			kind, keys = ConflictShadows, defKeys(m.Definition)
+		}
+		key := kind + "\x00" + p.Vhost + "\x00" + p.Name
+		c, ok := byKey[key]
+		if !ok {
+			c = &PolicyConflict{Kind: kind, Policy: p.Name, Vhost: p.Vhost, Priority: p.Priority}
+			byKey[key] = c
+		}
+		addObject(c)
+		c.Keys = unionSorted(c.Keys, keys)
+	}
+	return m, managed == 0
+}
+
+// capped records the limits of rmqtopo's policy m that an operator policy
+// lowers for q.
+func (v *policyView) capped(q topology.Queue, m topology.Policy, byKey map[string]*PolicyConflict) {
+	ops := topology.Matching(q, v.operator)
+	if len(ops) == 0 {
+		return
+	}
+	op := ops[0]
+	eff := topology.Effective(q, &m, v.operator)
+	for k, want := range m.Definition {
+		got, ok := eff[k]
+		if !topology.IsLimitKey(k) || !ok || reflect.DeepEqual(got, want) || !reflect.DeepEqual(got, op.Definition[k]) {
+			continue
+		}
+		key := ConflictCapped + "\x00" + op.Vhost + "\x00" + op.Name
+		c, ok := byKey[key]
+		if !ok {
+			c = &PolicyConflict{Kind: ConflictCapped, Policy: op.Name, Vhost: op.Vhost, Priority: op.Priority,
+				Capped: map[string][2]any{}}
+			byKey[key] = c
+		}
+		if len(c.Queues) == 0 || c.Queues[len(c.Queues)-1] != q.Name {
+			c.Queues = append(c.Queues, q.Name)
+		}
+		c.Keys = unionSorted(c.Keys, []string{k})
+		c.Capped[k] = [2]any{got, want}
+	}
+}
+
+func defKeys(d topology.Args) []string { return sortedArgKeys(d) }
+
+func unionSorted(a, b []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range append(append([]string(nil), a...), b...) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedConflicts(m map[string]*PolicyConflict) []PolicyConflict {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]PolicyConflict, 0, len(keys))
+	for _, k := range keys {
+		c := *m[k]
+		sort.Strings(c.Queues)
+		sort.Strings(c.Exchanges)
+		out = append(out, c)
+	}
+	return out
+}
+
+// governsDesired reports whether a is an rmqtopo policy of a queue or
+// exchange that is still in desired: the spec no longer gives that object
+// the attributes the policy carried, so the policy goes without Prune. The
+// policy of an object that left the spec stays with it unless pruned.
+func governsDesired(a topology.Address, desired topology.Topology) bool {
+	kind, name, ok := contract.ManagedPolicyTarget(a.Name)
+	if !ok {
+		return false
+	}
+	if kind == "exchange" {
+		_, found := desired.Exchange(a.Vhost, name)
+		return found
+	}
+	_, found := desired.Queue(a.Vhost, name)
+	return found
+}

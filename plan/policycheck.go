@@ -1,0 +1,91 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// checkPolicies turns the plan's policy conflicts and adopted queues into
+// diagnostics, after those of the changes.
+func checkPolicies(p Plan, opts CheckOptions) []Diagnostic {
+	var ds []Diagnostic
+	for _, c := range p.Changes {
+		if c.Action == NoOp && len(c.Pinned) > 0 {
+			ds = append(ds, Diagnostic{Code: CodeArgumentPinned, Severity: SeverityInfo, Address: c.Address,
+				Message: fmt.Sprintf("%s is adopted as it is: it keeps %s %s, which its policy %q now also sets to the same value; "+
+					"a later change of %s needs a replace", c.Address, plural(len(c.Pinned), "argument", "arguments"),
+					strings.Join(c.Pinned, ", "), contract.QueuePolicy(c.Address.Name), plural(len(c.Pinned), "it", "them"))})
+		}
+	}
+	for _, c := range p.PolicyConflicts {
+		a := topology.Address{Kind: topology.KindPolicy, Vhost: c.Vhost, Name: c.Policy}
+		queues := objectList(c)
+		n := len(c.Queues) + len(c.Exchanges)
+		switch c.Kind {
+		case ConflictShadowed:
+			ds = append(ds, Diagnostic{Code: CodePolicyShadowed, Severity: SeverityWarning, Address: a,
+				Message: fmt.Sprintf("policy %q (priority %d) in vhost %q matches %s, whose rmqtopo policy (priority %d) wins: "+
+					"its keys %s do not apply to %s; narrow its pattern to leave them out, or set the attribute in the spec",
+					c.Policy, c.Priority, c.Vhost, queues, contract.ManagedPolicyPriority, strings.Join(c.Keys, ", "), plural(n, "it", "them"))})
+		case ConflictShadows:
+			sev := SeverityError
+			hint := fmt.Sprintf("; narrow its pattern to leave them out or lower its priority below %d, "+
+				"or re-run with --allow-destroy to accept", contract.ManagedPolicyPriority)
+			if opts.AllowDestroy {
+				sev, hint = SeverityWarning, " (accepted with --allow-destroy)"
+			}
+			ds = append(ds, Diagnostic{Code: CodeManagedPolicyShadowed, Severity: sev, Address: a,
+				Message: fmt.Sprintf("policy %q (priority %d) in vhost %q takes the place of rmqtopo's policy of %s: "+
+					"rmqtopo's %s do not apply, so messages rejected or expired there may be lost%s",
+					c.Policy, c.Priority, c.Vhost, queues, strings.Join(c.Keys, ", "), hint)})
+		case ConflictCapped:
+			var caps []string
+			for _, k := range c.Keys {
+				v := c.Capped[k]
+				caps = append(caps, fmt.Sprintf("%s %s (the spec wants %s)", k, FormatValue(v[0], true), FormatValue(v[1], true)))
+			}
+			ds = append(ds, Diagnostic{Code: CodeOperatorPolicyCaps, Severity: SeverityInfo, Address: a,
+				Message: fmt.Sprintf("operator policy %q in vhost %q caps %s: effective %s", c.Policy, c.Vhost, queues, strings.Join(caps, ", "))})
+		}
+	}
+	return ds
+}
+
+// objectList names up to three of a conflict's queues and exchanges and
+// counts the rest.
+func objectList(c PolicyConflict) string {
+	var parts []string
+	if len(c.Queues) > 0 {
+		parts = append(parts, nameList(plural(len(c.Queues), "queue", "queues"), c.Queues))
+	}
+	if len(c.Exchanges) > 0 {
+		parts = append(parts, nameList(plural(len(c.Exchanges), "exchange", "exchanges"), c.Exchanges))
+	}
+	return strings.Join(parts, " and ")
+}
+
+func nameList(kind string, names []string) string {
+	const show = 3
+	quoted := make([]string, 0, show)
+	for i, n := range names {
+		if i == show {
+			break
+		}
+		quoted = append(quoted, fmt.Sprintf("%q", n))
+	}
+	s := kind + " " + strings.Join(quoted, ", ")
+	if len(names) > show {
+		s += fmt.Sprintf(" and %d more", len(names)-show)
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
