@@ -63,6 +63,7 @@ func Diff(live, desired topology.Topology, opts Options) Plan {
 	// decides what happens to the bindings touching it.
 	d.diffBindings(live, desired)
 	d.diffPolicies(live, desired)
+	d.keepDrainingLadders()
 	return d.plan()
 }
 
