@@ -83,6 +83,7 @@ func Diff(live, desired topology.Topology, opts Options) Plan {
 	// decides what happens to the bindings touching it.
 	d.diffBindings(live, desired)
 	d.diffPolicies(live, desired)
+	d.keepDrainingLadders()
 	p := d.plan()
 	p.PolicyConflicts = d.policies.conflicts(desired)
 	return p

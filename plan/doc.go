@@ -31,7 +31,9 @@
 // Owned objects that left the spec are deleted only with Prune, except
 // retired wait queues: they are deleted once empty and kept (a draining
 // NoOp) while messages still wait in them, with or without Prune, because
-// waiting loses nothing and their TTL bounds the wait.
+// waiting loses nothing and their TTL bounds the wait. A retired delay
+// ladder is kept whole while any of its level queues drains (see
+// keepDrainingLadders).
 //
 // A replace of a queue may instead be a migration (Migrate, see
 // Migration), chosen per queue or for all: the queue's messages are moved

@@ -69,9 +69,12 @@ func (c Change) DestroysQueue() bool {
 }
 
 // NeedsCount reports whether the number of messages in c's queue decides
-// what c does or whether it is safe: a queue it destroys, or a retired
-// wait queue it keeps until drained, or a queue it migrates (whose count
-// is the messages it moves).
+// what c does or whether it is safe: a queue it destroys, or a queue it
+// keeps though the spec no longer has it (a retired wait queue until
+// drained, a queue of a draining delay ladder, which the plan made with
+// the counts may delete instead), or a queue it migrates (whose count is
+// the messages it moves).
 func (c Change) NeedsCount() bool {
-	return c.DestroysQueue() || (c.Address.Kind == topology.KindQueue && (c.Draining || c.Action == Migrate))
+	kept := c.Action == NoOp && c.After == nil
+	return c.DestroysQueue() || (c.Address.Kind == topology.KindQueue && (c.Draining || kept || c.Action == Migrate))
 }

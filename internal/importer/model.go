@@ -26,6 +26,10 @@ type model struct {
 	exchanges []*exchangeObj
 	queues    []*queueObj
 	policies  []topology.Policy
+	// shared is what the vhost's ladder generates (see ladderShared).
+	shared map[topology.Address]bool
+	// retired holds the objects of other ladders, left out (in drop).
+	retired []topology.Address
 }
 
 type exchangeObj struct {
@@ -41,6 +45,9 @@ type queueObj struct {
 
 func newModel(l *live, given []Skipped) *model {
 	m := &model{l: l, forbid: map[string]bool{}, drop: map[topology.Address]string{}, given: given}
+	if l.ladder != nil {
+		m.retireOtherLadders()
+	}
 	m.build()
 	return m
 }
@@ -58,7 +65,16 @@ func (m *model) build() {
 			cands[q.Name] = c
 		}
 	}
-	gen := m.resolve(cands)
+	m.shared = m.ladderShared()
+	gen := m.resolve(cands, m.shared)
+	if l.ladder != nil && !m.ladderFits(gen) {
+		// A spec with the ladder would not expand to the vhost: write
+		// the ladder and its queues raw.
+		l.ladder = nil
+		m.unretire()
+		m.build()
+		return
+	}
 	m.exchanges, m.queues, m.policies = nil, nil, nil
 	ex := map[string]*exchangeObj{}
 	for _, e := range l.t.Exchanges {
@@ -142,8 +158,9 @@ func (m *model) dropped(a topology.Address) bool { _, ok := m.drop[a]; return ok
 // resolve demotes the candidates whose generated objects something else
 // needs to name (a binding into or out of them, or another candidate's
 // work queue), since a spec can only bind declared objects, and returns
-// the objects the remaining candidates generate.
-func (m *model) resolve(cands map[string]*candidate) map[topology.Address]bool {
+// the objects the remaining candidates generate, and shared, which the
+// spec generates whatever the candidates.
+func (m *model) resolve(cands map[string]*candidate, shared map[topology.Address]bool) map[topology.Address]bool {
 	for {
 		by := map[topology.Address][]string{}
 		for name, c := range cands {
@@ -153,17 +170,13 @@ func (m *model) resolve(cands map[string]*candidate) map[topology.Address]bool {
 		}
 		demote := map[string]bool{}
 		for _, b := range m.l.t.Bindings {
-			if len(by[b.Addr()]) > 0 || m.dropped(b.Addr()) {
+			if len(by[b.Addr()]) > 0 || shared[b.Addr()] || m.dropped(b.Addr()) {
 				continue
 			}
-			for _, n := range by[topology.Address{Kind: topology.KindExchange, Vhost: b.Vhost, Name: b.Source}] {
+			for _, n := range by[exchangeAddr(b.Vhost, b.Source)] {
 				demote[n] = true
 			}
-			dest := topology.Address{Kind: topology.KindQueue, Vhost: b.Vhost, Name: b.Destination}
-			if b.DestinationType == topology.DestExchange {
-				dest.Kind = topology.KindExchange
-			}
-			for _, n := range by[dest] {
+			for _, n := range by[destAddr(b)] {
 				demote[n] = true
 			}
 		}
@@ -175,6 +188,9 @@ func (m *model) resolve(cands map[string]*candidate) map[topology.Address]bool {
 		if len(demote) == 0 {
 			gen := map[topology.Address]bool{}
 			for a := range by {
+				gen[a] = true
+			}
+			for a := range shared {
 				gen[a] = true
 			}
 			return gen
@@ -252,6 +268,9 @@ func (m *model) expected() topology.Topology {
 		t.Bindings = append(t.Bindings, o.bindings...)
 	}
 	gen := map[topology.Address]bool{}
+	for a := range m.shared {
+		gen[a] = true
+	}
 	for _, o := range m.queues {
 		t.Queues = append(t.Queues, o.q)
 		t.Bindings = append(t.Bindings, o.bindings...)

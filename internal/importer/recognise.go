@@ -26,6 +26,9 @@ type live struct {
 	springDelays []time.Duration
 	// waitQueueType is the type of the vhost's shared wait queues.
 	waitQueueType string
+	// ladder is the vhost's delay ladder, nil for none; the model sets it
+	// to nil when a spec with it would not reproduce the vhost.
+	ladder *ladder
 }
 
 func index(t topology.Topology, vhost string) *live {
@@ -72,15 +75,16 @@ func index(t topology.Topology, vhost string) *live {
 	}
 	sortDurations(l.springDelays)
 	l.waitQueueType = l.sharedWaitQueueType()
+	l.ladder = l.findLadder()
 	return l
 }
 
 // sharedWaitQueueType is the type of the first vhost-wide wait queue
-// (shared layout or spring preset), quorum when there is none: the spec's
-// wait_queue_type is one value for all of them.
+// (shared layout, spring preset or delay ladder), quorum when there is
+// none: the spec's wait_queue_type is one value for all of them.
 func (l *live) sharedWaitQueueType() string {
 	for _, q := range l.t.Queues {
-		if w, ok := contract.ParseWaitQueue(q.Name); ok && (w.Layout == contract.WaitShared || w.Layout == contract.WaitSpring) {
+		if w, ok := contract.ParseWaitQueue(q.Name); ok && (w.Layout == contract.WaitShared || w.Layout == contract.WaitSpring || w.Layout == contract.WaitLevels) {
 			return q.QueueType()
 		}
 	}
@@ -99,9 +103,11 @@ type candidate struct {
 }
 
 // recognisers guess, from names alone, which retry topology a queue may
-// have; verify decides. Order matters only for speed: at most one can
-// match, because each needs its own generated objects to exist.
-var recognisers = []func(*live, topology.Queue) *candidate{native, goqueue, outbox, spring}
+// have; verify decides. Order matters only for levels before native: a
+// levels queue also holds everything native guesses for it (its retry
+// exchange and immediate retries, without the delayed ones); the others
+// need their own generated objects to exist.
+var recognisers = []func(*live, topology.Queue) *candidate{levels, native, goqueue, outbox, spring}
 
 // recognise returns the first candidate for q whose expansion the live
 // topology holds exactly, or nil.
@@ -155,10 +161,7 @@ func native(l *live, q topology.Queue) *candidate {
 	}
 	dest := map[int]string{}
 	for _, b := range l.bySource[retry] {
-		if b.DestinationType != topology.DestQueue || len(b.Arguments) != 2 || b.Arguments["x-match"] != "all" {
-			continue
-		}
-		if n, ok := contract.ParseAttempt(b.Arguments[contract.HeaderAttempt]); ok && n > 0 {
+		if n, ok := attemptOf(b); ok && b.DestinationType == topology.DestQueue {
 			dest[n] = b.Destination
 		}
 	}
@@ -271,38 +274,53 @@ func (l *live) verify(c *candidate, q topology.Queue) bool {
 	if c.q.Arguments != nil {
 		g = l.expand(c.q)
 	}
-	c.generated = map[topology.Address]bool{}
+	gen, ok := l.holds(g)
+	delete(gen, q.Addr())
+	c.generated = gen
+	return ok
+}
+
+// holds reports whether the vhost holds every object of g exactly, and
+// returns their addresses.
+func (l *live) holds(g topology.Topology) (map[topology.Address]bool, bool) {
+	out := map[topology.Address]bool{}
 	for _, e := range g.Exchanges {
 		if !reflect.DeepEqual(l.exchanges[e.Name], e) {
-			return false
+			return nil, false
 		}
-		c.generated[e.Addr()] = true
+		out[e.Addr()] = true
 	}
 	for _, gq := range g.Queues {
 		if !reflect.DeepEqual(l.queues[gq.Name], gq) {
-			return false
+			return nil, false
 		}
-		if gq.Name != q.Name {
-			c.generated[gq.Addr()] = true
-		}
+		out[gq.Addr()] = true
 	}
 	for _, b := range g.Bindings {
 		if _, ok := l.bindings[b.Addr()]; !ok {
-			return false
+			return nil, false
 		}
-		c.generated[b.Addr()] = true
+		out[b.Addr()] = true
 	}
-	return true
+	return out, true
 }
 
 // expand is the topology one queue of the vhost generates, with the
-// vhost's wait queue type.
+// vhost's wait queue type, and its ladder for a levels queue.
 func (l *live) expand(q spec.Queue) topology.Topology {
-	wqt := ""
-	if l.waitQueueType != spec.TypeQuorum {
-		wqt = l.waitQueueType
+	s := spec.Spec{Version: spec.Version, Vhost: l.vhost, WaitQueueType: l.specWaitQueueType(), Queues: []spec.Queue{q}}
+	if q.Layout == spec.LayoutLevels && l.ladder != nil {
+		s.Levels = &l.ladder.levels
 	}
-	return spec.Expand(&spec.File{Spec: spec.Spec{Version: spec.Version, Vhost: l.vhost, WaitQueueType: wqt, Queues: []spec.Queue{q}}})
+	return spec.Expand(&spec.File{Spec: s})
+}
+
+// specWaitQueueType is the spec's wait_queue_type for the vhost's type.
+func (l *live) specWaitQueueType() string {
+	if l.waitQueueType != spec.TypeQuorum {
+		return l.waitQueueType
+	}
+	return ""
 }
 
 func sortDurations(ds []time.Duration) {

@@ -23,6 +23,12 @@ func (m *model) yaml(source string) []byte {
 	root.HeadComment = m.header(source)
 	add(root, "version", scalar(spec.Version))
 	add(root, "vhost", scalar(m.l.vhost))
+	if ld := m.l.ladder; ld != nil {
+		add(root, "levels", levelsNode(ld))
+		root.Content[len(root.Content)-2].HeadComment = fmt.Sprintf(
+			"The vhost's delay ladder: %s.\nThe broker holds the number of levels, not max: %s is a round max\nthat gives the same ladder.",
+			ld.l, contract.FormatDelay(ld.levels.Max))
+	}
 	if m.needsWaitQueueType() {
 		add(root, "wait_queue_type", scalar(m.l.waitQueueType))
 	}
@@ -84,11 +90,14 @@ func (m *model) sortedSkipped() []Skipped {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// needsWaitQueueType reports whether a recognised queue uses vhost-wide
-// wait queues of the non-default type.
+// needsWaitQueueType reports whether the ladder or a recognised queue
+// uses vhost-wide wait queues of the non-default type.
 func (m *model) needsWaitQueueType() bool {
 	if m.l.waitQueueType == spec.TypeQuorum {
 		return false
+	}
+	if m.l.ladder != nil {
+		return true
 	}
 	for _, o := range m.queues {
 		if o.cand != nil && len(o.cand.q.Retry.Delays()) > 0 && (o.cand.q.Preset == spec.PresetSpring ||
@@ -97,6 +106,15 @@ func (m *model) needsWaitQueueType() bool {
 		}
 	}
 	return false
+}
+
+// levelsNode writes the levels key on one line: {resolution: 100ms, max: 1h}.
+func levelsNode(ld *ladder) *yaml.Node {
+	n := mapping()
+	n.Style = yaml.FlowStyle
+	add(n, "resolution", duration(ld.levels.Resolution))
+	add(n, "max", duration(ld.levels.Max))
+	return n
 }
 
 func exchangeNode(o *exchangeObj) *yaml.Node {

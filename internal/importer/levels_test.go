@@ -1,0 +1,110 @@
+package importer_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rmqtopo/rmqtopo/internal/importer"
+	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// TestImportLevels: a vhost with a delay ladder imports back into a spec
+// with its levels key, wait_queue_type and layout: levels queues, beside
+// queues of other layouts and raw queues, which the ladder also delivers
+// to.
+func TestImportLevels(t *testing.T) {
+	want := mustParse(t, `version: 1
+vhost: v
+wait_queue_type: classic
+levels: {resolution: 250ms, max: 10m}
+queues:
+  - {name: a, type: quorum, retry: {exponential: {initial: 1s, factor: 2, attempts: 4, jitter: full}}, layout: levels, immediate_retries: 2}
+  - {name: b, retry: {delays: [1s, 5s]}}
+  - {name: c, retry: {delays: [2s]}, layout: per-attempt}
+  - {name: r, raw: true}
+`)
+	res := mustImport(t, "v", want)
+	if diff := cmp.Diff(want, spec.Expand(res.File)); diff != "" {
+		t.Errorf("(-want +got):\n%s\n%s", diff, res.YAML)
+	}
+	y := string(res.YAML)
+	for _, s := range []string{"levels: {resolution: 250ms, max: 17m}", "wait_queue_type: classic",
+		"immediate_retries: 2\n    retry: {fixed: {delay: 1s, attempts: 4}}\n    layout: levels", "jitter is left"} {
+		if !strings.Contains(y, s) {
+			t.Errorf("the spec lacks %q:\n%s", s, y)
+		}
+	}
+	if res.Recognised != 3 || len(res.Skipped) != 0 {
+		t.Errorf("recognised %d, skipped %v:\n%s", res.Recognised, res.Skipped, y)
+	}
+}
+
+// TestImportLevelsDefaultLadder: a ladder nothing retries through (a
+// service only schedules with it) is still a levels key, and the default
+// ladder is written with the default max.
+func TestImportLevelsDefaultLadder(t *testing.T) {
+	want := mustParse(t, "version: 1\nvhost: v\nlevels: {}\nqueues: [{name: q, raw: true}]\n")
+	res := mustImport(t, "v", want)
+	if diff := cmp.Diff(want, spec.Expand(res.File)); diff != "" {
+		t.Errorf("(-want +got):\n%s\n%s", diff, res.YAML)
+	}
+	if !strings.Contains(string(res.YAML), "levels: {resolution: 100ms, max: 168h}") {
+		t.Errorf("want the default ladder:\n%s", res.YAML)
+	}
+}
+
+// TestImportLevelsRetiredOrRaw: a second ladder, left by a change of the
+// levels key, is left out and listed; a ladder a spec cannot reproduce (a
+// queue without its delivery binding) is written raw, with the other
+// ladder, and everything still round-trips.
+func TestImportLevelsRetiredOrRaw(t *testing.T) {
+	live := mustParse(t, "version: 1\nvhost: v\nlevels: {resolution: 1s, max: 1m}\nqueues: [{name: a, retry: {delays: [5s]}, layout: levels}, {name: b, raw: true}]\n")
+	old := mustParse(t, "version: 1\nvhost: v\nlevels: {resolution: 100ms, max: 1m}\nqueues: [{name: b, raw: true}]\n")
+	live.Exchanges = append(live.Exchanges, old.Exchanges...)
+	for _, q := range old.Queues {
+		if q.Name != "b" {
+			live.Queues = append(live.Queues, q)
+		}
+	}
+	live.Bindings = append(live.Bindings, old.Bindings...)
+	live.Sort()
+	res := mustImport(t, "v", live)
+	if diff := cmp.Diff(without(live, res.Skipped), spec.Expand(res.File)); diff != "" {
+		t.Errorf("two ladders (-want +got):\n%s\n%s", diff, res.YAML)
+	}
+	if res.Recognised != 1 || !strings.Contains(string(res.YAML), "levels: {resolution: 1s, max: 1m}") {
+		t.Errorf("want the ladder a retries through, and a, recognised:\n%s", res.YAML)
+	}
+	// 10 levels, 10 stages, deliver, dlx, dlq: 23 objects; 10×13/2 stage
+	// bindings, dlx→dlq and deliver→b: 67 bindings.
+	if n := len(res.Skipped); n != 23+67 || !strings.Contains(res.Skipped[0].Reason, "retired delay ladder") {
+		t.Errorf("skipped %d objects, want the 100ms ladder's 90: %v", n, res.Skipped)
+	}
+
+	var bs []topology.Binding
+	for _, b := range live.Bindings {
+		if !(b.Destination == "b" && strings.HasSuffix(b.Source, "1s.6.deliver")) {
+			bs = append(bs, b)
+		}
+	}
+	live.Bindings = bs
+	res = mustImport(t, "v", live)
+	if diff := cmp.Diff(live, spec.Expand(res.File)); diff != "" {
+		t.Errorf("no delivery binding to b (-want +got):\n%s\n%s", diff, res.YAML)
+	}
+	if res.Recognised != 0 || strings.Contains(string(res.YAML), "levels: {resolution: 1s") {
+		t.Errorf("want the 1s ladder and a raw:\n%s", res.YAML)
+	}
+}
+
+func mustImport(t *testing.T, vhost string, live topology.Topology) *importer.Result {
+	t.Helper()
+	res, err := importer.Import(importer.Input{Vhost: vhost, Topology: live, Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
