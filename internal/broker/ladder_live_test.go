@@ -11,6 +11,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/apply"
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 )
 
