@@ -322,17 +322,19 @@ func (b *builder) waitQueueType(q Queue, layout Layout) string {
 func (b *builder) native(q Queue) {
 	retry := contract.RetryExchange(q.Name)
 	dlx := contract.DeadLetterExchange(q.Name)
-	retryArgs := map[string]any{}
 	if q.DLQ {
-		retryArgs["alternate-exchange"] = dlx
 		b.addExchange(topology.Exchange{Name: dlx, Type: "fanout", Durable: true}, b.generated(q, "dead-letter exchange"))
 		b.bind(dlx, topology.DestQueue, contract.DeadLetterQueue(q.Name), "", nil)
 	}
-	b.addExchange(topology.Exchange{Name: retry, Type: "headers", Durable: true, Arguments: retryArgs}, b.generated(q, "retry exchange"))
+	// No alternate exchange: a copy past the last binding must come back to
+	// its (mandatory) publisher as a return, which is how the service learns
+	// that the schedule is exhausted (see package contract).
+	b.addExchange(topology.Exchange{Name: retry, Type: "headers", Durable: true}, b.generated(q, "retry exchange"))
 	b.deadEnds(q)
 	layout := b.s.layoutOf(q)
+	// Retry k becomes delivery attempt k+1.
 	for k := 1; k <= q.ImmediateRetries; k++ {
-		b.bind(retry, topology.DestQueue, q.Name, "", contract.AttemptBindingArgs(k))
+		b.bind(retry, topology.DestQueue, q.Name, "", contract.AttemptBindingArgs(k+1))
 	}
 	for i, d := range q.Retry.Delays() {
 		k := q.ImmediateRetries + i + 1
@@ -351,6 +353,6 @@ func (b *builder) native(q Queue) {
 			deadLetterTo(args, "", nil)
 		}
 		b.addQueue(topology.Queue{Name: name, Arguments: args}, o)
-		b.bind(retry, topology.DestQueue, name, "", contract.AttemptBindingArgs(k))
+		b.bind(retry, topology.DestQueue, name, "", contract.AttemptBindingArgs(k+1))
 	}
 }

@@ -68,7 +68,7 @@ func TestExpand(t *testing.T) {
 				Exchanges: []topology.Exchange{
 					inEx,
 					{Vhost: "/", Name: "work.dlx", Type: "fanout", Durable: true},
-					{Vhost: "/", Name: "work.retry", Type: "headers", Durable: true, Arguments: topology.Args{"alternate-exchange": "work.dlx"}},
+					{Vhost: "/", Name: "work.retry", Type: "headers", Durable: true},
 				},
 				Queues: []topology.Queue{
 					{Vhost: "/", Name: "rmqtopo.wait.1s", Durable: true, Arguments: quorumArgs(20, merge(atLeastOnce, topology.Args{"x-message-ttl": int64(1000), "x-dead-letter-exchange": ""}))},
@@ -79,8 +79,8 @@ func TestExpand(t *testing.T) {
 				Bindings: []topology.Binding{
 					bindIn("work"),
 					{Vhost: "/", Source: "work.dlx", Destination: "work.dlq", DestinationType: "queue"},
-					{Vhost: "/", Source: "work.retry", Destination: "rmqtopo.wait.1s", DestinationType: "queue", Arguments: attempt(1)},
-					{Vhost: "/", Source: "work.retry", Destination: "rmqtopo.wait.5s", DestinationType: "queue", Arguments: attempt(2)},
+					{Vhost: "/", Source: "work.retry", Destination: "rmqtopo.wait.1s", DestinationType: "queue", Arguments: attempt(2)},
+					{Vhost: "/", Source: "work.retry", Destination: "rmqtopo.wait.5s", DestinationType: "queue", Arguments: attempt(3)},
 				},
 			},
 		},
@@ -92,7 +92,7 @@ func TestExpand(t *testing.T) {
 				Exchanges: []topology.Exchange{
 					inEx,
 					{Vhost: "/", Name: "work.dlx", Type: "fanout", Durable: true},
-					{Vhost: "/", Name: "work.retry", Type: "headers", Durable: true, Arguments: topology.Args{"alternate-exchange": "work.dlx"}},
+					{Vhost: "/", Name: "work.retry", Type: "headers", Durable: true},
 				},
 				Queues: []topology.Queue{
 					{Vhost: "/", Name: "work", Durable: true, Arguments: quorumArgs(7, merge(atLeastOnce, topology.Args{"x-dead-letter-exchange": "work.dlx"}))},
@@ -103,8 +103,8 @@ func TestExpand(t *testing.T) {
 				Bindings: []topology.Binding{
 					bindIn("work"),
 					{Vhost: "/", Source: "work.dlx", Destination: "work.dlq", DestinationType: "queue"},
-					{Vhost: "/", Source: "work.retry", Destination: "work.wait.1.5s", DestinationType: "queue", Arguments: attempt(1)},
-					{Vhost: "/", Source: "work.retry", Destination: "work.wait.2.5s", DestinationType: "queue", Arguments: attempt(2)},
+					{Vhost: "/", Source: "work.retry", Destination: "work.wait.1.5s", DestinationType: "queue", Arguments: attempt(2)},
+					{Vhost: "/", Source: "work.retry", Destination: "work.wait.2.5s", DestinationType: "queue", Arguments: attempt(3)},
 				},
 			},
 		},
@@ -122,8 +122,8 @@ func TestExpand(t *testing.T) {
 					{Vhost: "/", Name: "w.wait.2.1500ms", Durable: true, Arguments: topology.Args{"x-message-ttl": int64(1500), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "w"}},
 				},
 				Bindings: []topology.Binding{
-					{Vhost: "/", Source: "w.retry", Destination: "w", DestinationType: "queue", Arguments: attempt(1)},
-					{Vhost: "/", Source: "w.retry", Destination: "w.wait.2.1500ms", DestinationType: "queue", Arguments: attempt(2)},
+					{Vhost: "/", Source: "w.retry", Destination: "w", DestinationType: "queue", Arguments: attempt(2)},
+					{Vhost: "/", Source: "w.retry", Destination: "w.wait.2.1500ms", DestinationType: "queue", Arguments: attempt(3)},
 				},
 			},
 		},
@@ -134,7 +134,7 @@ func TestExpand(t *testing.T) {
 				Vhosts: []string{"v"},
 				Exchanges: []topology.Exchange{
 					{Vhost: "v", Name: "audit.dlx", Type: "fanout", Durable: true},
-					{Vhost: "v", Name: "audit.retry", Type: "headers", Durable: true, Arguments: topology.Args{"alternate-exchange": "audit.dlx"}},
+					{Vhost: "v", Name: "audit.retry", Type: "headers", Durable: true},
 				},
 				Queues: []topology.Queue{
 					{Vhost: "v", Name: "audit", Durable: true, Arguments: topology.Args{"x-dead-letter-exchange": "audit.dlx"}},
@@ -247,14 +247,15 @@ func TestSharedWaitQueuesArePerVhost(t *testing.T) {
 	if diff := cmp.Diff([]string{"a rmqtopo.wait.10s", "b rmqtopo.wait.10s"}, got); diff != "" {
 		t.Errorf("shared wait queues (-want +got):\n%s", diff)
 	}
-	// x and y in vhost a share it: one binding per retry of each queue.
+	// x and y in vhost a share it: one binding per retry of each queue, on
+	// the attempt the retry becomes.
 	var into []string
 	for _, bd := range top.Bindings {
 		if bd.Vhost == "a" && bd.Destination == "rmqtopo.wait.10s" {
 			into = append(into, bd.Source+" "+bd.Arguments["rmqtopo-attempt"].(string))
 		}
 	}
-	if diff := cmp.Diff([]string{"x.retry 1", "y.retry 1", "y.retry 2", "y.retry 3"}, into); diff != "" {
+	if diff := cmp.Diff([]string{"x.retry 2", "y.retry 2", "y.retry 3", "y.retry 4"}, into); diff != "" {
 		t.Errorf("bindings into the shared wait queue (-want +got):\n%s", diff)
 	}
 }
