@@ -136,7 +136,7 @@ func benchRetryThroughput(b *testing.B, deliveryMode uint8) {
 		for k, v := range d.Headers {
 			h[k] = v
 		}
-		h[contract.HeaderAttempt] = "1"
+		h[contract.HeaderAttempt] = contract.AttemptValue(2) // the first retry
 		dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, contract.RetryExchange(workQueue), workQueue, true, false,
 			amqp.Publishing{Headers: h, ContentType: d.ContentType, DeliveryMode: d.DeliveryMode, MessageId: d.MessageId, Body: d.Body})
 		if err != nil {
@@ -320,7 +320,7 @@ func BenchmarkReturnLateness(b *testing.B) {
 				delays: specDelays}, nil),
 			exchange: contract.RetryExchange(workQueue), key: workQueue,
 			headers: func(k int) amqp.Table {
-				return amqp.Table{contract.HeaderAttempt: contract.AttemptValue(k + 1)}
+				return amqp.Table{contract.HeaderAttempt: contract.AttemptValue(k + 2)} // retry k+1
 			},
 		})
 	}

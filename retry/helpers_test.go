@@ -279,6 +279,7 @@ func newRetrier(tb testing.TB, e *env, opts ...retry.Option) *retry.Retrier {
 // counter is an Observer counting retries per attempt and dead-letters
 // per reason.
 type counter struct {
+	retry.NopObserver
 	mu           sync.Mutex
 	retried      map[int]int
 	deadLettered map[string]int

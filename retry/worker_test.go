@@ -153,8 +153,8 @@ func TestWorker(t *testing.T) {
 			got = append(got, l)
 		}
 		want := []workerLine{
-			{Queue: workQueue, MessageID: "w1", Attempt: 0, Outcome: "retry"},
-			{Queue: workQueue, MessageID: "w1", Attempt: 1, Outcome: "ack"},
+			{Queue: workQueue, MessageID: "w1", Attempt: 1, Outcome: "retry"},
+			{Queue: workQueue, MessageID: "w1", Attempt: 2, Outcome: "ack"},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("worker output (-want +got):\n%s", diff)
@@ -218,7 +218,7 @@ func TestWorker(t *testing.T) {
 				a[0], a[1] = a[1], a[0]
 			}
 		}
-		want := map[string][]int{"c1": {0, 1}, "c2": {0}, "c3": {0}} // c1: the original and its retry
+		want := map[string][]int{"c1": {1, 2}, "c2": {1}, "c3": {1}} // c1: the original and its retry
 		if diff := cmp.Diff(want, acks); diff != "" {
 			t.Errorf("acked attempts per message (-want +got):\n%s", diff)
 		}

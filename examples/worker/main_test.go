@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -36,8 +37,9 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{name: "env url", args: []string{"--queue", "q"}, url: "amqp://e/",
 			want: config{url: "amqp://e/", queue: "q", prefetch: 10}},
-		{name: "flag beats env", args: []string{"--queue", "q", "--amqp-url", "amqp://f/", "--fail-first", "3", "--reject", "--prefetch", "4"}, url: "amqp://e/",
-			want: config{url: "amqp://f/", queue: "q", failFirst: 3, reject: true, prefetch: 4}},
+		{name: "flag beats env", args: []string{"--queue", "q", "--amqp-url", "amqp://f/", "--fail-first", "3", "--reject", "--prefetch", "4",
+			"--work", "1s", "--grace", "2s", "--metrics-addr", "127.0.0.1:0"}, url: "amqp://e/",
+			want: config{url: "amqp://f/", queue: "q", failFirst: 3, reject: true, prefetch: 4, work: time.Second, grace: 2 * time.Second, metrics: "127.0.0.1:0"}},
 		{name: "single dash", args: []string{"-queue=q", "-amqp-url=amqp://f/"},
 			want: config{url: "amqp://f/", queue: "q", prefetch: 10}},
 		{name: "no url", args: []string{"--queue", "q"}, wantErr: "RMQTOPO_AMQP_URL"},
@@ -91,7 +93,7 @@ func TestHandler(t *testing.T) {
 		want []verdict
 	}{
 		{config{}, []any{nil, "1", "bad"}, []verdict{"ok", "ok", "ok"}},
-		{config{failFirst: 2}, []any{nil, "1", "2", "3", "bad"}, []verdict{"fail", "fail", "ok", "ok", "fail"}},
+		{config{failFirst: 2}, []any{nil, "1", "2", "3", "bad"}, []verdict{"fail", "fail", "fail", "ok", "fail"}},
 		{config{failFirst: 1_000_000}, []any{nil, "999"}, []verdict{"fail", "fail"}},
 		{config{reject: true}, []any{nil, "1"}, []verdict{"reject", "reject"}},
 	} {
