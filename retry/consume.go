@@ -157,7 +157,7 @@ func (c *consumer) serve(ctx context.Context, ch *amqp.Channel, deliveries <-cha
 		wg.Go(func() {
 			for d := range deliveries {
 				if stopping.Load() {
-					_ = d.Nack(false, true) // prefetched, never started
+					r.giveBack(d) // prefetched, never started
 					continue
 				}
 				_, _ = process(hctx, d)

@@ -131,7 +131,7 @@ func TestRetryExchangeDeleted(t *testing.T) {
 	if n := e.depth(t, contract.DeadLetterQueue(workQueue)); n != 0 {
 		t.Fatalf("DLQ holds %d messages while the retry exchange is missing", n)
 	}
-	declareTopology(t, ch, e.topo) // the operator runs rmqtopo apply
+	brokertest.Declare(t, ch, e.topo) // the operator runs rmqtopo apply
 	evs := rec.waitFor(t, 10*time.Second, "an ack", func(evs []event) bool {
 		return count(evs, func(ev event) bool { return ev.outcome == retry.Acked }) > 0
 	})

@@ -11,7 +11,6 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/retry"
 	"github.com/rmqtopo/rmqtopo/spec"
@@ -63,7 +62,12 @@ type env struct {
 // topology before it is declared.
 func newEnv(tb testing.TB, t topo, edit func(*topology.Topology)) *env {
 	tb.Helper()
-	b := brokertest.Get(tb)
+	return newEnvOn(tb, brokertest.Get(tb), t, edit)
+}
+
+// newEnvOn is newEnv on broker b.
+func newEnvOn(tb testing.TB, b *brokertest.Broker, t topo, edit func(*topology.Topology)) *env {
+	tb.Helper()
 	vhost := b.NewVhost(tb)
 	f, err := spec.Parse("test.yaml", []byte(t.yaml(vhost)))
 	if err != nil {
@@ -79,35 +83,8 @@ func newEnv(tb testing.TB, t topo, edit func(*topology.Topology)) *env {
 		tb.Fatal(err)
 	}
 	defer ch.Close()
-	declareTopology(tb, ch, tp)
+	brokertest.Declare(tb, ch, tp)
 	return &env{b: b, vhost: vhost, conn: conn, topo: tp}
-}
-
-// declareTopology declares t's exchanges, queues and bindings over AMQP
-// (policies are not needed by these tests).
-func declareTopology(tb testing.TB, ch *amqp.Channel, t topology.Topology) {
-	tb.Helper()
-	for _, e := range t.Exchanges {
-		if err := ch.ExchangeDeclare(e.Name, e.Type, e.Durable, e.AutoDelete, e.Internal, false, broker.AMQPTable(e.Arguments)); err != nil {
-			tb.Fatalf("declaring exchange %q: %v", e.Name, err)
-		}
-	}
-	for _, q := range t.Queues {
-		if _, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, false, false, broker.AMQPTable(q.Arguments)); err != nil {
-			tb.Fatalf("declaring queue %q: %v", q.Name, err)
-		}
-	}
-	for _, bd := range t.Bindings {
-		var err error
-		if bd.DestinationType == topology.DestExchange {
-			err = ch.ExchangeBind(bd.Destination, bd.RoutingKey, bd.Source, false, broker.AMQPTable(bd.Arguments))
-		} else {
-			err = ch.QueueBind(bd.Destination, bd.RoutingKey, bd.Source, false, broker.AMQPTable(bd.Arguments))
-		}
-		if err != nil {
-			tb.Fatalf("declaring binding %s: %v", bd.Addr(), err)
-		}
-	}
 }
 
 // channel opens a channel closed at the end of the test.

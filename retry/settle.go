@@ -188,6 +188,16 @@ func (r *Retrier) requeue(d amqp.Delivery, cause error) result {
 	return result{outcome: Requeued, err: cause}
 }
 
+// giveBack requeues d unchanged without running its handler: Consume is
+// stopping and d was prefetched but not started.
+func (r *Retrier) giveBack(d amqp.Delivery) {
+	res := result{outcome: Requeued}
+	if err := d.Nack(false, true); err != nil {
+		res.err = fmt.Errorf("retry: requeueing message %q at shutdown (the broker redelivers it when the channel closes): %w", d.MessageId, err)
+	}
+	r.report(d, res, 0)
+}
+
 // requeueUnchanged gives d back to the broker as it came, after its
 // handler was cancelled: the same attempt is delivered again.
 func (r *Retrier) requeueUnchanged(d amqp.Delivery, cause error) result {
