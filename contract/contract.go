@@ -23,11 +23,11 @@
 //     DeadLetterExchange(Q) with HeaderDeadLetterReason = ReasonExhausted and
 //     acks the original only once that copy is confirmed, so the message is
 //     never lost between the two, and the service can report the outcome
-//     truthfully. (Up to rmqtopo's contract of 2026-11 the retry exchange's
-//     alternate-exchange was DeadLetterExchange(Q): exhaustion reached the
-//     DLQ without the service knowing.) A client that publishes to the retry
-//     exchange without mandatory loses an exhausted message: the contract
-//     requires mandatory.
+//     truthfully. (Earlier rmqtopo versions gave the retry exchange the
+//     alternate-exchange DeadLetterExchange(Q), so exhaustion reached the
+//     DLQ without the service knowing.) A client that publishes to the
+//     retry exchange without mandatory loses an exhausted message: the
+//     contract requires mandatory.
 //   - DeadLetterExchange(Q) = "Q.dlx", a fanout exchange bound to
 //     DeadLetterQueue(Q) = "Q.dlq". Q itself dead-letters there, so broker
 //     rejections, expiry and delivery-limit overflow also end in the DLQ.
