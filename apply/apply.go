@@ -103,51 +103,6 @@ type Result struct {
 // Changes counts the changes made.
 func (r Result) Changes() int { return r.Created + r.Updated + r.Replaced + r.Deleted }
 
-// phase is a step of the apply order. Creates go in dependency order, so
-// that a binding's endpoints exist before it; deletes go in reverse, after
-// every create, so that a schedule change binds the new wait queues before
-// it unbinds the old ones: a retry in between may be routed twice (which
-// at-least-once consumers tolerate), never zero times (which would send it
-// to the DLQ).
-type phase int
-
-const (
-	phaseVhost phase = iota
-	phaseExchange
-	phaseQueue
-	phaseBinding
-	phasePolicy
-	phaseDeletePolicy
-	phaseDeleteBinding
-	phaseDeleteQueue
-	phaseDeleteExchange
-	phaseDeleteVhost
-)
-
-var phaseNames = [...]string{"vhosts", "exchanges", "queues", "bindings", "policies",
-	"policy deletes", "binding deletes", "queue deletes", "exchange deletes", "vhost deletes"}
-
-func phaseOf(c plan.Change) phase {
-	del := c.Action == plan.Delete
-	var p phase
-	switch c.Address.Kind {
-	case topology.KindVhost:
-		p = phaseVhost
-	case topology.KindExchange:
-		p = phaseExchange
-	case topology.KindQueue:
-		p = phaseQueue
-	case topology.KindBinding:
-		p = phaseBinding
-	default:
-		p = phasePolicy
-	}
-	if del {
-		p = phaseDeleteVhost - p
-	}
-	return p
-}
-
 // ownerVhost is the vhost whose ownership record holds a.
 func ownerVhost(a topology.Address) string {
 	if a.Kind == topology.KindVhost {
@@ -166,100 +121,121 @@ func Apply(ctx context.Context, t Target, p plan.Plan, opts Options) (Result, er
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
-	if blocking := plan.Blocking(plan.Check(p, plan.CheckOptions{AllowDestroy: opts.AllowDestroy})); len(blocking) > 0 {
-		msg := blocking[0].Message
-		if len(blocking) > 1 {
-			msg += fmt.Sprintf(" (and %d more)", len(blocking)-1)
-		}
-		return Result{}, fmt.Errorf("apply: refusing: %s", msg)
+	if err := refuseBlocking(p, opts.AllowDestroy); err != nil {
+		return Result{}, err
 	}
+	steps := ordered(p)
+	res := Result{Owned: cloneSet(opts.Owned)}
+	if len(steps) == 0 {
+		return res, nil
+	}
+	vhosts, intent := intentOf(steps, res.Owned)
+	if err := writeIntent(ctx, t, vhosts, intent, res.Owned); err != nil {
+		return res, err
+	}
+	r := &runner{t: t, opts: opts, total: len(steps)}
+	start := time.Now()
+	runErr := r.phases(ctx, steps)
+	res.Elapsed = time.Since(start)
+	res.count(r.done)
+	if err := writeFinal(ctx, t, vhosts, intent, res.Owned); err != nil && runErr == nil {
+		runErr = err
+	}
+	return res, runErr
+}
+
+// refuseBlocking refuses a plan that Check finds blocking diagnostics in.
+func refuseBlocking(p plan.Plan, allowDestroy bool) error {
+	blocking := plan.Blocking(plan.Check(p, plan.CheckOptions{AllowDestroy: allowDestroy}))
+	if len(blocking) == 0 {
+		return nil
+	}
+	msg := blocking[0].Message
+	if len(blocking) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(blocking)-1)
+	}
+	return fmt.Errorf("apply: refusing: %s", msg)
+}
+
+// ordered returns p's changes that do something, in apply order.
+func ordered(p plan.Plan) []plan.Change {
 	var steps []plan.Change
 	for _, c := range p.Changes {
 		if c.Action != plan.NoOp {
 			steps = append(steps, c)
 		}
 	}
-	sort.SliceStable(steps, func(i, j int) bool { return phaseOf(steps[i]) < phaseOf(steps[j]) })
-	res := Result{Owned: map[topology.Address]bool{}}
-	for a, ok := range opts.Owned {
-		if ok {
-			res.Owned[a] = true
-		}
-	}
-	if len(steps) == 0 {
-		return res, nil
-	}
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].Phase() < steps[j].Phase() })
+	return steps
+}
 
-	// Write intent first: a record naming objects that do not exist yet is
-	// harmless, while an object created but never recorded would be
-	// another's forever, never pruned.
+// intentOf returns the vhosts that steps touch and the ownership record as
+// it will be once everything they create exists.
+func intentOf(steps []plan.Change, owned map[topology.Address]bool) ([]string, map[topology.Address]bool) {
 	touched := map[string]bool{}
-	intent := cloneSet(res.Owned)
+	intent := cloneSet(owned)
 	for _, c := range steps {
 		touched[ownerVhost(c.Address)] = true
-		if c.Action == plan.Create || c.Action == plan.DeleteThenCreate {
+		if c.Action == plan.Create || c.Action == plan.Replace {
 			intent[c.Address] = true
 		}
 	}
-	vhosts := sortedKeys(touched)
+	return sortedKeys(touched), intent
+}
+
+// writeIntent records intent before anything is created: a record naming
+// objects that do not exist yet is harmless, while an object created but
+// never recorded would be another's forever, never pruned.
+func writeIntent(ctx context.Context, t Target, vhosts []string, intent, owned map[topology.Address]bool) error {
 	for _, v := range vhosts {
-		if !sameIn(v, intent, res.Owned) {
+		if !sameIn(v, intent, owned) {
 			if err := t.PutOwned(ctx, v, inVhost(v, intent)); err != nil {
-				return res, fmt.Errorf("apply: %w", err)
+				return fmt.Errorf("apply: %w", err)
 			}
 		}
 	}
+	return nil
+}
 
-	r := &runner{t: t, opts: opts, total: len(steps)}
-	start := time.Now()
-	var runErr error
-	for i := 0; i < len(steps); {
-		j := i
-		for j < len(steps) && phaseOf(steps[j]) == phaseOf(steps[i]) {
-			j++
-		}
-		if err := r.phase(ctx, steps[i:j]); err != nil {
-			runErr = err
-			break
-		}
-		i = j
-	}
-	res.Elapsed = time.Since(start)
-
-	// The final record: what was owned, plus what this apply created, minus
-	// what it deleted. Written even after a failure or an interrupt, with
-	// a context of its own, so that ownership stays exact whenever
-	// possible (the intent record covers the rest).
-	for _, d := range r.done {
-		switch d.Action {
-		case plan.Create:
-			res.Created++
-			res.Owned[d.Address] = true
-		case plan.DeleteThenCreate:
-			res.Replaced++
-			res.Owned[d.Address] = true
-		case plan.Update:
-			res.Updated++
-		case plan.Delete:
-			res.Deleted++
-			delete(res.Owned, d.Address)
-		}
-	}
-	wctx := ctx
+// writeFinal records what was owned, plus what this apply created, minus
+// what it deleted. It is written even after a failure or an interrupt,
+// with a context of its own, so that ownership stays exact whenever
+// possible (the intent record covers the rest).
+func writeFinal(ctx context.Context, t Target, vhosts []string, intent, owned map[topology.Address]bool) error {
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 	}
+	var first error
 	for _, v := range vhosts {
-		if sameIn(v, intent, res.Owned) {
+		if sameIn(v, intent, owned) {
 			continue
 		}
-		if err := t.PutOwned(wctx, v, inVhost(v, res.Owned)); err != nil && runErr == nil {
-			runErr = fmt.Errorf("apply: %w", err)
+		if err := t.PutOwned(ctx, v, inVhost(v, owned)); err != nil && first == nil {
+			first = fmt.Errorf("apply: %w", err)
 		}
 	}
-	return res, runErr
+	return first
+}
+
+// count adds the changes done to r's counts and ownership.
+func (r *Result) count(done []plan.Change) {
+	for _, d := range done {
+		switch d.Action {
+		case plan.Create:
+			r.Created++
+			r.Owned[d.Address] = true
+		case plan.Replace:
+			r.Replaced++
+			r.Owned[d.Address] = true
+		case plan.Update:
+			r.Updated++
+		case plan.Delete:
+			r.Deleted++
+			delete(r.Owned, d.Address)
+		}
+	}
 }
 
 type runner struct {
@@ -269,6 +245,22 @@ type runner struct {
 	count atomic.Int64
 	mu    sync.Mutex
 	done  []plan.Change
+}
+
+// phases runs steps, in order, one phase at a time, and stops at the end
+// of the first phase with a failure.
+func (r *runner) phases(ctx context.Context, steps []plan.Change) error {
+	for i := 0; i < len(steps); {
+		j := i
+		for j < len(steps) && steps[j].Phase() == steps[i].Phase() {
+			j++
+		}
+		if err := r.phase(ctx, steps[i:j]); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
 }
 
 // phase runs one phase's changes with bounded concurrency. After the first
@@ -320,7 +312,7 @@ feed:
 	wg.Wait()
 	if len(errs) == 0 {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("apply: interrupted during %s: %w", phaseNames[phaseOf(steps[0])], err)
+			return fmt.Errorf("apply: interrupted during %s: %w", steps[0].Phase(), err)
 		}
 		return nil
 	}
@@ -364,7 +356,7 @@ func verb(c plan.Change) string {
 			return "unbind"
 		}
 		return "delete"
-	case plan.DeleteThenCreate:
+	case plan.Replace:
 		return "replace"
 	case plan.Update:
 		return "update"
@@ -372,98 +364,121 @@ func verb(c plan.Change) string {
 	return string(c.Action)
 }
 
+// do carries out one change, by the kind of object it acts on.
 func (r *runner) do(ctx context.Context, c plan.Change) error {
-	a := c.Address
-	t := r.t
-	ifEmpty := !r.opts.AllowDestroy
-	switch a.Kind {
+	switch c.Address.Kind {
 	case topology.KindVhost:
-		if c.Action != plan.Create {
-			return fmt.Errorf("rmqtopo only creates vhosts; cannot %s one", c.Action)
+		return r.doVhost(ctx, c)
+	case topology.KindExchange:
+		return r.doExchange(ctx, c)
+	case topology.KindQueue:
+		return r.doQueue(ctx, c)
+	case topology.KindBinding:
+		return r.doBinding(ctx, c)
+	case topology.KindPolicy:
+		return r.doPolicy(ctx, c)
+	}
+	return errNoSuchOperation(c)
+}
+
+func errNoSuchOperation(c plan.Change) error {
+	return fmt.Errorf("cannot %s a %s in place: RabbitMQ has no such operation", c.Action, c.Address.Kind)
+}
+
+func (r *runner) doVhost(ctx context.Context, c plan.Change) error {
+	if c.Action != plan.Create {
+		return fmt.Errorf("rmqtopo only creates vhosts; cannot %s one", c.Action)
+	}
+	if err := r.t.PutVhost(ctx, c.Address.Name); err != nil {
+		return err
+	}
+	if r.opts.VhostCreated != nil {
+		return r.opts.VhostCreated(ctx, c.Address.Name)
+	}
+	return nil
+}
+
+func (r *runner) doExchange(ctx context.Context, c plan.Change) error {
+	a, after := c.Address, exchangeOf(c.After)
+	switch c.Action {
+	case plan.Delete:
+		return r.t.DeleteExchange(ctx, a.Vhost, a.Name)
+	case plan.Create, plan.Replace:
+		if after == nil {
+			return errMalformed
 		}
-		if err := t.PutVhost(ctx, a.Name); err != nil {
+		if c.Action == plan.Replace {
+			if err := r.t.DeleteExchange(ctx, a.Vhost, a.Name); err != nil {
+				return err
+			}
+		}
+		return r.t.DeclareExchange(ctx, *after)
+	}
+	return errNoSuchOperation(c)
+}
+
+// doQueue guards every queue delete with if-empty unless destruction was
+// allowed.
+func (r *runner) doQueue(ctx context.Context, c plan.Change) error {
+	before, after := queueOf(c.Before), queueOf(c.After)
+	if before == nil {
+		before = &topology.Queue{Vhost: c.Address.Vhost, Name: c.Address.Name}
+	}
+	ifEmpty := !r.opts.AllowDestroy
+	switch c.Action {
+	case plan.Delete:
+		return r.t.DeleteQueue(ctx, *before, ifEmpty)
+	case plan.Create, plan.Replace:
+		if after == nil {
+			return errMalformed
+		}
+		if c.Action == plan.Replace {
+			if err := r.t.DeleteQueue(ctx, *before, ifEmpty); err != nil {
+				return err
+			}
+		}
+		return r.t.DeclareQueue(ctx, *after)
+	}
+	return errNoSuchOperation(c)
+}
+
+func (r *runner) doBinding(ctx context.Context, c plan.Change) error {
+	before, after := bindingOf(c.Before), bindingOf(c.After)
+	switch c.Action {
+	case plan.Create:
+		if after == nil {
+			return errMalformed
+		}
+		return r.t.Bind(ctx, *after)
+	case plan.Replace:
+		if before == nil || after == nil {
+			return errMalformed
+		}
+		if err := r.t.Unbind(ctx, *before); err != nil {
 			return err
 		}
-		if r.opts.VhostCreated != nil {
-			return r.opts.VhostCreated(ctx, a.Name)
-		}
-		return nil
-	case topology.KindExchange:
-		after := exchangeOf(c.After)
-		switch c.Action {
-		case plan.Create:
-			if after == nil {
-				return errMalformed
-			}
-			return t.DeclareExchange(ctx, *after)
-		case plan.DeleteThenCreate:
-			if after == nil {
-				return errMalformed
-			}
-			if err := t.DeleteExchange(ctx, a.Vhost, a.Name); err != nil {
-				return err
-			}
-			return t.DeclareExchange(ctx, *after)
-		case plan.Delete:
-			return t.DeleteExchange(ctx, a.Vhost, a.Name)
-		}
-	case topology.KindQueue:
-		before, after := queueOf(c.Before), queueOf(c.After)
+		return r.t.Bind(ctx, *after)
+	case plan.Delete:
 		if before == nil {
-			before = &topology.Queue{Vhost: a.Vhost, Name: a.Name}
+			return errMalformed
 		}
-		switch c.Action {
-		case plan.Create:
-			if after == nil {
-				return errMalformed
-			}
-			return t.DeclareQueue(ctx, *after)
-		case plan.DeleteThenCreate:
-			if after == nil {
-				return errMalformed
-			}
-			if err := t.DeleteQueue(ctx, *before, ifEmpty); err != nil {
-				return err
-			}
-			return t.DeclareQueue(ctx, *after)
-		case plan.Delete:
-			return t.DeleteQueue(ctx, *before, ifEmpty)
-		}
-	case topology.KindBinding:
-		before, after := bindingOf(c.Before), bindingOf(c.After)
-		switch c.Action {
-		case plan.Create:
-			if after == nil {
-				return errMalformed
-			}
-			return t.Bind(ctx, *after)
-		case plan.DeleteThenCreate:
-			if before == nil || after == nil {
-				return errMalformed
-			}
-			if err := t.Unbind(ctx, *before); err != nil {
-				return err
-			}
-			return t.Bind(ctx, *after)
-		case plan.Delete:
-			if before == nil {
-				return errMalformed
-			}
-			return t.Unbind(ctx, *before)
-		}
-	case topology.KindPolicy:
-		after := policyOf(c.After)
-		switch c.Action {
-		case plan.Create, plan.Update, plan.DeleteThenCreate:
-			if after == nil {
-				return errMalformed
-			}
-			return t.PutPolicy(ctx, *after)
-		case plan.Delete:
-			return t.DeletePolicy(ctx, a.Vhost, a.Name)
-		}
+		return r.t.Unbind(ctx, *before)
 	}
-	return fmt.Errorf("cannot %s a %s in place: RabbitMQ has no such operation", c.Action, a.Kind)
+	return errNoSuchOperation(c)
+}
+
+func (r *runner) doPolicy(ctx context.Context, c plan.Change) error {
+	after := policyOf(c.After)
+	switch c.Action {
+	case plan.Create, plan.Update, plan.Replace:
+		if after == nil {
+			return errMalformed
+		}
+		return r.t.PutPolicy(ctx, *after)
+	case plan.Delete:
+		return r.t.DeletePolicy(ctx, c.Address.Vhost, c.Address.Name)
+	}
+	return errNoSuchOperation(c)
 }
 
 var errMalformed = errors.New("malformed plan: the change lacks the object it acts on")
@@ -545,8 +560,8 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// Summary is a one-line account of a result, for people.
-func (r Result) Summary() string {
+// String is a one-line account of a result, for people.
+func (r Result) String() string {
 	var parts []string
 	add := func(n int, what string) {
 		if n > 0 {

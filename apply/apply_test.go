@@ -102,7 +102,7 @@ func po(name string) topology.Policy {
 
 func create(o any) plan.Change                     { return change(plan.Create, nil, o) }
 func del(o any) plan.Change                        { return change(plan.Delete, o, nil) }
-func replace(o any) plan.Change                    { return change(plan.DeleteThenCreate, o, o) }
+func replace(o any) plan.Change                    { return change(plan.Replace, o, o) }
 func noop(o any) plan.Change                       { return change(plan.NoOp, o, o) }
 func zero() *int64                                 { n := int64(0); return &n }
 func msgs(n int64) *int64                          { return &n }
@@ -175,8 +175,8 @@ func TestApplyOrderAndOwnership(t *testing.T) {
 	if diff := cmp.Diff(want, sortOwned(f.calls)); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	if got := res.Summary(); got != "5 created, 4 deleted" {
-		t.Errorf("Summary() = %q", got)
+	if got := res.String(); got != "5 created, 4 deleted" {
+		t.Errorf("String() = %q", got)
 	}
 }
 

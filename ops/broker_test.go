@@ -2,10 +2,7 @@ package ops
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -14,30 +11,20 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 )
 
 func TestMain(m *testing.M) { brokertest.Main(m) }
 
-// testAPI is a bare management API client for the tests.
-type testAPI struct{ b *brokertest.Broker }
-
-func (a testAPI) GetJSON(ctx context.Context, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.b.MgmtURL+path, nil)
+// client is a management API client of the test broker, as the CLI makes one.
+func client(t *testing.T, b *brokertest.Broker) *broker.Client {
+	t.Helper()
+	c, err := broker.NewClient(broker.Config{URL: b.MgmtURL, AMQPURL: b.AMQPURL, User: b.User, Password: b.Password})
 	if err != nil {
-		return err
+		t.Fatal(err)
 	}
-	req.SetBasicAuth(a.b.User, a.b.Password)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, body)
-	}
-	return json.Unmarshal(body, out)
+	return c
 }
 
 func declare(t *testing.T, conn *amqp.Connection, name, typ string, args amqp.Table) {
@@ -343,7 +330,7 @@ func TestSweep(t *testing.T) {
 	publishAll(t, conn, "other", msgs("o", 6, headers))
 
 	ctx := context.Background()
-	queues, err := ListQueues(ctx, testAPI{b}, vhost)
+	queues, err := client(t, b).ListQueues(ctx, vhost)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
-// Package ops operates live retry topologies: it computes the status of a
-// spec's queues (depths, consumers, rates, drift) and moves dead letters
-// (peek, replay, sweep) without losing any.
+// Package ops moves and shows the messages of live queues: it reads dead
+// letters in place (peek) and moves them (replay, sweep) without losing
+// any. It knows nothing of specs or plans; the queues it works on come
+// from internal/broker's listing, and the status of a spec's queues is
+// internal/status's.
 //
 // # Moves
 //

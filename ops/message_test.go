@@ -9,6 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/broker"
 )
 
 func intp(n int) *int       { return &n }
@@ -126,12 +127,12 @@ func TestReplayTarget(t *testing.T) {
 }
 
 func TestPlanSweep(t *testing.T) {
-	queues := []QueueInfo{{Name: "dlq.a"}, {Name: "dlq.b"}, {Name: "orders"}, {Name: "dead.dlq.a"}}
+	queues := []broker.QueueInfo{{Name: "dlq.a"}, {Name: "dlq.b"}, {Name: "orders"}, {Name: "dead.dlq.a"}}
 	got, err := PlanSweep(queues, SweepOptions{Pattern: "dlq.*", MaxDeaths: 3, To: "dead.{name}"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []SweepSource{{Queue: QueueInfo{Name: "dlq.a"}, Target: "dead.dlq.a"}, {Queue: QueueInfo{Name: "dlq.b"}, Target: "dead.dlq.b"}}
+	want := []SweepSource{{Queue: broker.QueueInfo{Name: "dlq.a"}, Target: "dead.dlq.a"}, {Queue: broker.QueueInfo{Name: "dlq.b"}, Target: "dead.dlq.b"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("PlanSweep (-want +got):\n%s", diff)
 	}
@@ -154,16 +155,16 @@ func TestPlanSweep(t *testing.T) {
 
 func TestCheckLeaveSafe(t *testing.T) {
 	for _, tt := range []struct {
-		q     QueueInfo
+		q     broker.QueueInfo
 		major int
 		ok    bool
 	}{
-		{QueueInfo{Name: "c", Type: "classic"}, 4, true},
-		{QueueInfo{Name: "q", Type: "quorum"}, 3, true},  // 3.x: no default limit
-		{QueueInfo{Name: "q", Type: "quorum"}, 4, false}, // 4.x: 20 by default
-		{QueueInfo{Name: "q", Type: "quorum", Arguments: map[string]any{"x-delivery-limit": float64(1_000_000)}}, 4, true},
-		{QueueInfo{Name: "q", Type: "quorum", Arguments: map[string]any{"x-delivery-limit": float64(20)}}, 3, false},
-		{QueueInfo{Name: "q", Type: "quorum", Arguments: map[string]any{"x-delivery-limit": float64(1_000_000)},
+		{broker.QueueInfo{Name: "c", Type: "classic"}, 4, true},
+		{broker.QueueInfo{Name: "q", Type: "quorum"}, 3, true},  // 3.x: no default limit
+		{broker.QueueInfo{Name: "q", Type: "quorum"}, 4, false}, // 4.x: 20 by default
+		{broker.QueueInfo{Name: "q", Type: "quorum", Arguments: map[string]any{"x-delivery-limit": float64(1_000_000)}}, 4, true},
+		{broker.QueueInfo{Name: "q", Type: "quorum", Arguments: map[string]any{"x-delivery-limit": float64(20)}}, 3, false},
+		{broker.QueueInfo{Name: "q", Type: "quorum", Arguments: map[string]any{"x-delivery-limit": float64(1_000_000)},
 			PolicyLimits: map[string]any{"delivery-limit": float64(5)}}, 3, false}, // the lower wins
 	} {
 		err := CheckLeaveSafe(tt.q, tt.major)

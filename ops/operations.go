@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/broker"
 )
 
 // Peek reads up to limit messages from the head of queue and leaves every
@@ -158,14 +159,14 @@ type SweepOptions struct {
 
 // SweepSource is one queue a sweep scans and where its messages go.
 type SweepSource struct {
-	Queue  QueueInfo
+	Queue  broker.QueueInfo
 	Target string
 }
 
 // PlanSweep picks the sources of a sweep from a vhost's queues. It refuses
 // a target that is its own source, and one the pattern matches: a later
 // sweep would move its messages again.
-func PlanSweep(queues []QueueInfo, o SweepOptions) ([]SweepSource, error) {
+func PlanSweep(queues []broker.QueueInfo, o SweepOptions) ([]SweepSource, error) {
 	if o.Pattern == "" {
 		return nil, errors.New("a pattern is required")
 	}

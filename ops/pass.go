@@ -83,6 +83,20 @@ type Result struct {
 // Unreadable counts messages left in place because of their x-death header.
 func (r Result) Unreadable() int { return r.LeftBy[NoteUnreadable] }
 
+// FormatProgress renders a pass's progress for stderr.
+func FormatProgress(r Result, elapsed time.Duration) string {
+	verb := "moved"
+	if r.Target == "" {
+		verb = "read"
+	}
+	n := r.Moved
+	if r.Target == "" {
+		n = r.Scanned
+	}
+	return fmt.Sprintf("%s: examined %d of %d, %s %d, left %d, failed %d (%s)",
+		r.Queue, r.Scanned, r.Depth, verb, n, r.Left, r.Failed, elapsed.Round(time.Second))
+}
+
 // QueueNotFoundError says a queue does not exist.
 type QueueNotFoundError struct{ Queue string }
 
@@ -205,7 +219,8 @@ func (r *passRun) halted() bool {
 
 func (r *passRun) taken() int { return r.res.Scanned + r.res.Unexamined }
 
-// scan consumes until the pass has taken its limit or halts.
+// scan consumes until the pass has taken its limit or halts, one consumer
+// (a generation) after another.
 //
 // A consumer is only cancelled when no delivery can still be on its way to
 // it: when it holds a full window, or when the queue has no ready message
@@ -215,98 +230,140 @@ func (r *passRun) taken() int { return r.res.Scanned + r.res.Unexamined }
 // knowing it (finish still requeues it, by delivery tag).
 func (r *passRun) scan(ctx context.Context) {
 	for gen := 0; r.taken() < r.limit && !r.halted(); gen++ {
-		tag := fmt.Sprintf("rmqtopo-pass-%d", gen)
-		deliveries, err := r.ch.Consume(r.p.Queue, tag, false, false, false, false, nil)
-		if err != nil {
-			r.fail(fmt.Errorf("consuming from queue %q: %w", r.p.Queue, err))
-			r.exhausted = true
+		c, ok := r.consume(gen)
+		if !ok {
 			return
 		}
-		// The broker lets this consumer have Window unacknowledged
-		// deliveries: those it sent, less the moves acked since.
-		deliveredHere, movedBefore, cancelled := 0, r.res.Moved, false
-		unacked := func() int { return deliveredHere - (r.res.Moved - movedBefore) }
-		cancel := func() {
-			if cancelled || r.dead {
+		c.run(ctx)
+	}
+}
+
+// takesNoMore reports whether the pass takes nothing more from its
+// current consumer.
+func (r *passRun) takesNoMore() bool { return r.taken() >= r.limit || r.halted() }
+
+// consumer is one generation of a pass's consumers.
+type consumer struct {
+	r          *passRun
+	tag        string
+	deliveries <-chan amqp.Delivery
+	// delivered counts the deliveries to this consumer, movedBefore the
+	// pass's moves when it started.
+	delivered, movedBefore int
+	cancelled              bool
+	lastDelivery           time.Time
+}
+
+// consume starts the consumer of generation gen; on failure the pass is
+// exhausted.
+func (r *passRun) consume(gen int) (*consumer, bool) {
+	tag := fmt.Sprintf("rmqtopo-pass-%d", gen)
+	deliveries, err := r.ch.Consume(r.p.Queue, tag, false, false, false, false, nil)
+	if err != nil {
+		r.fail(fmt.Errorf("consuming from queue %q: %w", r.p.Queue, err))
+		r.exhausted = true
+		return nil, false
+	}
+	return &consumer{r: r, tag: tag, deliveries: deliveries, movedBefore: r.res.Moved}, true
+}
+
+// run takes the consumer's deliveries until the broker ends them (after a
+// cancel) or the channel closes. An interrupt only marks the pass: what
+// it holds is still settled in order.
+func (c *consumer) run(ctx context.Context) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	c.lastDelivery = time.Now()
+	interrupt := ctx.Done()
+	for {
+		select {
+		case d, ok := <-c.deliveries:
+			if !ok {
 				return
 			}
-			cancelled = true
-			if err := r.ch.Cancel(tag, false); err != nil {
-				r.fail(fmt.Errorf("cancelling the consumer: %w", err))
-				r.exhausted = true
-			}
+			c.take(&d)
+		case <-tick.C:
+			c.idle()
+		case <-interrupt:
+			interrupt = nil
+			c.r.ctxDone = true
+		case e, ok := <-c.r.closed:
+			c.r.channelGone(e, ok)
+			return
 		}
-		// done: the pass takes nothing more from this consumer.
-		done := func() bool { return r.taken() >= r.limit || r.halted() }
-		tick := time.NewTicker(250 * time.Millisecond)
-		lastDelivery := time.Now()
-		interrupt := ctx.Done()
-	consume:
-		for {
-			select {
-			case d, ok := <-deliveries:
-				if !ok {
-					break consume
-				}
-				lastDelivery = time.Now()
-				if deliveredHere == 0 {
-					r.generations = append(r.generations, d.DeliveryTag)
-				}
-				deliveredHere++
-				r.seen = append(r.seen, d.DeliveryTag)
-				if done() || r.stopping() {
-					// Past the pass's end, or stopping: held untouched.
-					r.held = append(r.held, d.DeliveryTag)
-					r.res.Unexamined++
-				} else {
-					r.examine(&d)
-				}
-				if unacked() >= r.p.Window {
-					r.flush()
-				}
-				if unacked() >= r.p.Window {
-					// A full window of held messages: nothing more can come
-					// to this consumer, so it can go. If the pass goes on,
-					// a fresh consumer gets a fresh window.
-					cancel()
-				}
-			case <-tick.C:
-				quiet := time.Since(lastDelivery)
-				if cancelled || quiet < 250*time.Millisecond {
-					continue
-				}
-				// Nothing came for a while: settle the moves in flight, and
-				// find out whether the queue has more.
-				r.flush()
-				if !done() && quiet < time.Second {
-					continue
-				}
-				ready, _, err := r.peekQueue()
-				switch {
-				case err != nil:
-					r.fail(err)
-					r.exhausted = true
-					cancel()
-				case ready == 0:
-					if !done() && r.res.Stopped == "" {
-						r.res.Stopped = fmt.Sprintf("the queue ran out of ready messages after %d of %d (consumed or expired elsewhere)", r.taken(), r.limit)
-					}
-					r.exhausted = true
-					cancel()
-				case quiet > time.Minute:
-					r.res.Stopped = "no delivery for a minute although the queue has ready messages"
-					r.exhausted = true
-					cancel()
-				}
-			case <-interrupt:
-				interrupt = nil
-				r.ctxDone = true
-			case e, ok := <-r.closed:
-				r.channelGone(e, ok)
-				break consume
-			}
+	}
+}
+
+// unacked is how many unacknowledged deliveries the broker counts against
+// this consumer's window: those it sent, less the moves acked since.
+func (c *consumer) unacked() int { return c.delivered - (c.r.res.Moved - c.movedBefore) }
+
+// take examines one delivery, or holds it untouched when the pass is past
+// its end or stopping.
+func (c *consumer) take(d *amqp.Delivery) {
+	r := c.r
+	c.lastDelivery = time.Now()
+	if c.delivered == 0 {
+		r.generations = append(r.generations, d.DeliveryTag)
+	}
+	c.delivered++
+	r.seen = append(r.seen, d.DeliveryTag)
+	if r.takesNoMore() || r.stopping() {
+		r.held = append(r.held, d.DeliveryTag)
+		r.res.Unexamined++
+	} else {
+		r.examine(d)
+	}
+	if c.unacked() >= r.p.Window {
+		r.flush()
+	}
+	if c.unacked() >= r.p.Window {
+		// A full window of held messages: nothing more can come to this
+		// consumer, so it can go. If the pass goes on, a fresh consumer
+		// gets a fresh window.
+		c.cancel()
+	}
+}
+
+// idle runs on every tick. Once nothing came for a while it settles the
+// moves in flight, and once the quiet lasts (or the pass takes no more) it
+// asks the queue whether it has more, and ends the pass if not.
+func (c *consumer) idle() {
+	r := c.r
+	quiet := time.Since(c.lastDelivery)
+	if c.cancelled || quiet < 250*time.Millisecond {
+		return
+	}
+	r.flush()
+	if !r.takesNoMore() && quiet < time.Second {
+		return
+	}
+	ready, _, err := r.peekQueue()
+	switch {
+	case err != nil:
+		r.fail(err)
+	case ready == 0:
+		if !r.takesNoMore() && r.res.Stopped == "" {
+			r.res.Stopped = fmt.Sprintf("the queue ran out of ready messages after %d of %d (consumed or expired elsewhere)", r.taken(), r.limit)
 		}
-		tick.Stop()
+	case quiet > time.Minute:
+		r.res.Stopped = "no delivery for a minute although the queue has ready messages"
+	default:
+		return
+	}
+	r.exhausted = true
+	c.cancel()
+}
+
+// cancel cancels the consumer once; the broker then closes its deliveries.
+func (c *consumer) cancel() {
+	if c.cancelled || c.r.dead {
+		return
+	}
+	c.cancelled = true
+	if err := c.r.ch.Cancel(c.tag, false); err != nil {
+		c.r.fail(fmt.Errorf("cancelling the consumer: %w", err))
+		c.r.exhausted = true
 	}
 }
 

@@ -57,7 +57,7 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 	for _, c := range p.Changes {
 		a := c.Address
 		switch {
-		case c.Address.Kind == topology.KindQueue && (c.Action == DeleteThenCreate || c.Action == Delete):
+		case c.DestroysQueue():
 			verb, code := "replacing", CodeReplaceQueueWithMessages
 			if c.Action == Delete {
 				verb, code = "deleting", CodeDeleteQueueWithMessages
@@ -88,7 +88,7 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 					a.Name, a.Vhost)
 			}
 			ds = append(ds, d)
-		case c.Address.Kind == topology.KindExchange && c.Action == DeleteThenCreate:
+		case c.Address.Kind == topology.KindExchange && c.Action == Replace:
 			ds = append(ds, Diagnostic{Code: CodeReplaceExchange, Severity: SeverityWarning, Address: a,
 				Message: fmt.Sprintf("replacing %s: publishers may see unroutable messages between delete and create; "+
 					"its bindings in the spec are re-created in the same apply", a)})
@@ -136,8 +136,8 @@ func Blocking(ds []Diagnostic) []Diagnostic {
 	return out
 }
 
-// Summary counts a plan's changes by action.
-type Summary struct {
+// ActionCounts counts a plan's changes by action; the JSON plan calls it its "summary".
+type ActionCounts struct {
 	Create  int `json:"create"`
 	Update  int `json:"update"`
 	Replace int `json:"replace"`
@@ -145,16 +145,16 @@ type Summary struct {
 	NoOp    int `json:"no_op"`
 }
 
-// Summary counts the plan's changes by action.
-func (p Plan) Summary() Summary {
-	var s Summary
+// CountActions counts the plan's changes by action.
+func (p Plan) CountActions() ActionCounts {
+	var s ActionCounts
 	for _, c := range p.Changes {
 		switch c.Action {
 		case Create:
 			s.Create++
 		case Update:
 			s.Update++
-		case DeleteThenCreate:
+		case Replace:
 			s.Replace++
 		case Delete:
 			s.Delete++

@@ -29,12 +29,12 @@ func TestCheck(t *testing.T) {
 				{Action: plan.Delete, Address: shopAddr},
 				{Action: plan.Delete, Address: shopOrders.Addr()},
 				{Action: plan.Delete, Address: waitAddr, Messages: ptr(int64(0))},
-				{Action: plan.DeleteThenCreate, Address: ordersAddr, Messages: ptr(int64(0))},
+				{Action: plan.Replace, Address: ordersAddr, Messages: ptr(int64(0))},
 			},
 		},
 		{
 			name:    "RT001 replace of a queue holding messages",
-			changes: []plan.Change{{Action: plan.DeleteThenCreate, Address: ordersAddr, Messages: ptr(int64(42))}},
+			changes: []plan.Change{{Action: plan.Replace, Address: ordersAddr, Messages: ptr(int64(42))}},
 			want: []plan.Diagnostic{{Code: "RT001", Severity: plan.SeverityError, Address: ordersAddr, Messages: 42,
 				Message: `replacing queue "orders" in vhost "/" destroys 42 messages; re-run with --allow-destroy to accept`}},
 			wantAllowed: []plan.Diagnostic{{Code: "RT001", Severity: plan.SeverityWarning, Address: ordersAddr, Messages: 42,
@@ -51,7 +51,7 @@ func TestCheck(t *testing.T) {
 		{
 			name: "RT003 queue replace or delete with an unknown message count",
 			changes: []plan.Change{
-				{Action: plan.DeleteThenCreate, Address: ordersAddr},
+				{Action: plan.Replace, Address: ordersAddr},
 				{Action: plan.Delete, Address: waitAddr},
 			},
 			want: []plan.Diagnostic{
@@ -89,10 +89,10 @@ func TestCheck(t *testing.T) {
 		{
 			name: "RT006 queue replace or delete with consumers attached",
 			changes: []plan.Change{
-				{Action: plan.DeleteThenCreate, Address: ordersAddr, Messages: ptr(int64(0)), Consumers: ptr(int64(1))},
+				{Action: plan.Replace, Address: ordersAddr, Messages: ptr(int64(0)), Consumers: ptr(int64(1))},
 				{Action: plan.Delete, Address: waitAddr, Messages: ptr(int64(3)), Consumers: ptr(int64(2))},
 				// Zero or unknown consumers, and a draining no-op, are no RT006.
-				{Action: plan.DeleteThenCreate, Address: ordersAddr, Messages: ptr(int64(0)), Consumers: ptr(int64(0))},
+				{Action: plan.Replace, Address: ordersAddr, Messages: ptr(int64(0)), Consumers: ptr(int64(0))},
 				{Action: plan.Delete, Address: ordersAddr, Messages: ptr(int64(0))},
 				{Action: plan.NoOp, Address: waitAddr, Messages: ptr(int64(0)), Consumers: ptr(int64(4)), Draining: true},
 			},
@@ -119,7 +119,7 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name:    "RT005 exchange replace",
-			changes: []plan.Change{{Action: plan.DeleteThenCreate, Address: shopAddr}},
+			changes: []plan.Change{{Action: plan.Replace, Address: shopAddr}},
 			want: []plan.Diagnostic{{Code: "RT005", Severity: plan.SeverityWarning, Address: shopAddr,
 				Message: `replacing exchange "shop" in vhost "/": publishers may see unroutable messages between delete and create; its bindings in the spec are re-created in the same apply`}},
 			wantAllowed: []plan.Diagnostic{{Code: "RT005", Severity: plan.SeverityWarning, Address: shopAddr,
@@ -182,11 +182,11 @@ func TestBlocking(t *testing.T) {
 func TestSummary(t *testing.T) {
 	p := plan.Plan{Changes: []plan.Change{
 		{Action: plan.Create}, {Action: plan.Create}, {Action: plan.Update},
-		{Action: plan.DeleteThenCreate}, {Action: plan.Delete}, {Action: plan.NoOp},
+		{Action: plan.Replace}, {Action: plan.Delete}, {Action: plan.NoOp},
 		{Action: plan.NoOp}, {Action: plan.NoOp},
 	}}
-	want := plan.Summary{Create: 2, Update: 1, Replace: 1, Delete: 1, NoOp: 3}
-	if diff := cmp.Diff(want, p.Summary()); diff != "" {
+	want := plan.ActionCounts{Create: 2, Update: 1, Replace: 1, Delete: 1, NoOp: 3}
+	if diff := cmp.Diff(want, p.CountActions()); diff != "" {
 		t.Errorf("Summary (-want +got):\n%s", diff)
 	}
 }

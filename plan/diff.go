@@ -62,51 +62,6 @@ func Diff(live, desired topology.Topology, opts Options) Plan {
 	return d.plan()
 }
 
-// group is a change's place in the apply order: creates in dependency order,
-// then deletes in reverse dependency order.
-type group int
-
-const (
-	groupVhost group = iota
-	groupExchange
-	groupQueue
-	groupBinding
-	groupPolicy
-	groupDeletePolicy
-	groupDeleteBinding
-	groupDeleteQueue
-	groupDeleteExchange
-	groupCount
-)
-
-func groupOf(c Change) group {
-	del := c.Action == Delete
-	switch c.Address.Kind {
-	case topology.KindVhost:
-		return groupVhost
-	case topology.KindExchange:
-		if del {
-			return groupDeleteExchange
-		}
-		return groupExchange
-	case topology.KindQueue:
-		if del {
-			return groupDeleteQueue
-		}
-		return groupQueue
-	case topology.KindBinding:
-		if del {
-			return groupDeleteBinding
-		}
-		return groupBinding
-	default:
-		if del {
-			return groupDeletePolicy
-		}
-		return groupPolicy
-	}
-}
-
 type differ struct {
 	opts Options
 	// vhosts are the vhosts desired describes; nothing outside them is
@@ -141,8 +96,8 @@ func (d *differ) add(c Change) { d.changes = append(d.changes, c) }
 func (d *differ) plan() Plan {
 	sort.SliceStable(d.changes, func(i, j int) bool {
 		a, b := d.changes[i], d.changes[j]
-		if ga, gb := groupOf(a), groupOf(b); ga != gb {
-			return ga < gb
+		if pa, pb := a.Phase(), b.Phase(); pa != pb {
+			return pa < pb
 		}
 		return a.Address.Less(b.Address)
 	})
@@ -153,14 +108,10 @@ func (d *differ) plan() Plan {
 	return Plan{FormatVersion: FormatVersion, Changes: changes}
 }
 
-// reserved reports names that belong to the broker: the default exchange
-// and the amq.* exchanges and server-named queues.
-func reserved(name string) bool { return name == "" || strings.HasPrefix(name, "amq.") }
-
 // deletable reports whether a live object that left the spec may be
 // deleted at all; Prune and the wait-queue rule then decide whether it is.
 func (d *differ) deletable(a topology.Address) bool {
-	return d.vhosts[a.Vhost] && !reserved(a.Name) && d.opts.Owned[a]
+	return d.vhosts[a.Vhost] && !topology.Reserved(a.Name) && d.opts.Owned[a]
 }
 
 func (d *differ) messages(a topology.Address) *int64 {
@@ -198,13 +149,13 @@ func (d *differ) diffVhosts(live, desired topology.Topology) {
 func (d *differ) diffExchanges(live, desired topology.Topology) {
 	liveBy := map[topology.Address]topology.Exchange{}
 	for _, e := range live.Exchanges {
-		if !reserved(e.Name) {
+		if !topology.Reserved(e.Name) {
 			liveBy[e.Addr()] = canonicalExchange(e)
 		}
 	}
 	wanted := map[topology.Address]bool{}
 	for _, e := range desired.Exchanges {
-		if reserved(e.Name) {
+		if topology.Reserved(e.Name) {
 			continue
 		}
 		e := canonicalExchange(e)
@@ -219,7 +170,7 @@ func (d *differ) diffExchanges(live, desired topology.Topology) {
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Exchange: &was}, After: after})
 		default:
 			d.replaced[a] = true
-			d.add(Change{Action: DeleteThenCreate, Address: a, Before: &Object{Exchange: &was}, After: after,
+			d.add(Change{Action: Replace, Address: a, Before: &Object{Exchange: &was}, After: after,
 				Reason: strings.Join(exchangeDifferences(was, e), "; ")})
 		}
 	}
@@ -235,13 +186,13 @@ func (d *differ) diffExchanges(live, desired topology.Topology) {
 func (d *differ) diffQueues(live, desired topology.Topology) {
 	liveBy := map[topology.Address]topology.Queue{}
 	for _, q := range live.Queues {
-		if !reserved(q.Name) {
+		if !topology.Reserved(q.Name) {
 			liveBy[q.Addr()] = canonicalQueue(q)
 		}
 	}
 	wanted := map[topology.Address]bool{}
 	for _, q := range desired.Queues {
-		if reserved(q.Name) {
+		if topology.Reserved(q.Name) {
 			continue
 		}
 		q := canonicalQueue(q)
@@ -256,7 +207,7 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: &was}, After: after})
 		default:
 			d.replaced[a] = true
-			d.add(Change{Action: DeleteThenCreate, Address: a, Before: &Object{Queue: &was}, After: after,
+			d.add(Change{Action: Replace, Address: a, Before: &Object{Queue: &was}, After: after,
 				Reason: strings.Join(queueDifferences(was, q), "; "), Messages: d.messages(a), Consumers: d.consumers(a)})
 		}
 	}
@@ -331,7 +282,7 @@ func (d *differ) diffBindings(live, desired topology.Topology) {
 		// are removed.
 		var remove bool
 		switch {
-		case reserved(b.Source):
+		case topology.Reserved(b.Source):
 			remove = b.Source != "" && d.opts.Owned[a]
 		default:
 			remove = desiredExchanges[source] && (d.opts.Owned[a] || d.opts.Owned[source])

@@ -540,7 +540,7 @@ func TestDiffCarriesObjects(t *testing.T) {
 	got := plan.Diff(small(), desired, plan.Options{Messages: map[topology.Address]int64{orders.Addr(): 42}})
 	var replace *plan.Change
 	for i := range got.Changes {
-		if got.Changes[i].Action == plan.DeleteThenCreate {
+		if got.Changes[i].Action == plan.Replace {
 			replace = &got.Changes[i]
 		}
 	}
@@ -548,7 +548,7 @@ func TestDiffCarriesObjects(t *testing.T) {
 		t.Fatalf("no replace in plan:\n%s", strings.Join(rows(got, true), "\n"))
 	}
 	want := plan.Change{
-		Action:   plan.DeleteThenCreate,
+		Action:   plan.Replace,
 		Address:  orders.Addr(),
 		Before:   &plan.Object{Queue: &orders},
 		After:    &plan.Object{Queue: &desired.Queues[0]},

@@ -12,11 +12,11 @@ const FormatVersion = 1
 type Action string
 
 const (
-	NoOp             Action = "no-op"
-	Create           Action = "create"
-	Update           Action = "update"
-	DeleteThenCreate Action = "replace"
-	Delete           Action = "delete"
+	NoOp    Action = "no-op"
+	Create  Action = "create"
+	Update  Action = "update"
+	Replace Action = "replace"
+	Delete  Action = "delete"
 )
 
 // Object is the state of one object on one side of a change: exactly one

@@ -19,7 +19,7 @@ type planDocument struct {
 	FormatVersion int               `json:"format_version"`
 	Changes       []plan.Change     `json:"changes"`
 	Diagnostics   []plan.Diagnostic `json:"diagnostics"`
-	Summary       plan.Summary      `json:"summary"`
+	Summary       plan.ActionCounts `json:"summary"`
 }
 
 func newPlanDocument(p plan.Plan, diags []plan.Diagnostic) planDocument {
@@ -27,7 +27,7 @@ func newPlanDocument(p plan.Plan, diags []plan.Diagnostic) planDocument {
 		FormatVersion: plan.FormatVersion,
 		Changes:       []plan.Change{},
 		Diagnostics:   []plan.Diagnostic{},
-		Summary:       p.Summary(),
+		Summary:       p.CountActions(),
 	}
 	// No-ops only count: they are the unchanged part of the broker, and
 	// anything worth knowing about one (a draining wait queue) is a
@@ -103,7 +103,7 @@ func planSymbol(a plan.Action) string {
 		return "+"
 	case plan.Update:
 		return "~"
-	case plan.DeleteThenCreate:
+	case plan.Replace:
 		return "-/+"
 	case plan.Delete:
 		return "-"
@@ -141,7 +141,7 @@ func writePlanChange(pw *planWriter, c plan.Change, l planLayout) {
 }
 
 func planMessagesAtStake(c plan.Change) string {
-	if c.Address.Kind != topology.KindQueue || (c.Action != plan.DeleteThenCreate && c.Action != plan.Delete) {
+	if c.Address.Kind != topology.KindQueue || (c.Action != plan.Replace && c.Action != plan.Delete) {
 		return ""
 	}
 	switch {
@@ -192,7 +192,7 @@ func planAttributeLines(c plan.Change) []planAttributeLine {
 				lines = append(lines, planAttributeLine{text: planPad(a.key, width) + " = " + a.value})
 			}
 		}
-	case plan.Update, plan.DeleteThenCreate:
+	case plan.Update, plan.Replace:
 		width := planKeyWidth(before, after)
 		for _, k := range planMergeKeys(before, after) {
 			b, a := planFind(before, k), planFind(after, k)

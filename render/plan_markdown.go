@@ -88,7 +88,7 @@ func mdAction(a plan.Action) string {
 		return "➕ create"
 	case plan.Update:
 		return "✏️ update"
-	case plan.DeleteThenCreate:
+	case plan.Replace:
 		return "♻️ replace"
 	case plan.Delete:
 		return "🗑️ delete"

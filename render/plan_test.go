@@ -228,7 +228,7 @@ func TestPlanJSONShape(t *testing.T) {
 				FormatVersion int               `json:"format_version"`
 				Changes       []plan.Change     `json:"changes"`
 				Diagnostics   []plan.Diagnostic `json:"diagnostics"`
-				Summary       plan.Summary      `json:"summary"`
+				Summary       plan.ActionCounts `json:"summary"`
 			}
 			dec := json.NewDecoder(&buf)
 			dec.DisallowUnknownFields()
@@ -248,7 +248,7 @@ func TestPlanJSONShape(t *testing.T) {
 			if diff := cmp.Diff(addresses(want), addresses(doc.Changes)); diff != "" {
 				t.Errorf("changes (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(c.plan.Summary(), doc.Summary); diff != "" {
+			if diff := cmp.Diff(c.plan.CountActions(), doc.Summary); diff != "" {
 				t.Errorf("summary (-want +got):\n%s", diff)
 			}
 			if len(doc.Diagnostics) != len(c.diags) {

@@ -65,6 +65,10 @@ var exampleFormats = []struct {
 	{"mermaid", func(w *bytes.Buffer, fs []*spec.File) error { return render.Mermaid(w, spec.Expand(fs...)) }},
 	{"dot", func(w *bytes.Buffer, fs []*spec.File) error { return render.Dot(w, spec.Expand(fs...)) }},
 	{"schedule", func(w *bytes.Buffer, fs []*spec.File) error { return render.Schedule(w, fs, false) }},
+	{"k8s", func(w *bytes.Buffer, fs []*spec.File) error {
+		return render.Kubernetes(w, spec.Expand(fs...), render.K8sOptions{Cluster: "rabbitmq"})
+	}},
+	{"terraform", func(w *bytes.Buffer, fs []*spec.File) error { return render.Terraform(w, spec.Expand(fs...)) }},
 }
 
 // TestExampleGoldens renders every example in every format and compares

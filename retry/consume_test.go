@@ -51,19 +51,7 @@ func (s *settlements) snapshot() []retry.Settlement {
 // waitFor waits until cond holds for the settlements so far.
 func (s *settlements) waitFor(tb testing.TB, timeout time.Duration, what string, cond func([]retry.Settlement) bool) []retry.Settlement {
 	tb.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		all := s.snapshot()
-		if cond(all) {
-			return all
-		}
-		select {
-		case <-s.notify:
-		case <-deadline.C:
-			tb.Fatalf("timed out after %v waiting for %s; %d settlements", timeout, what, len(all))
-		}
-	}
+	return waitUntil(tb, timeout, what, s.notify, s.snapshot, cond, func([]retry.Settlement) string { return "settlements" })
 }
 
 // consumer is a retry.Consume running in the background.

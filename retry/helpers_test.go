@@ -186,17 +186,25 @@ func (r *recorder) snapshot() []event {
 // waitFor waits until cond holds for the events seen so far.
 func (r *recorder) waitFor(tb testing.TB, timeout time.Duration, what string, cond func([]event) bool) []event {
 	tb.Helper()
+	return waitUntil(tb, timeout, what, r.notify, r.snapshot, cond, describe)
+}
+
+// waitUntil waits until cond holds for snapshot(), looking again at each
+// notify, and fails the test after timeout, showing what it saw.
+func waitUntil[T any](tb testing.TB, timeout time.Duration, what string, notify <-chan struct{},
+	snapshot func() []T, cond func([]T) bool, show func([]T) string) []T {
+	tb.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
-		evs := r.snapshot()
-		if cond(evs) {
-			return evs
+		xs := snapshot()
+		if cond(xs) {
+			return xs
 		}
 		select {
-		case <-r.notify:
+		case <-notify:
 		case <-deadline.C:
-			tb.Fatalf("timed out after %v waiting for %s; %d events: %s", timeout, what, len(evs), describe(evs))
+			tb.Fatalf("timed out after %v waiting for %s; %d seen: %s", timeout, what, len(xs), show(xs))
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/contract"
@@ -92,7 +91,7 @@ func (b *builder) checkName(kind, name string, quorum bool, o origin) bool {
 	case quorum && len(b.s.Vhost)+1+len(name) > 255:
 		b.errorf(o.at, "quorum queue %q is too long: its internal name %q must fit in 255 bytes, and is %d (%s)",
 			abbreviate(name), "<vhost>_<name>", len(b.s.Vhost)+1+len(name), o.what)
-	case strings.HasPrefix(name, "amq."):
+	case topology.Reserved(name):
 		b.errorf(o.at, "%s name %q uses the prefix \"amq.\", which RabbitMQ reserves (%s)", kind, name, o.what)
 	default:
 		return true
@@ -158,7 +157,7 @@ func (b *builder) checkSource(bd Binding) {
 		b.errorf(bd.at, "cannot bind to the default exchange \"\": it routes by queue name already")
 		return
 	}
-	if strings.HasPrefix(bd.Exchange, "amq.") {
+	if topology.Reserved(bd.Exchange) {
 		return
 	}
 	if _, ok := b.exchanges[bd.Exchange]; !ok {

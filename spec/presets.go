@@ -40,9 +40,7 @@ func (b *builder) goqueue(q Queue) {
 // outbox: "{q}.delay_{d}s" quorum queues with a per-queue TTL that
 // dead-letter through the default exchange straight back to {q}, and a
 // quorum "{q}.dlq". The service publishes to the delay queue by name.
-func outboxDelayQueue(q string, d time.Duration) string {
-	return q + ".delay_" + strconv.FormatInt(int64(d/time.Second), 10) + "s"
-}
+func outboxDelayQueue(q string, d time.Duration) string { return contract.OutboxDelayQueue(q, d) }
 
 func (b *builder) outbox(q Queue) {
 	for _, d := range q.Retry.Delays() {
@@ -71,7 +69,7 @@ const (
 	SpringReturnHeader   = "return-to"
 )
 
-func springWaitQueue(d time.Duration) string { return "wait-queue-" + contract.FormatDelay(d) }
+func springWaitQueue(d time.Duration) string { return contract.SpringWaitQueue(d) }
 
 func (b *builder) spring(q Queue) {
 	b.addExchange(topology.Exchange{Name: springWaitExchange, Type: "headers", Durable: true}, b.sharedOrigin(q, "spring wait exchange"))

@@ -270,10 +270,15 @@ func (a Address) less(b Address) bool {
 	if a.Name != b.Name {
 		return a.Name < b.Name
 	}
-	return a.Key < b.Key
+	if a.Key != b.Key {
+		return a.Key < b.Key
+	}
+	return a.Kind < b.Kind
 }
 
-// Less orders addresses by vhost, then name, then key.
+// Less orders addresses by vhost, then name, then key, then kind: a total
+// order, so that sorting any mix of addresses is deterministic. Callers
+// that group by kind first (as plans do, by phase) compare Kind themselves.
 func (a Address) Less(b Address) bool { return a.less(b) }
 
 // Queue returns the queue with the given vhost and name.

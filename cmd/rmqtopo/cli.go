@@ -8,12 +8,14 @@ import (
 	"os"
 
 	"github.com/alecthomas/kong"
+	"golang.org/x/term"
 )
 
-// cli is the command tree. Each command lives in its own file.
+// cli is the command tree. The offline commands (validate, render) live
+// in offline.go, plan and apply in online.go, status and dlq in ops.go.
 type cli struct {
 	Validate validateCmd `cmd:"" help:"Check spec files and report every problem at once."`
-	Render   renderCmd   `cmd:"" help:"Render spec files offline: definitions, mermaid, dot or schedule."`
+	Render   renderCmd   `cmd:"" help:"Render spec files offline: definitions, mermaid, dot, schedule, k8s or terraform."`
 	Plan     planCmd     `cmd:"" help:"Show the changes that would make the broker match the spec."`
 	Apply    applyCmd    `cmd:"" help:"Make the broker match the spec, or apply a saved plan."`
 	Status   statusCmd   `cmd:"" help:"Show queue, wait-queue, DLQ and parking-lot depths for specs."`
@@ -84,10 +86,13 @@ func wantColor(mode string, w io.Writer, getenv func(string) string) bool {
 	if getenv("NO_COLOR") != "" {
 		return false
 	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return isTerminal(w)
+}
+
+// isTerminal reports whether v (stdin, stdout or stderr) is a terminal.
+// /dev/null is a character device but not a terminal, so a file mode check
+// is not enough: a pipeline's `apply </dev/null` must not prompt.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

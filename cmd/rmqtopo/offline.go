@@ -67,7 +67,10 @@ func reportProblems(e *env, es spec.Errors) error {
 
 type renderCmd struct {
 	Files  []string `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
-	Format string   `short:"f" help:"Output format: definitions (RabbitMQ definitions JSON), mermaid, dot or schedule." enum:"definitions,mermaid,dot,schedule" default:"schedule"`
+	Format string   `short:"f" help:"Output format: definitions (RabbitMQ definitions JSON), mermaid, dot, schedule, k8s (Messaging Topology Operator objects) or terraform (cyrilgdn/rabbitmq provider HCL)." enum:"definitions,mermaid,dot,schedule,k8s,terraform" default:"schedule"`
+	// The RabbitmqCluster the k8s objects belong to, and their namespace.
+	K8sCluster   string `name:"k8s-cluster" help:"With --format k8s: the RabbitmqCluster to declare in (rabbitmqClusterReference.name)." default:"rabbitmq"`
+	K8sNamespace string `name:"k8s-namespace" placeholder:"NS" help:"With --format k8s: the namespace of every object (default: none, for kubectl -n)."`
 }
 
 func (c *renderCmd) Run(e *env) error {
@@ -84,6 +87,10 @@ func (c *renderCmd) Run(e *env) error {
 		return render.Mermaid(e.stdout, spec.Expand(files...))
 	case "dot":
 		return render.Dot(e.stdout, spec.Expand(files...))
+	case "k8s":
+		return render.Kubernetes(e.stdout, spec.Expand(files...), render.K8sOptions{Cluster: c.K8sCluster, Namespace: c.K8sNamespace})
+	case "terraform":
+		return render.Terraform(e.stdout, spec.Expand(files...))
 	}
 	return fmt.Errorf("unknown format %q", c.Format)
 }

@@ -6,14 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/definitions"
 	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/plan/planfile"
 	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -32,51 +33,45 @@ type planCmd struct {
 	Conn             connFlags `embed:""`
 }
 
+// Validate refuses flag combinations before anything is read.
+func (c *planCmd) Validate() error {
+	if c.Against != "" && c.Out != "" {
+		return errors.New("plan: --out needs a live broker, not --against: a saved plan is checked against the broker it was made from")
+	}
+	return nil
+}
+
 func (c *planCmd) Run(e *env) (err error) {
 	files, err := loadSpecs(e, c.Files)
 	if err != nil {
 		return err
 	}
 	desired := spec.Expand(files...)
-	opts := broker.PlanOptions{Prune: c.Prune}
-	var p plan.Plan
-	var st *broker.State
-	var client *broker.Client
-	if c.Against != "" {
-		if c.Out != "" {
-			return errors.New("plan: --out needs a live broker, not --against: a saved plan is checked against the broker it was made from")
-		}
-		st, err = againstState(c.Against, broker.Vhosts(desired))
-		if err != nil {
-			return err
-		}
-		p = st.Diff(desired, opts)
-	} else {
-		client, err = c.Conn.client(e)
+	var (
+		src       plan.Source = definitions.FileSource{Path: c.Against}
+		brokerURL string
+	)
+	if c.Against == "" {
+		client, err := c.Conn.client(e)
 		if err != nil {
 			return err
 		}
 		defer func() { err = scrub(err, client.Secrets()) }()
-		p, st, err = broker.Plan(e.ctx, client, desired, opts)
-		if err != nil {
-			return fmt.Errorf("plan: %w", err)
+		src, brokerURL = client, client.URL()
+	}
+	p, st, err := plan.Make(e.ctx, src, desired, c.Prune)
+	if err != nil {
+		if c.Against != "" {
+			return fmt.Errorf("plan: --against: %w", err)
 		}
+		return fmt.Errorf("plan: %w", err)
 	}
 	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy})
-	switch c.Format {
-	case "json":
-		err = render.PlanJSON(e.stdout, p, diags)
-	case "markdown":
-		err = render.PlanMarkdown(e.stdout, p, diags)
-	default:
-		err = render.PlanText(e.stdout, p, diags, e.color)
-	}
-	if err != nil {
+	if err := renderPlan(e, c.Format, p, diags); err != nil {
 		return err
 	}
 	if c.Out != "" {
-		sp := newSavedPlan(client.URL(), st, c.Prune, p, diags)
-		if err := sp.write(c.Out); err != nil {
+		if err := planfile.New(brokerURL, st, c.Prune, p, diags).Write(c.Out); err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
 		fmt.Fprintf(e.stderr, "Saved the plan to %s; apply it with: rmqtopo apply %s\n", c.Out, c.Out)
@@ -88,6 +83,18 @@ func (c *planCmd) Run(e *env) (err error) {
 		return &ExitError{Code: 2}
 	}
 	return nil
+}
+
+// renderPlan writes p in the chosen format: text, json or markdown.
+func renderPlan(e *env, format string, p plan.Plan, diags []plan.Diagnostic) error {
+	switch format {
+	case "json":
+		return render.PlanJSON(e.stdout, p, diags)
+	case "markdown":
+		return render.PlanMarkdown(e.stdout, p, diags)
+	default:
+		return render.PlanText(e.stdout, p, diags, e.color)
+	}
 }
 
 func blockingError(cmd string, b []plan.Diagnostic) error {
@@ -118,41 +125,13 @@ type applyCmd struct {
 
 // stdinIsTerminal reports whether apply may ask for confirmation; tests
 // replace it.
-var stdinIsTerminal = func(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
+var stdinIsTerminal = func(r io.Reader) bool { return isTerminal(r) }
 
 func (c *applyCmd) Run(e *env) (err error) {
-	var (
-		desired topology.Topology
-		saved   *savedPlan
-	)
-	if len(c.Files) == 1 {
-		saved, err = readSavedPlan(c.Files[0])
-		if err != nil {
-			return err
-		}
+	saved, desired, err := c.input(e)
+	if err != nil {
+		return err
 	}
-	if saved != nil && c.Prune {
-		return errors.New("apply: --prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
-	}
-	var vhosts []string
-	if saved != nil {
-		vhosts = saved.Vhosts
-	} else {
-		files, err := loadSpecs(e, c.Files)
-		if err != nil {
-			return err
-		}
-		desired = spec.Expand(files...)
-		vhosts = broker.Vhosts(desired)
-	}
-
 	client, err := c.Conn.client(e)
 	if err != nil {
 		return err
@@ -166,70 +145,16 @@ func (c *applyCmd) Run(e *env) (err error) {
 	secrets = sess.Secrets()
 	defer sess.Close()
 
-	// Lock before reading, so that the state planned from is the state
-	// applied to. A vhost that does not exist yet is locked as soon as
-	// this apply has created it (see VhostCreated below).
-	locked := map[string]bool{}
-	lockExisting := func(vs []string) error {
-		for _, v := range vs {
-			if locked[v] {
-				continue
-			}
-			err := sess.Lock(e.ctx, v)
-			if errors.Is(err, broker.ErrVhostNotFound) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("apply: %w", err)
-			}
-			locked[v] = true
-		}
-		return nil
-	}
-	if err := lockExisting(vhosts); err != nil {
+	a := &applying{e: e, client: client, sess: sess, locked: map[string]bool{}}
+	p, st, err := a.lockAndPlan(saved, desired, c.Prune)
+	if err != nil {
 		return err
 	}
-	var (
-		p  plan.Plan
-		st *broker.State
-	)
-	for attempt := 0; ; attempt++ {
-		if saved != nil {
-			st, err = client.Read(e.ctx, vhosts)
-		} else {
-			p, st, err = broker.Plan(e.ctx, client, desired, broker.PlanOptions{Prune: c.Prune})
-		}
-		if err != nil {
-			return fmt.Errorf("apply: %w", err)
-		}
-		// A vhost created by someone else between the lock attempt and the
-		// read: lock it and read again.
-		var unlocked []string
-		for _, v := range st.Topology.Vhosts {
-			if !locked[v] {
-				unlocked = append(unlocked, v)
-			}
-		}
-		if len(unlocked) == 0 || attempt > 0 {
-			break
-		}
-		if err := lockExisting(unlocked); err != nil {
+	if saved != nil {
+		if p, err = a.checkSaved(saved, c.Files[0], st); err != nil {
 			return err
 		}
 	}
-	if saved != nil {
-		if fp := st.Fingerprint(); fp != saved.Fingerprint {
-			return fmt.Errorf("apply: the plan in %s is stale: the broker's topology or ownership record changed since it was made (%s); run plan again",
-				c.Files[0], saved.CreatedAt.Format(time.RFC3339))
-		}
-		p = saved.Plan
-		// Counts change all the time and are not part of the fingerprint:
-		// the messages at stake are the ones there now.
-		if err := broker.RefreshCounts(e.ctx, client, &p); err != nil {
-			return fmt.Errorf("apply: %w", err)
-		}
-	}
-
 	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy})
 	if err := render.PlanText(e.stdout, p, diags, e.color); err != nil {
 		return err
@@ -245,41 +170,155 @@ func (c *applyCmd) Run(e *env) (err error) {
 			return err
 		}
 	}
+	return a.run(p, st, c.Concurrency, c.AllowDestroy)
+}
 
-	progress := newProgress(e.stderr)
+// input reads what apply applies: a saved plan (one file whose kind says
+// so) or spec files, expanded.
+func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, error) {
+	if len(c.Files) == 1 {
+		saved, err := planfile.Read(c.Files[0])
+		if err != nil {
+			return nil, topology.Topology{}, fmt.Errorf("apply: %w", err)
+		}
+		if saved != nil {
+			if c.Prune {
+				return nil, topology.Topology{}, errors.New("apply: --prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
+			}
+			return saved, topology.Topology{}, nil
+		}
+	}
+	files, err := loadSpecs(e, c.Files)
+	if err != nil {
+		return nil, topology.Topology{}, err
+	}
+	return nil, spec.Expand(files...), nil
+}
+
+// applying is one apply's hold on the broker: its client, its session
+// (the AMQP connection that writes and holds the locks) and the vhosts it
+// has locked.
+type applying struct {
+	e      *env
+	client *broker.Client
+	sess   *broker.Session
+	locked map[string]bool
+}
+
+// lock takes the apply lock of each existing vhost of vs not yet locked.
+func (a *applying) lock(vs []string) error {
+	for _, v := range vs {
+		if a.locked[v] {
+			continue
+		}
+		err := a.sess.Lock(a.e.ctx, v)
+		if errors.Is(err, broker.ErrVhostNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("apply: %w", err)
+		}
+		a.locked[v] = true
+	}
+	return nil
+}
+
+// lockAndPlan locks before reading, so that the state planned from is the
+// state applied to, then reads (for a saved plan) or plans (for specs). A
+// vhost created by someone else between the lock and the read is locked
+// and read again; a vhost that does not exist yet is locked as soon as
+// this apply creates it (see vhostCreated).
+func (a *applying) lockAndPlan(saved *planfile.File, desired topology.Topology, prune bool) (plan.Plan, *topology.State, error) {
+	vhosts := desired.VhostNames()
+	if saved != nil {
+		vhosts = saved.Vhosts
+	}
+	if err := a.lock(vhosts); err != nil {
+		return plan.Plan{}, nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		var (
+			p   plan.Plan
+			st  *topology.State
+			err error
+		)
+		if saved != nil {
+			st, err = a.client.Read(a.e.ctx, vhosts)
+		} else {
+			p, st, err = plan.Make(a.e.ctx, a.client, desired, prune)
+		}
+		if err != nil {
+			return plan.Plan{}, nil, fmt.Errorf("apply: %w", err)
+		}
+		var unlocked []string
+		for _, v := range st.Topology.Vhosts {
+			if !a.locked[v] {
+				unlocked = append(unlocked, v)
+			}
+		}
+		if len(unlocked) == 0 || attempt > 0 {
+			return p, st, nil
+		}
+		if err := a.lock(unlocked); err != nil {
+			return plan.Plan{}, nil, err
+		}
+	}
+}
+
+// checkSaved refuses a saved plan whose broker changed since it was made,
+// and gives the plan with the counts at stake now: counts change all the
+// time and are not part of the fingerprint.
+func (a *applying) checkSaved(saved *planfile.File, path string, st *topology.State) (plan.Plan, error) {
+	if saved.Stale(st) {
+		return plan.Plan{}, fmt.Errorf("apply: the plan in %s is stale: the broker's topology or ownership record changed since it was made (%s); run plan again",
+			path, saved.CreatedAt.Format(time.RFC3339))
+	}
+	p := saved.Plan
+	if err := plan.Recount(a.e.ctx, a.client, &p); err != nil {
+		return plan.Plan{}, fmt.Errorf("apply: %w", err)
+	}
+	return p, nil
+}
+
+// run applies p, made from st, showing progress, and says what was done.
+func (a *applying) run(p plan.Plan, st *topology.State, concurrency int, allowDestroy bool) error {
+	progress := newProgress(a.e.stderr)
 	defer progress.stop()
-	res, err := apply.Apply(e.ctx, sess, p, apply.Options{
-		Concurrency:  c.Concurrency,
-		AllowDestroy: c.AllowDestroy,
+	res, err := apply.Apply(a.e.ctx, a.sess, p, apply.Options{
+		Concurrency:  concurrency,
+		AllowDestroy: allowDestroy,
 		Owned:        st.Owned,
 		Progress:     progress.update,
 		IsNotEmpty:   func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) },
-		VhostCreated: func(ctx context.Context, vhost string) error {
-			if locked[vhost] {
-				return nil
-			}
-			if err := sess.Lock(ctx, vhost); err != nil {
-				return err
-			}
-			// The plan was made when the vhost did not exist. If another
-			// apply created and filled it meanwhile, this plan is stale.
-			t, err := client.ReadVhost(ctx, vhost)
-			if err != nil {
-				return err
-			}
-			if n := len(t.Exchanges) + len(t.Queues) + len(t.Policies); n > 0 {
-				return fmt.Errorf("vhost %q appeared with %d objects since the plan was made; plan again", vhost, n)
-			}
-			return nil
-		},
+		VhostCreated: a.vhostCreated,
 	})
 	progress.stop()
 	if err != nil {
-		fmt.Fprintf(e.stderr, "Apply stopped after %s: %s. Planning and applying again finishes the job.\n",
-			res.Elapsed.Round(time.Millisecond), res.Summary())
+		fmt.Fprintf(a.e.stderr, "Apply stopped after %s: %s. Planning and applying again finishes the job.\n",
+			res.Elapsed.Round(time.Millisecond), res.String())
 		return err
 	}
-	fmt.Fprintf(e.stdout, "\nApply complete: %s in %s.\n", res.Summary(), res.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(a.e.stdout, "\nApply complete: %s in %s.\n", res.String(), res.Elapsed.Round(time.Millisecond))
+	return nil
+}
+
+// vhostCreated locks a vhost this apply has just created. The plan was
+// made when the vhost did not exist: if another apply created and filled
+// it meanwhile, this plan is stale.
+func (a *applying) vhostCreated(ctx context.Context, vhost string) error {
+	if a.locked[vhost] {
+		return nil
+	}
+	if err := a.sess.Lock(ctx, vhost); err != nil {
+		return err
+	}
+	t, err := a.client.ReadVhost(ctx, vhost)
+	if err != nil {
+		return err
+	}
+	if n := len(t.Exchanges) + len(t.Queues) + len(t.Policies); n > 0 {
+		return fmt.Errorf("vhost %q appeared with %d objects since the plan was made; plan again", vhost, n)
+	}
 	return nil
 }
 

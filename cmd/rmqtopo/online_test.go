@@ -23,6 +23,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/plan/planfile"
 )
 
 // The online tests drive run() in-process against the harness broker
@@ -232,12 +233,12 @@ func TestOnlineSavedPlan(t *testing.T) {
 		t.Errorf("apply --prune PLAN: exit %d, stderr %q", code, stderr)
 	}
 
-	var sp savedPlan
+	var sp planfile.File
 	data, _ := os.ReadFile(saved)
 	if err := json.Unmarshal(data, &sp); err != nil {
 		t.Fatal(err)
 	}
-	if sp.Kind != savedPlanKind || sp.FormatVersion != 1 || !strings.HasPrefix(sp.Fingerprint, "sha256:") ||
+	if sp.Kind != planfile.Kind || sp.FormatVersion != 1 || !strings.HasPrefix(sp.Fingerprint, "sha256:") ||
 		!cmp.Equal(sp.Vhosts, []string{o.vhost}) || sp.Broker != o.b.MgmtURL {
 		t.Errorf("saved plan header: %+v", sp)
 	}

@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/status"
 	"github.com/rmqtopo/rmqtopo/ops"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -44,10 +45,10 @@ func (c *statusCmd) Run(e *env) (err error) {
 		return err
 	}
 	defer func() { err = scrub(err, conn.secrets()) }()
-	vhosts := broker.Vhosts(spec.Expand(files...))
-	stats := map[string][]ops.QueueInfo{}
+	vhosts := spec.Expand(files...).VhostNames()
+	stats := map[string][]broker.QueueInfo{}
 	for _, v := range vhosts {
-		qs, err := ops.ListQueues(e.ctx, conn, v)
+		qs, err := conn.client.ListQueues(e.ctx, v)
 		if isOpsNotFound(err) {
 			continue // no vhost: every queue shows as missing
 		}
@@ -64,7 +65,7 @@ func (c *statusCmd) Run(e *env) (err error) {
 		}
 		live = &st.Topology
 	}
-	st := ops.BuildStatus(files, stats, live)
+	st := status.BuildStatus(files, stats, live)
 	if c.Format == "json" {
 		err = st.WriteJSON(e.stdout)
 	} else {
@@ -111,7 +112,7 @@ func (q *opsQueueFlags) open(e *env, purpose string) (*opsSession, error) {
 		return nil, err
 	}
 	s := &opsSession{conn: conn}
-	if s.major, err = ops.BrokerMajor(e.ctx, conn); err != nil {
+	if s.major, err = conn.client.MajorVersion(e.ctx); err != nil {
 		return nil, scrub(err, conn.secrets())
 	}
 	if s.amqp, err = conn.dial(e.ctx, q.Vhost, purpose); err != nil {
@@ -124,8 +125,8 @@ func (s *opsSession) close() { _ = s.amqp.Close() }
 
 // queue reads a queue that messages will be left in, and refuses one whose
 // delivery limit would lose them.
-func (s *opsSession) queue(ctx context.Context, vhost, name string) (ops.QueueInfo, error) {
-	q, err := ops.GetQueue(ctx, s.conn, vhost, name)
+func (s *opsSession) queue(ctx context.Context, vhost, name string) (broker.QueueInfo, error) {
+	q, err := s.conn.client.GetQueue(ctx, vhost, name)
 	if isOpsNotFound(err) {
 		return q, fmt.Errorf("queue %q not found in vhost %q", name, vhost)
 	}
@@ -277,7 +278,7 @@ func (c *dlqReplayCmd) Run(e *env) (err error) {
 	if err != nil {
 		return fmt.Errorf("dlq replay: %w", err)
 	}
-	if _, err := ops.GetQueue(e.ctx, s.conn, c.Vhost, target); isOpsNotFound(err) {
+	if _, err := s.conn.client.GetQueue(e.ctx, c.Vhost, target); isOpsNotFound(err) {
 		return fmt.Errorf("dlq replay: work queue %q not found in vhost %q; give the queue to replay to with --to", target, c.Vhost)
 	} else if err != nil {
 		return fmt.Errorf("dlq replay: %w", err)
@@ -379,7 +380,7 @@ func (c *dlqSweepCmd) Run(e *env) (err error) {
 	}
 	defer s.close()
 	defer func() { err = scrub(err, s.conn.secrets()) }()
-	queues, err := ops.ListQueues(e.ctx, s.conn, c.Vhost)
+	queues, err := s.conn.client.ListQueues(e.ctx, c.Vhost)
 	if isOpsNotFound(err) {
 		return fmt.Errorf("dlq sweep: vhost %q not found", c.Vhost)
 	}

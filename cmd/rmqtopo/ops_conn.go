@@ -3,18 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/url"
-	"strings"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 )
 
-// opsConn adapts broker.Client to the operations commands: the management
-// API for bulk listings (ops.API), through Client.GetJSON, and one AMQP
-// connection per vhost for moves, through Session.Dial. Both classify
+// opsConn is what the operations commands connect with: the management
+// API for queue listings (broker.Client.ListQueues and GetQueue), and one
+// AMQP connection per vhost for moves, through Session.Dial. Both classify
 // their errors in internal/broker, like plan and apply.
 type opsConn struct {
 	client *broker.Client
@@ -35,16 +32,6 @@ func (o *opsConn) secrets() []string {
 		return o.sess.Secrets()
 	}
 	return o.client.Secrets()
-}
-
-// GetJSON implements ops.API, whose paths carry their query.
-func (o *opsConn) GetJSON(ctx context.Context, path string, out any) error {
-	path, raw, _ := strings.Cut(path, "?")
-	query, err := url.ParseQuery(raw)
-	if err != nil {
-		return fmt.Errorf("building a request: %w", err)
-	}
-	return o.client.GetJSON(ctx, path, query, out)
 }
 
 // isOpsNotFound reports a missing queue or vhost, which callers turn into

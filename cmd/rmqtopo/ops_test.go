@@ -19,6 +19,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/status"
 	"github.com/rmqtopo/rmqtopo/ops"
 )
 
@@ -140,7 +141,7 @@ func TestStatusCommand(t *testing.T) {
 	conn := b.Dial(t, vhost)
 	publishN(t, conn, "orders.dlq", "m", 3, nil)
 	// The management API refreshes its counts every 5s.
-	var st ops.Status
+	var st status.Status
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		out, errs, code = runCLI(t, args(b, "status", file, "--exit-code", "-f", "json")...)
@@ -166,11 +167,11 @@ func TestStatusCommand(t *testing.T) {
 		got = append(got, row{q.Name, q.Role, q.Messages, q.Flags})
 	}
 	want := []row{
-		{"orders", ops.RoleWork, 0, []string{ops.FlagNoConsumers}},
-		{"rmqtopo.wait.1s", ops.RoleWait, 0, nil},
-		{"rmqtopo.wait.1m", ops.RoleWait, 0, nil},
-		{"orders.dlq", ops.RoleDLQ, 3, []string{ops.FlagDLQNotEmpty}},
-		{"orders.parking-lot", ops.RoleParkingLot, 0, nil},
+		{"orders", status.RoleWork, 0, []string{status.FlagNoConsumers}},
+		{"rmqtopo.wait.1s", status.RoleWait, 0, nil},
+		{"rmqtopo.wait.1m", status.RoleWait, 0, nil},
+		{"orders.dlq", status.RoleDLQ, 3, []string{status.FlagDLQNotEmpty}},
+		{"orders.parking-lot", status.RoleParkingLot, 0, nil},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("status rows (-want +got):\n%s", diff)

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply"
-	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/definitions"
 	"github.com/rmqtopo/rmqtopo/plan"
@@ -134,11 +133,11 @@ func BenchmarkPlanApply(b *testing.B) {
 		l := connect(b, bk, vhost)
 		d := benchSpec(b, vhost, queues)
 		var p plan.Plan
-		var st *broker.State
+		var st *topology.State
 		var res apply.Result
 		total := timed(func() {
 			var err error
-			p, st, err = broker.Plan(ctx, l.c, d, broker.PlanOptions{})
+			p, st, err = plan.Make(ctx, l.c, d, false)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -151,7 +150,7 @@ func BenchmarkPlanApply(b *testing.B) {
 			}
 		})
 		fmt.Fprintf(os.Stderr, "  apply concurrency %d: %s total, %s of changes (%s)\n", conc, total.Round(time.Millisecond),
-			res.Elapsed.Round(time.Millisecond), res.Summary())
+			res.Elapsed.Round(time.Millisecond), res.String())
 		if i == 0 {
 			applyTotal, applyOnly, applyVhost = total, res.Elapsed, vhost
 		}
@@ -165,7 +164,7 @@ func BenchmarkPlanApply(b *testing.B) {
 	for i := 0; i < 3; i++ {
 		gets = append(gets, timed(func() { raw.do(b, http.MethodGet, "/api/definitions/"+url.PathEscape(applyVhost), nil) }))
 		plans = append(plans, timed(func() {
-			p, _, err := broker.Plan(ctx, l.c, d, broker.PlanOptions{})
+			p, _, err := plan.Make(ctx, l.c, d, false)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -183,7 +182,7 @@ func BenchmarkPlanApply(b *testing.B) {
 	dh := benchSpec(b, httpVhost, queues)
 	var httpApply time.Duration
 	{
-		p, st, err := broker.Plan(ctx, lh.c, dh, broker.PlanOptions{})
+		p, st, err := plan.Make(ctx, lh.c, dh, false)
 		if err != nil {
 			b.Fatal(err)
 		}

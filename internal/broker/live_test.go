@@ -104,9 +104,9 @@ func loadFor(t *testing.T, path, vhost string) *spec.File {
 	return parseFor(t, path, data, vhost)
 }
 
-func (l *live) plan(t *testing.T, desired topology.Topology, prune bool) (plan.Plan, *broker.State) {
+func (l *live) plan(t *testing.T, desired topology.Topology, prune bool) (plan.Plan, *topology.State) {
 	t.Helper()
-	p, st, err := broker.Plan(context.Background(), l.c, desired, broker.PlanOptions{Prune: prune})
+	p, st, err := plan.Make(context.Background(), l.c, desired, prune)
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
@@ -402,7 +402,7 @@ func TestBrownfield(t *testing.T) {
 			replace = &p.Changes[i]
 		}
 	}
-	if replace == nil || replace.Action != plan.DeleteThenCreate || replace.Messages == nil || *replace.Messages != 3 {
+	if replace == nil || replace.Action != plan.Replace || replace.Messages == nil || *replace.Messages != 3 {
 		t.Fatalf("queue orders: got %+v, want a replace with 3 messages", replace)
 	}
 	diags := plan.Check(p, plan.CheckOptions{})
@@ -491,12 +491,12 @@ func TestDeleteGuard(t *testing.T) {
 			desired := spec.Expand(parseFor(t, "guard.yaml", []byte(fmt.Sprintf(
 				"version: 1\nqueues:\n  - name: work\n    type: %s\n    dlq: false\n    %s\n", typ, extra)), l.vhost))
 			var p plan.Plan
-			var st *broker.State
+			var st *topology.State
 			waitFor(t, 20*time.Second, "a plan with a known count", func() bool {
 				p, st = l.plan(t, desired, false)
 				for _, c := range p.Changes {
 					if c.Address == queueAddr(l.vhost, "work") {
-						return c.Action == plan.DeleteThenCreate && c.Messages != nil && *c.Messages == 0
+						return c.Action == plan.Replace && c.Messages != nil && *c.Messages == 0
 					}
 				}
 				return false
@@ -536,7 +536,7 @@ func TestPlanConsumers(t *testing.T) {
 	desired := spec.Expand(parseFor(t, "consumers.yaml", []byte(
 		"version: 1\nqueues:\n  - name: work\n    type: quorum\n    dlq: false\n    delivery_limit: 5\n"), l.vhost))
 	var p plan.Plan
-	var st *broker.State
+	var st *topology.State
 	var work plan.Change
 	waitFor(t, 20*time.Second, "a plan with the consumer counted", func() bool {
 		p, st = l.plan(t, desired, false)
@@ -548,7 +548,7 @@ func TestPlanConsumers(t *testing.T) {
 		}
 		return false
 	})
-	if work.Action != plan.DeleteThenCreate || work.Messages == nil || *work.Messages != 0 {
+	if work.Action != plan.Replace || work.Messages == nil || *work.Messages != 0 {
 		t.Fatalf("queue work: got %+v, want a replace with 0 messages", work)
 	}
 	codes := func(ds []plan.Diagnostic) []string {
@@ -580,7 +580,7 @@ func TestPlanConsumers(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "the refreshed plan to count no consumer", func() bool {
-		if err := broker.RefreshCounts(context.Background(), l.c, &p); err != nil {
+		if err := plan.Recount(context.Background(), l.c, &p); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range p.Changes {

@@ -2,9 +2,6 @@ package broker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,34 +19,15 @@ import (
 
 // LockQueue is the exclusive queue that an apply declares in every vhost it
 // changes, on a connection held for the whole apply.
-const LockQueue = "rmqtopo.lock"
-
-// State is what a read found in some vhosts.
-type State struct {
-	// Vhosts are the vhosts read, sorted; those that do not exist are
-	// absent from Topology.Vhosts.
-	Vhosts []string
-	// Topology is the live topology, normalised like a desired one and
-	// without what clients create for themselves (see Clean).
-	Topology topology.Topology
-	// Owned holds the objects rmqtopo recorded as its own in these vhosts.
-	Owned map[topology.Address]bool
-	// Messages holds the message counts read, by queue address; a queue
-	// absent here has an unknown count.
-	Messages map[topology.Address]int64
-	// Consumers holds the consumer counts read with Messages, by queue
-	// address; a queue absent here has an unknown count.
-	Consumers map[topology.Address]int64
-}
+const LockQueue = contract.LockQueue
 
 // Read reads the given vhosts concurrently: per vhost one GET
 // /api/definitions/{vhost} and one GET of its ownership record. A vhost
 // that does not exist is not an error: it is missing from the topology.
 // Message and consumer counts are not read; see QueueCounts.
-func (c *Client) Read(ctx context.Context, vhosts []string) (*State, error) {
+func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, error) {
 	vhosts = uniqueSorted(vhosts)
-	st := &State{Vhosts: vhosts, Owned: map[topology.Address]bool{}, Messages: map[topology.Address]int64{},
-		Consumers: map[topology.Address]int64{}}
+	st := topology.NewState(vhosts)
 	type part struct {
 		t          topology.Topology
 		owned      []topology.Address
@@ -104,37 +82,11 @@ func (c *Client) ReadVhost(ctx context.Context, vhost string) (topology.Topology
 	if err != nil {
 		return topology.Topology{}, fmt.Errorf("read vhost %q: %w", vhost, err)
 	}
-	t := Clean(doc.ToTopology(vhost))
+	t := definitions.Clean(doc.ToTopology(vhost))
 	// A single-vhost export has no "vhosts" list: the answer itself says
 	// the vhost exists.
 	t.Vhosts = []string{vhost}
 	return t, nil
-}
-
-// Clean drops from a live topology what clients create for themselves and
-// rmqtopo must neither plan around nor fingerprint: server-named queues
-// (amq.gen-*, never declarable by name), the apply lock queue, and the
-// bindings to them. Exclusive queues are already absent from definitions.
-func Clean(t topology.Topology) topology.Topology {
-	dropped := map[topology.Address]bool{}
-	queues := t.Queues[:0:0]
-	for _, q := range t.Queues {
-		if strings.HasPrefix(q.Name, "amq.") || q.Name == LockQueue {
-			dropped[q.Addr()] = true
-			continue
-		}
-		queues = append(queues, q)
-	}
-	t.Queues = queues
-	bindings := t.Bindings[:0:0]
-	for _, b := range t.Bindings {
-		if b.DestinationType == topology.DestQueue && dropped[topology.Address{Kind: topology.KindQueue, Vhost: b.Vhost, Name: b.Destination}] {
-			continue
-		}
-		bindings = append(bindings, b)
-	}
-	t.Bindings = bindings
-	return t
 }
 
 // pageSize is the largest page the management API serves.
@@ -257,53 +209,4 @@ func uniqueSorted(in []string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-var (
-	perAttemptWait = regexp.MustCompile(`^.+\.wait\.\d+\.\d+(ms|s|m|h)$`)
-	outboxDelay    = regexp.MustCompile(`^.+\.delay_\d+s$`)
-	springWait     = regexp.MustCompile(`^wait-queue-\d+(ms|s|m|h)$`)
-)
-
-// IsWaitQueueName recognises the names rmqtopo generates for wait queues:
-// shared (rmqtopo.wait.<delay>), per-attempt (<queue>.wait.<n>.<delay>),
-// and those of the outbox (<queue>.delay_<n>s) and spring
-// (wait-queue-<delay>) presets. A retired wait queue is kept until it has
-// drained; see plan.Options.IsWaitQueue.
-func IsWaitQueueName(name string) bool {
-	return strings.HasPrefix(name, contract.SharedWaitQueuePrefix) ||
-		perAttemptWait.MatchString(name) || outboxDelay.MatchString(name) || springWait.MatchString(name)
-}
-
-// Fingerprint identifies the state a plan was made from: the live topology
-// and the ownership record of its vhosts. Message counts are left out
-// because they change all the time; apply re-reads them for every change
-// that could destroy messages.
-func (st *State) Fingerprint() string {
-	owned := make([]topology.Address, 0, len(st.Owned))
-	for a, ok := range st.Owned {
-		if ok {
-			owned = append(owned, a)
-		}
-	}
-	sort.Slice(owned, func(i, j int) bool {
-		if owned[i].Kind != owned[j].Kind {
-			return owned[i].Kind < owned[j].Kind
-		}
-		return owned[i].Less(owned[j])
-	})
-	t := st.Topology
-	t.Sort()
-	b, err := json.Marshal(struct {
-		Vhosts   []string           `json:"vhosts"`
-		Topology topology.Topology  `json:"topology"`
-		Owned    []topology.Address `json:"owned"`
-	}{st.Vhosts, t, owned})
-	if err != nil {
-		// Only unencodable argument values fail, and those cannot come
-		// from a broker's JSON.
-		panic(fmt.Sprintf("broker: fingerprint: %v", err))
-	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -160,7 +159,7 @@ func (d Document) ToTopology(vhosts ...string) topology.Topology {
 		addVhost(v.Name)
 	}
 	for _, e := range d.Exchanges {
-		if !keep(e.Vhost) || brokerOwned(e.Name) {
+		if !keep(e.Vhost) || topology.Reserved(e.Name) {
 			continue
 		}
 		addVhost(e.Vhost)
@@ -176,7 +175,7 @@ func (d Document) ToTopology(vhosts ...string) topology.Topology {
 			AutoDelete: q.AutoDelete, Arguments: normalizeQueueArgs(q.Arguments)})
 	}
 	for _, b := range d.Bindings {
-		if !keep(b.Vhost) || brokerOwned(b.Source) {
+		if !keep(b.Vhost) || topology.Reserved(b.Source) {
 			continue
 		}
 		t.Bindings = append(t.Bindings, topology.Binding{Vhost: b.Vhost, Source: b.Source, Destination: b.Destination,
@@ -195,12 +194,6 @@ func (d Document) ToTopology(vhosts ...string) topology.Topology {
 	}
 	t.Sort()
 	return t
-}
-
-// brokerOwned reports exchanges that exist on every vhost and that rmqtopo
-// never manages.
-func brokerOwned(exchange string) bool {
-	return exchange == "" || strings.HasPrefix(exchange, "amq.")
 }
 
 // normalizeQueueArgs drops the classic queue type, which newer brokers

@@ -1,4 +1,15 @@
-package ops
+// Package status reads the live state of a spec's queues against the spec:
+// for every work queue, its wait queues, DLQ and parking lot with their
+// depths, consumers and rates, flags for what needs an operator (a DLQ
+// holding messages, a work queue without consumers, a missing queue), and
+// the drift between the live topology and the spec.
+//
+// It is a read, like plan: it takes the spec, the broker's queue listing
+// and the live topology (read by internal/broker), and renders them as a
+// table or as JSON. Drift is plan.Diff's answer, so status and plan always
+// agree about what differs. Status changes nothing; moving messages is the
+// ops package's job.
+package status
 
 import (
 	"bytes"
@@ -8,9 +19,9 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -99,94 +110,139 @@ type StatusSummary struct {
 // BuildStatus puts together the spec, the queue counts the management API
 // reported per vhost, and (when live is not nil) the drift between the live
 // topology and the spec as plan.Diff computes it: any change but a no-op.
-func BuildStatus(files []*spec.File, stats map[string][]QueueInfo, live *topology.Topology) Status {
+func BuildStatus(files []*spec.File, stats map[string][]broker.QueueInfo, live *topology.Topology) Status {
 	st := Status{FormatVersion: StatusFormatVersion, DriftChecked: live != nil}
-	byName := map[[2]string]QueueInfo{}
+	b := builder{
+		st:      &st,
+		stats:   map[vhostQueue]broker.QueueInfo{},
+		drift:   st.addDrift(files, live),
+		users:   waitQueueUsers(files),
+		counted: map[vhostQueue]bool{},
+	}
 	for vhost, qs := range stats {
 		for _, q := range qs {
-			byName[[2]string{vhost, q.Name}] = q
+			b.stats[vhostQueue{vhost, q.Name}] = q
 		}
 	}
-	queueDrift := map[[2]string][]string{}
-	if live != nil {
-		p := plan.Diff(*live, spec.Expand(files...), plan.Options{})
-		for _, c := range p.Changes {
-			if c.Action == plan.NoOp {
-				continue
-			}
-			st.Summary.DriftedObjects++
-			if c.Address.Kind == topology.KindQueue {
-				why := string(c.Action)
-				if c.Reason != "" {
-					why += ": " + c.Reason
-				}
-				k := [2]string{c.Address.Vhost, c.Address.Name}
-				queueDrift[k] = append(queueDrift[k], why)
-				continue
-			}
-			st.Drift = append(st.Drift, DriftItem{Action: c.Action, Address: c.Address.String(), Reason: c.Reason})
-		}
-	}
-	// A wait queue is shared when several work queues of its vhost use it.
-	users := map[[2]string]int{}
 	for _, f := range files {
 		for _, q := range f.Spec.Queues {
-			for _, w := range waitQueues(&f.Spec, q) {
-				users[[2]string{f.Spec.Vhost, w.Name}]++
-			}
-		}
-	}
-	counted := map[[2]string]bool{} // a shared wait queue counts once
-	for _, f := range files {
-		vhost := f.Spec.Vhost
-		for _, q := range f.Spec.Queues {
-			wq := WorkQueueStatus{Vhost: vhost, File: f.Path, Queue: q.Name}
-			rows := []QueueStatus{{Name: q.Name, Role: RoleWork}}
-			for _, w := range waitQueues(&f.Spec, q) {
-				w.Shared = users[[2]string{vhost, w.Name}] > 1
-				rows = append(rows, w)
-			}
-			if q.DLQ {
-				rows = append(rows, QueueStatus{Name: contract.DeadLetterQueue(q.Name), Role: RoleDLQ})
-			}
-			if q.ParkingLot {
-				rows = append(rows, QueueStatus{Name: contract.ParkingLotQueue(q.Name), Role: RoleParkingLot})
-			}
-			for _, row := range rows {
-				k := [2]string{vhost, row.Name}
-				if info, ok := byName[k]; ok {
-					row.Present = true
-					row.Messages, row.Ready, row.Unacked = info.Messages, info.Ready, info.Unacked
-					row.Consumers, row.PublishRate, row.DeliverRate = info.Consumers, info.PublishRate, info.DeliverRate
-				}
-				row.Drift = queueDrift[k]
-				first := !counted[k]
-				counted[k] = true
-				switch {
-				case !row.Present:
-					row.Flags = append(row.Flags, FlagMissing)
-					if first {
-						st.Summary.MissingQueues++
-					}
-				case row.Role == RoleWork && row.Consumers == 0:
-					row.Flags = append(row.Flags, FlagNoConsumers)
-					st.Summary.WithoutConsumers++
-				case row.Role == RoleDLQ && row.Messages > 0:
-					row.Flags = append(row.Flags, FlagDLQNotEmpty)
-					st.Summary.DLQsNotEmpty++
-					st.Summary.DLQMessages += row.Messages
-				case row.Role == RoleWait && first:
-					st.Summary.MessagesInRetries += row.Messages
-				}
-				if len(row.Drift) > 0 {
-					row.Flags = append(row.Flags, FlagDrift)
-				}
-				wq.Queues = append(wq.Queues, row)
-			}
-			st.Queues = append(st.Queues, wq)
+			st.Queues = append(st.Queues, b.workQueue(f, q))
 		}
 	}
 	return st
+}
+
+// vhostQueue names a queue across vhosts.
+type vhostQueue [2]string
+
+// addDrift diffs live against the spec: it lists the objects other than
+// queues that differ in s.Drift, counts all of them, and returns each
+// queue's drift. Without live it does nothing.
+func (s *Status) addDrift(files []*spec.File, live *topology.Topology) map[vhostQueue][]string {
+	queueDrift := map[vhostQueue][]string{}
+	if live == nil {
+		return queueDrift
+	}
+	p := plan.Diff(*live, spec.Expand(files...), plan.Options{})
+	for _, c := range p.Changes {
+		if c.Action == plan.NoOp {
+			continue
+		}
+		s.Summary.DriftedObjects++
+		if c.Address.Kind == topology.KindQueue {
+			why := string(c.Action)
+			if c.Reason != "" {
+				why += ": " + c.Reason
+			}
+			k := vhostQueue{c.Address.Vhost, c.Address.Name}
+			queueDrift[k] = append(queueDrift[k], why)
+			continue
+		}
+		s.Drift = append(s.Drift, DriftItem{Action: c.Action, Address: c.Address.String(), Reason: c.Reason})
+	}
+	return queueDrift
+}
+
+// waitQueueUsers counts the work queues of its vhost that use each wait
+// queue: a wait queue with several is shared.
+func waitQueueUsers(files []*spec.File) map[vhostQueue]int {
+	users := map[vhostQueue]int{}
+	for _, f := range files {
+		for _, q := range f.Spec.Queues {
+			for _, w := range waitQueues(&f.Spec, q) {
+				users[vhostQueue{f.Spec.Vhost, w.Name}]++
+			}
+		}
+	}
+	return users
+}
+
+// builder fills the rows of a Status, one work queue after another.
+type builder struct {
+	st    *Status
+	stats map[vhostQueue]broker.QueueInfo
+	drift map[vhostQueue][]string
+	users map[vhostQueue]int
+	// counted: a wait queue shared by several work queues counts once in
+	// the summary.
+	counted map[vhostQueue]bool
+}
+
+// workQueue returns the status of work queue q of file f: the queue, its
+// wait queues in retry order, its DLQ and its parking lot.
+func (b *builder) workQueue(f *spec.File, q spec.Queue) WorkQueueStatus {
+	vhost := f.Spec.Vhost
+	wq := WorkQueueStatus{Vhost: vhost, File: f.Path, Queue: q.Name}
+	rows := []QueueStatus{{Name: q.Name, Role: RoleWork}}
+	for _, w := range waitQueues(&f.Spec, q) {
+		w.Shared = b.users[vhostQueue{vhost, w.Name}] > 1
+		rows = append(rows, w)
+	}
+	if q.DLQ {
+		rows = append(rows, QueueStatus{Name: contract.DeadLetterQueue(q.Name), Role: RoleDLQ})
+	}
+	if q.ParkingLot {
+		rows = append(rows, QueueStatus{Name: contract.ParkingLotQueue(q.Name), Role: RoleParkingLot})
+	}
+	for _, row := range rows {
+		wq.Queues = append(wq.Queues, b.fill(vhost, row))
+	}
+	return wq
+}
+
+// fill gives a row its counts, drift and flags, and counts them in the
+// summary.
+func (b *builder) fill(vhost string, row QueueStatus) QueueStatus {
+	k := vhostQueue{vhost, row.Name}
+	if info, ok := b.stats[k]; ok {
+		row.Present = true
+		row.Messages, row.Ready, row.Unacked = info.Messages, info.Ready, info.Unacked
+		row.Consumers, row.PublishRate, row.DeliverRate = info.Consumers, info.PublishRate, info.DeliverRate
+	}
+	row.Drift = b.drift[k]
+	first := !b.counted[k]
+	b.counted[k] = true
+	sum := &b.st.Summary
+	switch {
+	case !row.Present:
+		row.Flags = append(row.Flags, FlagMissing)
+		if first {
+			sum.MissingQueues++
+		}
+	case row.Role == RoleWork && row.Consumers == 0:
+		row.Flags = append(row.Flags, FlagNoConsumers)
+		sum.WithoutConsumers++
+	case row.Role == RoleDLQ && row.Messages > 0:
+		row.Flags = append(row.Flags, FlagDLQNotEmpty)
+		sum.DLQsNotEmpty++
+		sum.DLQMessages += row.Messages
+	case row.Role == RoleWait && first:
+		sum.MessagesInRetries += row.Messages
+	}
+	if len(row.Drift) > 0 {
+		row.Flags = append(row.Flags, FlagDrift)
+	}
+	return row
 }
 
 // waitQueues returns the wait queues of q in retry order, one row per
@@ -222,12 +278,34 @@ func (s Status) WriteJSON(w io.Writer) error {
 // WriteText writes the status as a table per work queue, then the drift
 // and a summary line. color highlights flags.
 func (s Status) WriteText(w io.Writer, color bool) error {
-	paint := func(code, text string) string {
-		if !color || text == "" {
-			return text
-		}
-		return "\x1b[" + code + "m" + text + "\x1b[0m"
+	if err := s.writeTables(w, color); err != nil {
+		return err
 	}
+	if len(s.Drift) > 0 {
+		fmt.Fprintf(w, "\n%s:\n", paint(color, "33", fmt.Sprintf("%d other %s differ from the spec", len(s.Drift), plural(len(s.Drift), "object", "objects"))))
+		for _, d := range s.Drift {
+			line := fmt.Sprintf("  %s %s", d.Action, d.Address)
+			if d.Reason != "" {
+				line += " (" + d.Reason + ")"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", s.summaryLine(color))
+	return err
+}
+
+// paint colours text with an ANSI colour code when color is set.
+func paint(color bool, code, text string) string {
+	if !color || text == "" {
+		return text
+	}
+	return "\x1b[" + code + "m" + text + "\x1b[0m"
+}
+
+// writeTables writes one table per work queue, each row aligned across
+// all tables, followed by the drift of its queues.
+func (s Status) writeTables(w io.Writer, color bool) error {
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	for i, wq := range s.Queues {
@@ -237,27 +315,7 @@ func (s Status) WriteText(w io.Writer, color bool) error {
 		fmt.Fprintf(tw, "queue %s (vhost %s, %s)\n", wq.Queue, wq.Vhost, wq.File)
 		fmt.Fprintln(tw, "  QUEUE\tROLE\tMESSAGES\tREADY\tUNACKED\tCONSUMERS\tIN/S\tOUT/S\tFLAGS")
 		for _, q := range wq.Queues {
-			role := q.Role
-			if q.Role == RoleWait {
-				role = fmt.Sprintf("wait %s (%s %s)", q.Delay, plural(len(q.Retries), "retry", "retries"), joinInts(q.Retries))
-				if q.Shared {
-					role += ", shared"
-				}
-			}
-			var flags []string
-			for _, f := range q.Flags {
-				code := "33" // yellow
-				if f == FlagDLQNotEmpty || f == FlagMissing {
-					code = "31" // red
-				}
-				flags = append(flags, paint(code, f))
-			}
-			if !q.Present {
-				fmt.Fprintf(tw, "  %s\t%s\t-\t-\t-\t-\t-\t-\t%s\n", q.Name, role, strings.Join(flags, " "))
-				continue
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", q.Name, role, q.Messages, q.Ready, q.Unacked,
-				q.Consumers, rate(q.PublishRate), rate(q.DeliverRate), strings.Join(flags, " "))
+			writeRow(tw, q, color)
 		}
 		for _, q := range wq.Queues {
 			for _, d := range q.Drift {
@@ -274,20 +332,40 @@ func (s Status) WriteText(w io.Writer, color bool) error {
 			return err
 		}
 	}
-	if len(s.Drift) > 0 {
-		fmt.Fprintf(w, "\n%s:\n", paint("33", fmt.Sprintf("%d other %s differ from the spec", len(s.Drift), plural(len(s.Drift), "object", "objects"))))
-		for _, d := range s.Drift {
-			line := fmt.Sprintf("  %s %s", d.Action, d.Address)
-			if d.Reason != "" {
-				line += " (" + d.Reason + ")"
-			}
-			fmt.Fprintln(w, line)
+	return nil
+}
+
+// writeRow writes one queue's row of a table.
+func writeRow(tw io.Writer, q QueueStatus, color bool) {
+	role := q.Role
+	if q.Role == RoleWait {
+		role = fmt.Sprintf("wait %s (%s %s)", q.Delay, plural(len(q.Retries), "retry", "retries"), joinInts(q.Retries))
+		if q.Shared {
+			role += ", shared"
 		}
 	}
+	var flags []string
+	for _, f := range q.Flags {
+		code := "33" // yellow
+		if f == FlagDLQNotEmpty || f == FlagMissing {
+			code = "31" // red
+		}
+		flags = append(flags, paint(color, code, f))
+	}
+	if !q.Present {
+		fmt.Fprintf(tw, "  %s\t%s\t-\t-\t-\t-\t-\t-\t%s\n", q.Name, role, strings.Join(flags, " "))
+		return
+	}
+	fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", q.Name, role, q.Messages, q.Ready, q.Unacked,
+		q.Consumers, rate(q.PublishRate), rate(q.DeliverRate), strings.Join(flags, " "))
+}
+
+// summaryLine says in one line what the status found.
+func (s Status) summaryLine(color bool) string {
 	sum := s.Summary
 	parts := []string{fmt.Sprintf("%d work %s", len(s.Queues), plural(len(s.Queues), "queue", "queues"))}
 	if sum.DLQsNotEmpty > 0 {
-		parts = append(parts, paint("31", fmt.Sprintf("%d %s holding %d %s", sum.DLQsNotEmpty, plural(sum.DLQsNotEmpty, "DLQ", "DLQs"), sum.DLQMessages, plural(int(sum.DLQMessages), "message", "messages"))))
+		parts = append(parts, paint(color, "31", fmt.Sprintf("%d %s holding %d %s", sum.DLQsNotEmpty, plural(sum.DLQsNotEmpty, "DLQ", "DLQs"), sum.DLQMessages, plural(int(sum.DLQMessages), "message", "messages"))))
 	} else {
 		parts = append(parts, "DLQs empty")
 	}
@@ -305,8 +383,7 @@ func (s Status) WriteText(w io.Writer, color bool) error {
 	default:
 		parts = append(parts, "no drift")
 	}
-	_, err := fmt.Fprintf(w, "\n%s\n", strings.Join(parts, ", "))
-	return err
+	return strings.Join(parts, ", ")
 }
 
 func rate(r float64) string {
@@ -329,18 +406,4 @@ func joinInts(xs []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ",")
-}
-
-// FormatProgress renders a pass's progress for stderr.
-func FormatProgress(r Result, elapsed time.Duration) string {
-	verb := "moved"
-	if r.Target == "" {
-		verb = "read"
-	}
-	n := r.Moved
-	if r.Target == "" {
-		n = r.Scanned
-	}
-	return fmt.Sprintf("%s: examined %d of %d, %s %d, left %d, failed %d (%s)",
-		r.Queue, r.Scanned, r.Depth, verb, n, r.Left, r.Failed, elapsed.Round(time.Second))
 }

@@ -1,4 +1,4 @@
-package ops
+package status
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -42,7 +43,7 @@ func parseSpec(t *testing.T, yaml string) []*spec.File {
 
 func TestBuildStatus(t *testing.T) {
 	files := parseSpec(t, statusSpec)
-	stats := map[string][]QueueInfo{"shop": {
+	stats := map[string][]broker.QueueInfo{"shop": {
 		{Name: "orders.created", Messages: 4, Ready: 3, Unacked: 1, Consumers: 2, PublishRate: 1.5, DeliverRate: 1.25},
 		{Name: "rmqtopo.wait.5s", Messages: 7, Ready: 7},
 		{Name: "rmqtopo.wait.1m", Messages: 1, Ready: 1},

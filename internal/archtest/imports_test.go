@@ -1,0 +1,62 @@
+package archtest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/rmqtopo/rmqtopo/"
+
+// deps lists the packages pkg depends on, directly or not.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
+func TestLayering(t *testing.T) {
+	rules := []struct {
+		pkg       string
+		forbidden []string
+	}{
+		// plan is pure: no broker, no files, no specs.
+		{"plan", []string{"net", "net/http", "os/exec", module + "internal/broker", module + "spec", module + "internal/definitions"}},
+		// The live source never reaches back up into plan.
+		{"internal/broker", []string{module + "plan", module + "spec", module + "apply"}},
+		// ops moves and shows messages; it knows no spec and no plan.
+		{"ops", []string{module + "spec", module + "plan"}},
+		// Rendering never talks to a broker.
+		{"render", []string{module + "internal/broker", "net/http"}},
+		// apply executes plans; it never re-diffs against a spec.
+		{"apply", []string{module + "spec", module + "internal/broker"}},
+	}
+	for _, r := range rules {
+		got := map[string]bool{}
+		for _, d := range deps(t, r.pkg) {
+			got[d] = true
+		}
+		for _, f := range r.forbidden {
+			if got[f] {
+				t.Errorf("%s depends on %s", r.pkg, f)
+			}
+		}
+	}
+}
+
+// TestRetryDeps: services import retry, so it brings nothing but
+// amqp091-go, the standard library and contract.
+func TestRetryDeps(t *testing.T) {
+	for _, d := range deps(t, "retry") {
+		if !strings.Contains(strings.SplitN(d, "/", 2)[0], ".") {
+			continue // standard library
+		}
+		if d == module+"retry" || d == module+"contract" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") {
+			continue
+		}
+		t.Errorf("retry depends on %s", d)
+	}
+}

@@ -1,0 +1,144 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// QueueInfo is one queue as the management API lists it, with the counts
+// and rates of its statistics (which lag by the stats interval, several
+// seconds), its arguments and the policy definitions in effect on it.
+type QueueInfo struct {
+	Name         string  `json:"name"`
+	Type         string  `json:"type"` // "classic" when the broker does not say
+	Messages     int64   `json:"messages"`
+	Ready        int64   `json:"messages_ready"`
+	Unacked      int64   `json:"messages_unacknowledged"`
+	Consumers    int64   `json:"consumers"`
+	PublishRate  float64 `json:"publish_rate"`
+	DeliverRate  float64 `json:"deliver_rate"`
+	Arguments    map[string]any
+	PolicyLimits map[string]any // effective_policy_definition
+}
+
+// DeliveryLimit returns the queue's delivery limit, the lower of its
+// x-delivery-limit argument and its policy's delivery-limit, or 0 for none.
+func (q QueueInfo) DeliveryLimit() int64 {
+	var limit int64
+	for _, v := range []any{q.Arguments["x-delivery-limit"], q.PolicyLimits["delivery-limit"]} {
+		n, ok := jsonInt(v)
+		if ok && n >= 0 && (limit == 0 || n < limit) {
+			limit = n
+		}
+	}
+	return limit
+}
+
+// jsonInt reads an integer the management API may send as a JSON number
+// or, from a policy or argument set by hand, as a string.
+func jsonInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case float64:
+		if x == float64(int64(x)) {
+			return int64(x), true
+		}
+	case int64:
+		return x, true
+	case int:
+		return int64(x), true
+	case string:
+		n, err := strconv.ParseInt(x, 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// queueColumns are the columns QueueInfo holds: the broker sends nothing
+// else, which keeps a listing of thousands of queues small.
+const queueColumns = "name,type,messages,messages_ready,messages_unacknowledged,consumers," +
+	"message_stats.publish_details.rate,message_stats.deliver_get_details.rate," +
+	"arguments,effective_policy_definition"
+
+// apiQueue is a queue as the management API sends it.
+type apiQueue struct {
+	Name         string         `json:"name"`
+	Type         string         `json:"type"`
+	Messages     int64          `json:"messages"`
+	Ready        int64          `json:"messages_ready"`
+	Unacked      int64          `json:"messages_unacknowledged"`
+	Consumers    int64          `json:"consumers"`
+	Arguments    map[string]any `json:"arguments"`
+	Policy       map[string]any `json:"effective_policy_definition"`
+	MessageStats struct {
+		Publish    struct{ Rate float64 } `json:"publish_details"`
+		DeliverGet struct{ Rate float64 } `json:"deliver_get_details"`
+	} `json:"message_stats"`
+}
+
+func (a apiQueue) info() QueueInfo {
+	typ := a.Type
+	if typ == "" {
+		typ = "classic"
+	}
+	return QueueInfo{
+		Name: a.Name, Type: typ, Messages: a.Messages, Ready: a.Ready, Unacked: a.Unacked,
+		Consumers: a.Consumers, PublishRate: a.MessageStats.Publish.Rate, DeliverRate: a.MessageStats.DeliverGet.Rate,
+		Arguments: a.Arguments, PolicyLimits: a.Policy,
+	}
+}
+
+// ListQueues lists every queue of vhost with its counts and rates, a page
+// of 500 at a time: one request per 500 queues, never one per queue. A
+// missing vhost is ErrNotFound or ErrVhostNotFound.
+func (c *Client) ListQueues(ctx context.Context, vhost string) ([]QueueInfo, error) {
+	var out []QueueInfo
+	q := url.Values{"page_size": {strconv.Itoa(pageSize)}, "columns": {queueColumns}}
+	for page := 1; ; page++ {
+		q.Set("page", strconv.Itoa(page))
+		var doc struct {
+			Items     []apiQueue `json:"items"`
+			PageCount int        `json:"page_count"`
+		}
+		if err := c.do(ctx, http.MethodGet, "/api/queues/"+esc(vhost), q, nil, &doc); err != nil {
+			return nil, fmt.Errorf("listing the queues of vhost %q: %w", vhost, err)
+		}
+		for _, it := range doc.Items {
+			out = append(out, it.info())
+		}
+		if page >= doc.PageCount {
+			return out, nil
+		}
+	}
+}
+
+// GetQueue reads one queue; a missing one is ErrNotFound.
+func (c *Client) GetQueue(ctx context.Context, vhost, name string) (QueueInfo, error) {
+	var q apiQueue
+	path := "/api/queues/" + esc(vhost) + "/" + esc(name)
+	if err := c.do(ctx, http.MethodGet, path, url.Values{"columns": {queueColumns}}, nil, &q); err != nil {
+		return QueueInfo{}, fmt.Errorf("reading queue %q in vhost %q: %w", name, vhost, err)
+	}
+	return q.info(), nil
+}
+
+// MajorVersion returns the broker's major version from /api/overview,
+// which a user tagged monitoring may read.
+func (c *Client) MajorVersion(ctx context.Context) (int, error) {
+	var o struct {
+		Version string `json:"rabbitmq_version"`
+	}
+	err := c.do(ctx, http.MethodGet, "/api/overview", url.Values{"columns": {"rabbitmq_version"}}, nil, &o)
+	if err != nil {
+		return 0, fmt.Errorf("reading the broker version: %w", err)
+	}
+	major, _, _ := strings.Cut(o.Version, ".")
+	n, err := strconv.Atoi(major)
+	if err != nil {
+		return 0, fmt.Errorf("unexpected broker version %q", o.Version)
+	}
+	return n, nil
+}

@@ -1,0 +1,104 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/internal/broker"
+)
+
+// TestListQueues lists a vhost of more queues than one page holds, and
+// reads a quorum queue's type, arguments, policy and counts back, as the
+// operations commands use them.
+func TestListQueues(t *testing.T) {
+	t.Parallel()
+	l := newLive(t)
+	ctx := context.Background()
+	conn := l.b.Dial(t, l.vhost)
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	const classic = 501 // one more than a page
+	want := []string{"dlq"}
+	for i := 0; i < classic; i++ {
+		name := fmt.Sprintf("q%03d", i)
+		if _, err := ch.QueueDeclare(name, true, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, name)
+	}
+	args := amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(5000)}
+	if _, err := ch.QueueDeclare("dlq", true, false, false, false, args); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.b.Mgmt(t).PutPolicy(l.vhost, "limit", rabbithole.Policy{
+		Pattern: "^dlq$", ApplyTo: "queues", Definition: rabbithole.PolicyDefinition{"delivery-limit": 2000},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, conn, "", "dlq", nil, 3)
+
+	queues, err := l.c.ListQueues(ctx, l.vhost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, q := range queues {
+		got = append(got, q.Name)
+	}
+	if diff := cmp.Diff(sorted(want), sorted(got)); diff != "" {
+		t.Errorf("listed queues (-want +got):\n%s", diff)
+	}
+
+	// The policy applies, and the statistics count (every 5s by default),
+	// a little later.
+	var dlq broker.QueueInfo
+	waitFor(t, 30*time.Second, "the policy and the counts of dlq", func() bool {
+		dlq, err = l.c.GetQueue(ctx, l.vhost, "dlq")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dlq.PolicyLimits["delivery-limit"] != nil && dlq.Messages == 3
+	})
+	if dlq.Type != "quorum" || dlq.Ready != 3 || dlq.Unacked != 0 || dlq.Consumers != 0 ||
+		dlq.Arguments["x-delivery-limit"] != float64(5000) || dlq.DeliveryLimit() != 2000 {
+		t.Errorf("dlq = %+v, want a quorum queue of 3 ready messages, delivery limit 2000 (the policy's, lower)", dlq)
+	}
+	if q := queues[slices.Index(got, "q000")]; q.Type != "classic" {
+		t.Errorf("q000 listed as %+v, want a classic queue", q)
+	}
+
+	_, err = l.c.GetQueue(ctx, l.vhost, "missing")
+	if !errors.Is(err, broker.ErrNotFound) || !strings.HasPrefix(err.Error(), `reading queue "missing" in vhost`) {
+		t.Errorf("missing queue: %v", err)
+	}
+	_, err = l.c.ListQueues(ctx, l.vhost+"-missing")
+	if !errors.Is(err, broker.ErrNotFound) && !errors.Is(err, broker.ErrVhostNotFound) {
+		t.Errorf("missing vhost: %v", err)
+	}
+
+	major, err := l.c.MajorVersion(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := l.c.Overview(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strconv.Itoa(major) + "."; !strings.HasPrefix(o.RabbitMQVersion, want) {
+		t.Errorf("MajorVersion = %d, broker version %s", major, o.RabbitMQVersion)
+	}
+}

@@ -1,0 +1,183 @@
+// Package planfile is the file `rmqtopo plan --out` writes and `rmqtopo
+// apply FILE` reads: a plan, the diagnostics it was shown with, and the
+// fingerprint of the state it was made from, so that apply refuses a plan
+// whose broker changed since. The format is documented in
+// docs/plan-apply.md.
+package planfile
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// Kind marks a JSON file as a plan saved by plan --out.
+const Kind = "rmqtopo-plan"
+
+// FormatVersion versions the file; bump it on any incompatible change.
+const FormatVersion = 1
+
+// File is a saved plan.
+type File struct {
+	Kind          string    `json:"kind"`
+	FormatVersion int       `json:"format_version"`
+	CreatedAt     time.Time `json:"created_at"`
+	// Broker is the management URL the plan was made against, for people.
+	Broker string   `json:"broker"`
+	Vhosts []string `json:"vhosts"`
+	// Fingerprint is Fingerprint of the state planned from.
+	Fingerprint string            `json:"fingerprint"`
+	Prune       bool              `json:"prune"`
+	Plan        plan.Plan         `json:"plan"`
+	Diagnostics []plan.Diagnostic `json:"diagnostics"`
+}
+
+// New describes plan p, made from st against the broker at brokerURL.
+func New(brokerURL string, st *topology.State, prune bool, p plan.Plan, diags []plan.Diagnostic) *File {
+	if diags == nil {
+		diags = []plan.Diagnostic{}
+	}
+	return &File{Kind: Kind, FormatVersion: FormatVersion, CreatedAt: time.Now().UTC().Round(time.Second),
+		Broker: brokerURL, Vhosts: st.Vhosts, Fingerprint: Fingerprint(st), Prune: prune, Plan: p, Diagnostics: diags}
+}
+
+// Write saves f to path atomically: written then renamed, so that a crash
+// never leaves half a plan to apply.
+func (f *File) Write(path string) error {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".rmqtopo-plan-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Stale reports whether st, the state read now, differs from the one the
+// plan was made from.
+func (f *File) Stale(st *topology.State) bool { return Fingerprint(st) != f.Fingerprint }
+
+// Read returns the plan saved in path, or nil if path is not a saved plan
+// (a spec: spec files may be JSON too, so the "kind" decides). An
+// unreadable path is nil too, for the spec loader to report in its words.
+func Read(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil
+	}
+	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		return nil, nil
+	}
+	var probe struct {
+		Kind string `json:"kind"`
+	}
+	if json.Unmarshal(data, &probe) != nil || probe.Kind != Kind {
+		if strings.HasSuffix(path, ".json") && !looksLikeSpec(data) {
+			return nil, fmt.Errorf("%s is JSON but not a plan saved by 'rmqtopo plan --out'", path)
+		}
+		return nil, nil
+	}
+	return decode(path, data)
+}
+
+func decode(path string, data []byte) (*File, error) {
+	var f File
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("read plan %s: %w", path, err)
+	}
+	if f.FormatVersion != FormatVersion || f.Plan.FormatVersion != plan.FormatVersion {
+		return nil, fmt.Errorf("%s has plan format %d/%d; this rmqtopo reads %d/%d: plan again with this version",
+			path, f.FormatVersion, f.Plan.FormatVersion, FormatVersion, plan.FormatVersion)
+	}
+	if f.Fingerprint == "" || len(f.Vhosts) == 0 {
+		return nil, fmt.Errorf("%s lacks its fingerprint or vhosts", path)
+	}
+	// JSON numbers come back as json.Number; arguments must be the
+	// canonical int64/float64 the broker is sent.
+	for i := range f.Plan.Changes {
+		normalizeObject(f.Plan.Changes[i].Before)
+		normalizeObject(f.Plan.Changes[i].After)
+	}
+	return &f, nil
+}
+
+func looksLikeSpec(data []byte) bool {
+	var probe struct {
+		Version any `json:"version"`
+	}
+	return json.Unmarshal(data, &probe) == nil && probe.Version != nil
+}
+
+func normalizeObject(o *plan.Object) {
+	if o == nil {
+		return
+	}
+	if o.Exchange != nil {
+		o.Exchange.Arguments = topology.NormalizeArgs(o.Exchange.Arguments)
+	}
+	if o.Queue != nil {
+		o.Queue.Arguments = topology.NormalizeArgs(o.Queue.Arguments)
+	}
+	if o.Binding != nil {
+		o.Binding.Arguments = topology.NormalizeArgs(o.Binding.Arguments)
+	}
+	if o.Policy != nil {
+		o.Policy.Definition = topology.NormalizeArgs(o.Policy.Definition)
+	}
+}
+
+// Fingerprint identifies the state a plan was made from: the topology and
+// the ownership record of its vhosts. Message counts are left out because
+// they change all the time; apply re-reads them for every change that
+// could destroy messages.
+func Fingerprint(st *topology.State) string {
+	owned := make([]topology.Address, 0, len(st.Owned))
+	for a, ok := range st.Owned {
+		if ok {
+			owned = append(owned, a)
+		}
+	}
+	sort.Slice(owned, func(i, j int) bool {
+		if owned[i].Kind != owned[j].Kind {
+			return owned[i].Kind < owned[j].Kind
+		}
+		return owned[i].Less(owned[j])
+	})
+	t := st.Topology
+	t.Sort()
+	b, err := json.Marshal(struct {
+		Vhosts   []string           `json:"vhosts"`
+		Topology topology.Topology  `json:"topology"`
+		Owned    []topology.Address `json:"owned"`
+	}{st.Vhosts, t, owned})
+	if err != nil {
+		// Only unencodable argument values fail, and those cannot come
+		// from a broker's JSON.
+		panic(fmt.Sprintf("planfile: fingerprint: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

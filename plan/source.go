@@ -1,0 +1,98 @@
+package plan
+
+import (
+	"context"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// Source is where the current state a plan is made against comes from: a
+// live broker (internal/broker) or a definitions file or nothing at all
+// (internal/definitions). Both give the same topology.State, so Diff
+// cannot tell them apart.
+type Source interface {
+	// Read returns the state of vhosts, without message or consumer
+	// counts. A vhost that does not exist is not an error: it is absent
+	// from the state's Topology.Vhosts. Read changes nothing.
+	Read(ctx context.Context, vhosts []string) (*topology.State, error)
+	// Count adds to st the message and consumer counts of the named
+	// queues, by vhost. A queue whose count the source cannot tell stays
+	// absent, which Check treats as unknown and so unsafe. Count changes
+	// nothing but st.
+	Count(ctx context.Context, st *topology.State, queues map[string][]string) error
+}
+
+// Make reads the vhosts of desired from src and plans the changes that take
+// them to desired. Counts are read only for the queues whose fate depends
+// on them: a first, count-free diff (Diff is pure and cheap) names the
+// queues it would destroy and the retired wait queues it keeps; src counts
+// those, and the final diff uses the counts. A plan with nothing
+// destructive therefore costs one Read.
+func Make(ctx context.Context, src Source, desired topology.Topology, prune bool) (Plan, *topology.State, error) {
+	st, err := src.Read(ctx, desired.VhostNames())
+	if err != nil {
+		return Plan{}, nil, err
+	}
+	p := DiffState(st, desired, prune)
+	need := CountsNeeded(p)
+	if len(need) == 0 {
+		return p, st, nil
+	}
+	if err := src.Count(ctx, st, need); err != nil {
+		return Plan{}, nil, err
+	}
+	return DiffState(st, desired, prune), st, nil
+}
+
+// DiffState is Diff against a source's state, with the counts read so far
+// and the contract's wait-queue names.
+func DiffState(st *topology.State, desired topology.Topology, prune bool) Plan {
+	return Diff(st.Topology, desired, Options{
+		Prune:       prune,
+		Owned:       st.Owned,
+		Messages:    st.Messages,
+		Consumers:   st.Consumers,
+		IsWaitQueue: contract.IsWaitQueue,
+	})
+}
+
+// CountsNeeded returns, by vhost, the queues of p whose message count
+// matters (see Change.NeedsCount).
+func CountsNeeded(p Plan) map[string][]string {
+	out := map[string][]string{}
+	for _, c := range p.Changes {
+		if c.NeedsCount() {
+			out[c.Address.Vhost] = append(out[c.Address.Vhost], c.Address.Name)
+		}
+	}
+	return out
+}
+
+// Recount replaces the message and consumer counts of p's changes that need
+// them with fresh ones from src, so that a plan saved earlier is checked
+// against the messages and consumers at stake now.
+func Recount(ctx context.Context, src Source, p *Plan) error {
+	need := CountsNeeded(*p)
+	if len(need) == 0 {
+		return nil
+	}
+	st := topology.NewState(nil)
+	if err := src.Count(ctx, st, need); err != nil {
+		return err
+	}
+	for i := range p.Changes {
+		ch := &p.Changes[i]
+		if !ch.NeedsCount() {
+			continue
+		}
+		ch.Messages, ch.Consumers = nil, nil
+		if n, ok := st.Messages[ch.Address]; ok {
+			ch.Messages = &n
+			if c, ok := st.Consumers[ch.Address]; ok && !ch.Draining {
+				ch.Consumers = &c
+			}
+		}
+	}
+	return nil
+}
