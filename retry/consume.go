@@ -16,10 +16,24 @@ import (
 // DefaultPrefetch is Consume's prefetch unless WithPrefetch says otherwise.
 const DefaultPrefetch = 10
 
+// MaxPrefetch is the largest prefetch: AMQP's prefetch-count is 16 bits.
+const MaxPrefetch = 65535
+
 // WithPrefetch sets Consume's consumer prefetch, which is also the number
 // of handlers it runs in parallel: each unacked delivery has a handler
-// (default DefaultPrefetch; values below 1 mean 1).
-func WithPrefetch(n int) Option { return func(o *options) { o.prefetch = max(n, 1) } }
+// (default DefaultPrefetch). CheckPrefetch says which values Consume takes.
+func WithPrefetch(n int) Option { return func(o *options) { o.prefetch = n } }
+
+// CheckPrefetch returns an error unless n is a prefetch Consume accepts,
+// 1 to MaxPrefetch. (0, which AMQP reads as no limit, would mean as many
+// handlers as deliveries.) It is the one rule, for Consume and for
+// services that read the prefetch from their configuration.
+func CheckPrefetch(n int) error {
+	if n < 1 || n > MaxPrefetch {
+		return fmt.Errorf("prefetch %d: must be from 1 to %d", n, MaxPrefetch)
+	}
+	return nil
+}
 
 // WithShutdownGrace sets how long Consume lets running handlers go on
 // after its context is cancelled before it cancels their context too
@@ -69,6 +83,9 @@ func Consume(ctx context.Context, dial Dialer, queue string, h Handler, opts ...
 		return errors.New("retry: Consume needs a dialer, a queue and a handler")
 	}
 	c := &consumer{queue: queue, h: h, o: newOptions(opts)}
+	if err := CheckPrefetch(c.o.prefetch); err != nil {
+		return fmt.Errorf("retry: %w", err)
+	}
 	c.log = c.o.log.With("queue", queue)
 	return c.loop(ctx, dial)
 }

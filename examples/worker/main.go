@@ -115,8 +115,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return c, errors.New("--queue is required")
 	case c.failFirst < 0:
 		return c, errors.New("--fail-first must not be negative")
-	case c.prefetch < 1:
-		return c, errors.New("--prefetch must be at least 1")
+	case retry.CheckPrefetch(c.prefetch) != nil:
+		return c, fmt.Errorf("--prefetch: %v", retry.CheckPrefetch(c.prefetch))
 	case c.work < 0 || c.grace < 0:
 		return c, errors.New("--work and --grace must not be negative")
 	}

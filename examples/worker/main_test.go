@@ -46,6 +46,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "no queue", args: nil, url: "amqp://e/", wantErr: "--queue is required"},
 		{name: "negative", args: []string{"--queue", "q", "--fail-first", "-1"}, url: "amqp://e/", wantErr: "negative"},
 		{name: "prefetch 0", args: []string{"--queue", "q", "--prefetch", "0"}, url: "amqp://e/", wantErr: "--prefetch"},
+		{name: "prefetch past 16 bits", args: []string{"--queue", "q", "--prefetch", "65536"}, url: "amqp://e/", wantErr: "from 1 to 65535"},
 		{name: "stray argument", args: []string{"--queue", "q", "extra"}, url: "amqp://e/", wantErr: "unexpected"},
 		{name: "unknown flag", args: []string{"--queue", "q", "--retries", "3"}, url: "amqp://e/", wantErr: "not defined"},
 	} {
