@@ -4,45 +4,49 @@
 // A service knows only its work queue. The delays and the number of retries
 // live in the topology (see package contract): the helper republishes a
 // failed delivery to the queue's retry exchange with the next attempt
-// number, and the exchange routes it to the right wait queue, back to the
-// queue at once, or, past the last retry, to the DLQ.
+// number, and the exchange routes it to the right wait queue or back to the
+// queue at once. Past the last retry no binding matches, the broker returns
+// the copy, and the helper sends the message to the DLQ itself, as
+// exhausted, and says so.
 //
-//	r, err := retry.New(conn, "orders.created") // checks the topology exists
-//	...
-//	process := r.Handle(func(ctx context.Context, d amqp.Delivery) error {
-//		if bad(d) {
-//			return retry.Permanent(errors.New("malformed order")) // straight to the DLQ
-//		}
-//		return handle(ctx, d) // nil: ack; an error: retry later
-//	})
-//	for d := range deliveries { // consumed with autoAck=false
-//		process(ctx, d)
-//	}
+//	err := retry.Consume(ctx, retry.DialURL(url, amqp.Config{}), "orders.created",
+//		func(ctx context.Context, d amqp.Delivery) error {
+//			if bad(d) {
+//				return retry.Permanent(errors.New("malformed order")) // straight to the DLQ
+//			}
+//			return handle(ctx, d) // nil: ack; an error: retry later
+//		}, retry.WithPrefetch(16))
+//
+// Consume runs the whole consumer (prefetch, parallel handlers, graceful
+// shutdown, reconnection); New and Retrier.Handle are the pieces for a
+// service with a consumer loop of its own.
 //
 // # Guarantees
 //
 // Delivery is at-least-once, never at-most-once. A retry or dead-letter copy
 // is published with mandatory=true on a separate channel in confirm mode,
 // and the original delivery is acked only after the broker confirmed the
-// copy. If the broker nacks the copy, returns it, or the channel closes
-// before it confirms, the original is nacked with requeue and comes back:
-// the message is never lost and its attempt is counted once per copy that
-// exists. A crash between the confirmation and the ack leaves both the copy
-// and the unacked original, which the broker redelivers: one duplicate,
-// never a loss. Handlers must therefore be idempotent.
+// copy. If the broker nacks the copy, the dead-letter exchange returns it,
+// or the channel closes before it confirms, the original is nacked with
+// requeue and comes back: the message is never lost and its attempt is
+// counted once per copy that exists. A crash between the confirmation and
+// the ack leaves both the copy and the unacked original, which the broker
+// redelivers: one duplicate, never a loss. Handlers must therefore be
+// idempotent.
 //
-// A copy that the retry exchange cannot route (the topology lost a binding
-// and the alternate exchange) is returned by the broker and sent to the DLQ
-// instead, with contract.HeaderDeadLetterReason set to
-// contract.ReasonUnroutable.
+// A retry copy that the retry exchange returns (no binding for its
+// attempt: the schedule is over) is sent to the DLQ instead, with
+// contract.HeaderDeadLetterReason set to contract.ReasonExhausted, and the
+// outcome is DeadLettered.
 //
-// A handler's error is classified: nil acks; an error that errors.Is
-// ErrReject (see Permanent) goes to the DLQ at once with reason
-// contract.ReasonRejected; any other error, or a panic, is retried. A
-// delivery whose attempt header is malformed (unparseable, negative, absurdly
-// large, or of a wrong AMQP type) is still handed to the handler; if that
-// fails it goes to the DLQ with reason ReasonMalformedAttempt rather than
-// loop.
+// A handler's error is classified: nil acks; the handler's own context
+// being cancelled (a shutdown) requeues the delivery unchanged; an error
+// that errors.Is ErrReject (see Permanent) goes to the DLQ at once with
+// reason contract.ReasonRejected; any other error, or a panic, is retried.
+// A delivery whose attempt header is malformed (unparseable, not positive,
+// absurdly large, or of a wrong AMQP type) is still handed to the handler;
+// if that fails it goes to the DLQ with reason ReasonMalformedAttempt
+// rather than loop.
 //
 // A Retrier is safe for concurrent use by any number of handlers (consumer
 // prefetch above one). They share one confirm-mode channel: each handler
@@ -52,8 +56,7 @@
 // new one.
 //
 // A Retrier publishes with the connection it is given; it does not reconnect
-// a closed connection. Services that reconnect create a new Retrier on the
-// new connection.
+// a closed connection. Consume does, with a new Retrier on each connection.
 package retry
 
 import (
