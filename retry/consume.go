@@ -65,9 +65,10 @@ func DialURL(url string, config amqp.Config) Dialer {
 // when the connection or the consumer is lost it reconnects with backoff
 // (WithReconnectBackoff) and resumes. It declares nothing.
 //
-// Only a missing topology at the first start is returned as an error (a
-// service pointed at a queue that `rmqtopo apply` never provisioned);
-// afterwards, and for every connection error, Consume logs and retries.
+// Only bad arguments (see CheckPrefetch) and a missing topology at the
+// first start are returned as errors (a service pointed at a queue that
+// `rmqtopo apply` never provisioned); afterwards, and for every connection
+// error, Consume logs and retries.
 //
 // When ctx is cancelled, Consume cancels its consumer, requeues deliveries
 // that were prefetched but not started, cancels the handlers' context
