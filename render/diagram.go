@@ -25,9 +25,9 @@ type edge struct {
 	dashed          bool
 }
 
-// graph is the message flow of a topology: bindings, dead-lettering and
-// alternate exchanges, derived from the topology alone so presets and
-// hand-written topologies draw too.
+// graph is the message flow of a topology: bindings, dead-lettering,
+// alternate exchanges and the contract's exhaustion path, derived from the
+// topology alone so presets and hand-written topologies draw too.
 type graph struct {
 	nodes []node
 	edges []edge
@@ -72,9 +72,19 @@ func flow(t topology.Topology) graph {
 		}
 		g.edges = append(g.edges, edge{from: id(b.Vhost, nodeExchange, b.Source), to: id(b.Vhost, kind, b.Destination), label: bindingLabel(b)})
 	}
+	hasAE := map[string]bool{}
 	for _, e := range t.Exchanges {
 		if ae, ok := e.Arguments["alternate-exchange"].(string); ok && exists(e.Vhost, nodeExchange, ae) {
+			hasAE[e.Vhost+"\x00"+e.Name] = true
 			g.edges = append(g.edges, edge{from: id(e.Vhost, nodeExchange, e.Name), to: id(e.Vhost, nodeExchange, ae), label: "unmatched", dashed: true})
+		}
+	}
+	// Past the last attempt the retry exchange returns the copy, and the
+	// service sends it to the DLX (see package contract).
+	for _, q := range t.Queues {
+		rx, dlx := contract.RetryExchange(q.Name), contract.DeadLetterExchange(q.Name)
+		if exists(q.Vhost, nodeExchange, rx) && exists(q.Vhost, nodeExchange, dlx) && !hasAE[q.Vhost+"\x00"+rx] {
+			g.edges = append(g.edges, edge{from: id(q.Vhost, nodeExchange, rx), to: id(q.Vhost, nodeExchange, dlx), label: "exhausted: returned, the service dead-letters", dashed: true})
 		}
 	}
 	for _, q := range t.Queues {
