@@ -72,21 +72,7 @@ func flow(t topology.Topology) graph {
 		}
 		g.edges = append(g.edges, edge{from: id(b.Vhost, nodeExchange, b.Source), to: id(b.Vhost, kind, b.Destination), label: bindingLabel(b)})
 	}
-	hasAE := map[string]bool{}
-	for _, e := range t.Exchanges {
-		if ae, ok := e.Arguments["alternate-exchange"].(string); ok && exists(e.Vhost, nodeExchange, ae) {
-			hasAE[e.Vhost+"\x00"+e.Name] = true
-			g.edges = append(g.edges, edge{from: id(e.Vhost, nodeExchange, e.Name), to: id(e.Vhost, nodeExchange, ae), label: "unmatched", dashed: true})
-		}
-	}
-	// Past the last attempt the retry exchange returns the copy, and the
-	// service sends it to the DLX (see package contract).
-	for _, q := range t.Queues {
-		rx, dlx := contract.RetryExchange(q.Name), contract.DeadLetterExchange(q.Name)
-		if exists(q.Vhost, nodeExchange, rx) && exists(q.Vhost, nodeExchange, dlx) && !hasAE[q.Vhost+"\x00"+rx] {
-			g.edges = append(g.edges, edge{from: id(q.Vhost, nodeExchange, rx), to: id(q.Vhost, nodeExchange, dlx), label: "exhausted: returned, the service dead-letters", dashed: true})
-		}
-	}
+	g.edges = append(g.edges, unmatchedEdges(t, id, exists)...)
 	for _, q := range t.Queues {
 		dlx, ok := q.Arguments["x-dead-letter-exchange"].(string)
 		if !ok {
@@ -162,6 +148,29 @@ func bindingLabel(b topology.Binding) string {
 		parts = append(parts, fmt.Sprintf("%s=%v", name, b.Arguments[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// unmatchedEdges are where messages go that no binding routes: an
+// exchange's alternate exchange, and, for a retry exchange without one,
+// the contract's exhaustion path (the copy is returned and the service
+// sends it to the DLX).
+func unmatchedEdges(t topology.Topology, id func(vhost, kind, name string) string, exists func(vhost, kind, name string) bool) []edge {
+	var edges []edge
+	hasAE := map[string]bool{}
+	for _, e := range t.Exchanges {
+		if ae, ok := e.Arguments["alternate-exchange"].(string); ok && exists(e.Vhost, nodeExchange, ae) {
+			hasAE[e.Vhost+"\x00"+e.Name] = true
+			edges = append(edges, edge{from: id(e.Vhost, nodeExchange, e.Name), to: id(e.Vhost, nodeExchange, ae), label: "unmatched", dashed: true})
+		}
+	}
+	for _, q := range t.Queues {
+		rx, dlx := contract.RetryExchange(q.Name), contract.DeadLetterExchange(q.Name)
+		if exists(q.Vhost, nodeExchange, rx) && exists(q.Vhost, nodeExchange, dlx) && !hasAE[q.Vhost+"\x00"+rx] {
+			edges = append(edges, edge{from: id(q.Vhost, nodeExchange, rx), to: id(q.Vhost, nodeExchange, dlx),
+				label: "exhausted: returned, the service dead-letters", dashed: true})
+		}
+	}
+	return edges
 }
 
 // Mermaid writes the flow as a Mermaid flowchart.

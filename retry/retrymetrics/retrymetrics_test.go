@@ -102,7 +102,12 @@ func TestScrape(t *testing.T) {
 		t.Fatalf("Consume: %v", err)
 	}
 
-	fams := scrape(t, reg)
+	checkScrape(t, scrape(t, reg), seen)
+}
+
+// checkScrape compares the scraped metrics with the run TestScrape made.
+func checkScrape(t *testing.T, fams map[string]*dto.MetricFamily, seen *tally) {
+	t.Helper()
 	got := map[string]float64{}
 	for _, mt := range fams["rmqtopo_retry_deliveries_total"].GetMetric() {
 		got[label(mt, "outcome")] = mt.GetCounter().GetValue()
