@@ -56,10 +56,11 @@ func (s *settlements) waitFor(tb testing.TB, timeout time.Duration, what string,
 
 // consumer is a retry.Consume running in the background.
 type consumer struct {
-	name   string // the connection's client-provided name
-	obs    *settlements
-	cancel context.CancelFunc
-	done   chan error
+	name     string // the connection's client-provided name
+	obs      *settlements
+	cancel   context.CancelFunc
+	done     chan error
+	stopOnce sync.Once
 }
 
 // startConsume runs retry.Consume on e's work queue until the test ends.
@@ -78,19 +79,21 @@ func startConsume(tb testing.TB, e *env, h retry.Handler, opts ...retry.Option) 
 	return c
 }
 
-// stop cancels Consume and waits for it to return nil.
+// stop cancels Consume and waits for it to return nil. Only the first
+// call waits.
 func (c *consumer) stop(tb testing.TB) {
 	tb.Helper()
-	c.cancel()
-	select {
-	case err, ok := <-c.done:
-		if ok && err != nil {
-			tb.Errorf("Consume returned %v", err)
+	c.stopOnce.Do(func() {
+		c.cancel()
+		select {
+		case err := <-c.done:
+			if err != nil {
+				tb.Errorf("Consume returned %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			tb.Errorf("Consume still running 30s after its context was cancelled")
 		}
-		close(c.done)
-	case <-time.After(30 * time.Second):
-		tb.Errorf("Consume still running 30s after its context was cancelled")
-	}
+	})
 }
 
 // closeConnection closes the consumer's connection through the management
@@ -306,4 +309,49 @@ func TestConsumeSurvivesNodeRestart(t *testing.T) {
 			t.Logf("node restarted in %v", time.Since(start).Round(time.Millisecond))
 		},
 	}.run(t, e)
+}
+
+// TestConsumeShutdownGrace: within the grace period a running handler
+// finishes and its delivery is settled normally; past it, the handler's
+// context is cancelled and the delivery requeued unchanged.
+func TestConsumeShutdownGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		grace time.Duration
+		want  retry.Outcome
+	}{
+		{"finishes within the grace", 2 * time.Second, retry.Acked},
+		{"cancelled past the grace", 50 * time.Millisecond, retry.Requeued},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, topo{layout: "shared", queueType: "classic", waitType: "classic", delays: []string{"100ms"}}, nil)
+			started := make(chan struct{}, 1)
+			c := startConsume(t, e, func(ctx context.Context, d amqp.Delivery) error {
+				started <- struct{}{}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("stopped: %w", ctx.Err())
+				case <-time.After(500 * time.Millisecond):
+					return nil
+				}
+			}, retry.WithShutdownGrace(tc.grace))
+			e.publish(t, amqp.Publishing{MessageId: "g1", Body: []byte("x")})
+			<-started
+			c.stop(t)
+			all := c.obs.snapshot()
+			if len(all) != 1 || all[0].Outcome != tc.want || all[0].Attempt != 1 || all[0].Err != nil {
+				t.Fatalf("settlements %+v; want one %v of attempt 1", all, tc.want)
+			}
+			wantDepth := map[retry.Outcome]int{retry.Acked: 0, retry.Requeued: 1}[tc.want]
+			if d := e.depth(t, workQueue); d != wantDepth {
+				t.Errorf("work queue holds %d; want %d", d, wantDepth)
+			}
+			if tc.want == retry.Requeued {
+				d := brokertest.Drain(t, e.conn, workQueue, 1, 5*time.Second)[0]
+				if _, ok := d.Headers[contract.HeaderAttempt]; ok || !d.Redelivered {
+					t.Errorf("requeued delivery: headers %v, redelivered %v; want it unchanged, redelivered", d.Headers, d.Redelivered)
+				}
+			}
+		})
+	}
 }
