@@ -57,9 +57,9 @@ func benchMessages(b *testing.B) int {
 //   - helper-8: the retry helper with eight concurrent handlers sharing its
 //     confirm channel (pipelined confirmations).
 //
-// Each reports msg/s, and the helper variants x-raw: their rate over the
-// raw rate measured right after, over as many messages; helper-8 also
-// reports x-helper-1, its rate over a one-handler helper run right after.
+// Each reports msg/s; helper-1 reports x-raw, its rate over the raw loop's,
+// and helper-8 x-helper-1, its rate over one handler's, each measured in
+// alternating blocks of the same messages.
 func BenchmarkRetryThroughput(b *testing.B) {
 	for _, mode := range []struct {
 		name string
@@ -173,25 +173,47 @@ func benchRetryThroughput(b *testing.B, deliveryMode uint8) {
 		rate, cpu, bcpu := measure(b, benchMessages(b), 1, true, raw)
 		report(b, rate, cpu, bcpu)
 	})
-	// Each helper figure is paired with a raw run (and helper-8 with a
-	// helper-1 run) over as many messages right after it, so that the
-	// ratios compare like with like on a machine whose load drifts.
-	for _, handlers := range []int{1, 8} {
-		b.Run(fmt.Sprintf("helper-%d", handlers), func(b *testing.B) {
-			b.StopTimer()
-			n := benchMessages(b)
-			helper := helperHandler(b, e)
-			rate, cpu, bcpu := measure(b, n, handlers, true, helper)
-			if handlers > 1 {
-				oneRate, _, _ := measure(b, n, 1, false, helper)
-				b.ReportMetric(rate/oneRate, "x-helper-1")
+	// Each helper variant alternates, block by block, with the variant it
+	// is compared with (helper-1 with raw, helper-8 with helper-1), so that
+	// a machine whose load drifts from second to second weighs on both
+	// alike; the ratio is of their rates over all the blocks.
+	alternate := func(b *testing.B, n int, x, y func(amqp.Delivery), xHandlers int) (xRate, ratio float64, cpu, bcpu time.Duration) {
+		const blocks = 6
+		per := max(n/blocks, 1)
+		var xTime, yTime float64
+		runX := func() {
+			r, c, bc := measure(b, per, xHandlers, false, x)
+			xTime += float64(per) / r
+			cpu, bcpu = cpu+c/blocks, bcpu+bc/blocks
+		}
+		runY := func() {
+			r, _, _ := measure(b, per, 1, false, y)
+			yTime += float64(per) / r
+		}
+		for i := range blocks { // who goes first alternates too
+			if i%2 == 0 {
+				runX()
+				runY()
+			} else {
+				runY()
+				runX()
 			}
-			rawRate, _, _ := measure(b, n, 1, false, raw)
-			report(b, rate, cpu, bcpu)
-			b.ReportMetric(rawRate, "raw-msg/s")
-			b.ReportMetric(rate/rawRate, "x-raw")
-		})
+		}
+		return float64(per*blocks) / xTime, yTime / xTime, cpu, bcpu
 	}
+	b.Run("helper-1", func(b *testing.B) {
+		b.StopTimer()
+		rate, ratio, cpu, bcpu := alternate(b, benchMessages(b), helperHandler(b, e), raw, 1)
+		report(b, rate, cpu, bcpu)
+		b.ReportMetric(ratio, "x-raw")
+	})
+	b.Run("helper-8", func(b *testing.B) {
+		b.StopTimer()
+		helper := helperHandler(b, e)
+		rate, ratio, cpu, bcpu := alternate(b, benchMessages(b), helper, helper, 8)
+		report(b, rate, cpu, bcpu)
+		b.ReportMetric(ratio, "x-helper-1")
+	})
 }
 
 // helperHandler settles each delivery as a failure through a Retrier.
