@@ -93,7 +93,7 @@ type Options struct {
 
 // Result says what an apply did.
 type Result struct {
-	Created, Updated, Replaced, Deleted int
+	Created, Updated, Replaced, Deleted, Migrated int
 	// Owned is the ownership record as written at the end.
 	Owned map[topology.Address]bool
 	// Elapsed is the wall time of the changes.
@@ -101,7 +101,7 @@ type Result struct {
 }
 
 // Changes counts the changes made.
-func (r Result) Changes() int { return r.Created + r.Updated + r.Replaced + r.Deleted }
+func (r Result) Changes() int { return r.Created + r.Updated + r.Replaced + r.Deleted + r.Migrated }
 
 // ownerVhost is the vhost whose ownership record holds a.
 func ownerVhost(a topology.Address) string {
@@ -126,10 +126,12 @@ func Apply(ctx context.Context, t Target, p plan.Plan, opts Options) (Result, er
 	}
 	steps := ordered(p)
 	res := Result{Owned: cloneSet(opts.Owned)}
+	forgetFinishedMigrations(p, res.Owned)
 	if len(steps) == 0 {
 		return res, nil
 	}
 	vhosts, intent := intentOf(steps, res.Owned)
+	keepMigrationQueues(steps, res.Owned)
 	if err := writeIntent(ctx, t, vhosts, intent, res.Owned); err != nil {
 		return res, err
 	}
@@ -176,8 +178,12 @@ func intentOf(steps []plan.Change, owned map[topology.Address]bool) ([]string, m
 	intent := cloneSet(owned)
 	for _, c := range steps {
 		touched[ownerVhost(c.Address)] = true
-		if c.Action == plan.Create || c.Action == plan.Replace {
+		if c.Action == plan.Create || c.Action == plan.Replace || c.Action == plan.Migrate {
 			intent[c.Address] = true
+		}
+		if c.Action == plan.Migrate {
+			// The temporary queue is rmqtopo's while the migration runs.
+			intent[migrationQueue(c)] = true
 		}
 	}
 	return sortedKeys(touched), intent
@@ -234,6 +240,10 @@ func (r *Result) count(done []plan.Change) {
 		case plan.Delete:
 			r.Deleted++
 			delete(r.Owned, d.Address)
+		case plan.Migrate:
+			r.Migrated++
+			r.Owned[d.Address] = true
+			delete(r.Owned, migrationQueue(d))
 		}
 	}
 }
@@ -428,6 +438,8 @@ func (r *runner) doQueue(ctx context.Context, c plan.Change) error {
 	switch c.Action {
 	case plan.Delete:
 		return r.t.DeleteQueue(ctx, *before, ifEmpty)
+	case plan.Migrate:
+		return r.doMigrate(ctx, c)
 	case plan.Create, plan.Replace:
 		if after == nil {
 			return errMalformed
@@ -570,6 +582,7 @@ func (r Result) String() string {
 	}
 	add(r.Created, "created")
 	add(r.Replaced, "replaced")
+	add(r.Migrated, "migrated")
 	add(r.Updated, "updated")
 	add(r.Deleted, "deleted")
 	if len(parts) == 0 {

@@ -102,3 +102,17 @@ func TestWaitQueueNamesCarryTheirDelay(t *testing.T) {
 		t.Errorf("AttemptBindingArgs(3) = %v: the attempt must be matched as the string \"3\"", args)
 	}
 }
+
+func TestMigrationQueue(t *testing.T) {
+	for _, q := range []string{"orders", "a.rmqtopo-migrate", "x y"} {
+		got, ok := ParseMigrationQueue(MigrationQueue(q))
+		if !ok || got != q {
+			t.Errorf("ParseMigrationQueue(MigrationQueue(%q)) = %q, %t", q, got, ok)
+		}
+	}
+	for _, name := range []string{"orders", ".rmqtopo-migrate", "orders.rmqtopo-migrat"} {
+		if q, ok := ParseMigrationQueue(name); ok {
+			t.Errorf("ParseMigrationQueue(%q) = %q, true; want false", name, q)
+		}
+	}
+}

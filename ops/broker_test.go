@@ -261,6 +261,7 @@ func TestReplay(t *testing.T) {
 	for _, d := range replayed {
 		got = append(got, d.MessageId)
 		want := amqp.Table{"tenant": "acme", contract.HeaderOriginalRoutingKey: d.Headers[contract.HeaderOriginalRoutingKey],
+			contract.HeaderLastError: "boom", contract.HeaderFirstFailure: "2024-05-01T00:00:00Z",
 			contract.HeaderReplayCount: "1", contract.HeaderReplayedAt: "2024-06-01T00:00:00Z"}
 		if diff := cmp.Diff(want, d.Headers); diff != "" {
 			t.Errorf("headers of %s (-want +got):\n%s", d.MessageId, diff)
@@ -344,7 +345,7 @@ func TestSweep(t *testing.T) {
 		if err := CheckLeaveSafe(s.Queue, 3); err != nil {
 			t.Errorf("CheckLeaveSafe: %v", err)
 		}
-		res, err := SweepQueue(ctx, conn, s, 2, 0, nil)
+		res, err := SweepQueue(ctx, conn, s, SweepRun{MaxDeaths: 2, CreateTarget: true})
 		if err != nil {
 			t.Fatalf("SweepQueue %s: %v", s.Queue.Name, err)
 		}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
 )
 
 // Death is one entry of a message's x-death header: the broker dead-lettered
@@ -80,6 +82,56 @@ func ReadDeaths(headers amqp.Table) Deaths {
 		d.Entries = append(d.Entries, entry)
 	}
 	return d
+}
+
+// DeathCount is how many times a message died: by the broker's record
+// (x-death, see ReadDeaths) and by rmqtopo's own. The retry helper
+// dead-letters by republishing, with contract.HeaderDeadLetterReason or,
+// for an attempt past the schedule, through the retry exchange's alternate
+// exchange, and it strips x-death when it does; a replay strips x-death
+// too and counts itself in contract.HeaderReplayCount. So x-death alone
+// finds nothing on rmqtopo's DLQs.
+type DeathCount struct {
+	// Broker is the sum of the x-death counts.
+	Broker int64 `json:"broker"`
+	// Rmqtopo is the replays the message went through (each followed a
+	// death), plus one when it sits where the helper dead-lettered it.
+	Rmqtopo int64 `json:"rmqtopo"`
+	// Problem is set when x-death is present but unreadable.
+	Problem string `json:"problem,omitempty"`
+}
+
+// Total is every death the headers record.
+func (c DeathCount) Total() int64 {
+	if c.Broker > math.MaxInt64-c.Rmqtopo {
+		return math.MaxInt64
+	}
+	return c.Broker + c.Rmqtopo
+}
+
+// CountDeaths counts the deaths of d, delivered from queue.
+func CountDeaths(d *amqp.Delivery, queue string) DeathCount {
+	x := ReadDeaths(d.Headers)
+	c := DeathCount{Broker: x.Count, Problem: x.Problem}
+	c.Rmqtopo, _ = parseCount(d.Headers[contract.HeaderReplayCount])
+	if helperDeadLettered(d, queue) && c.Rmqtopo < math.MaxInt64 {
+		c.Rmqtopo++
+	}
+	return c
+}
+
+// helperDeadLettered reports whether d is a dead letter of the retry
+// helper: it carries a dead-letter reason, or it was published to the
+// retry exchange of the work queue its routing key names (a retry) and
+// sits in another queue than that one, where only the retry exchange's
+// alternate exchange, the DLQ's, can have put it. An immediate retry also
+// comes through the retry exchange, but sits in the work queue itself.
+func helperDeadLettered(d *amqp.Delivery, queue string) bool {
+	if r, _ := HeaderString(d.Headers[contract.HeaderDeadLetterReason]); r != "" {
+		return true
+	}
+	_, attempt := d.Headers[contract.HeaderAttempt]
+	return attempt && d.Exchange == contract.RetryExchange(d.RoutingKey) && queue != d.RoutingKey
 }
 
 func asTable(v any) (map[string]any, bool) {

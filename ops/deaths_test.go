@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
 )
 
 func TestReadDeaths(t *testing.T) {
@@ -78,6 +80,32 @@ func TestGlob(t *testing.T) {
 	for _, tt := range tests {
 		if got := Glob(tt.pattern, tt.name); got != tt.want {
 			t.Errorf("Glob(%q, %q) = %v, want %v", tt.pattern, tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestCountDeaths: rmqtopo's own record of deaths, beside x-death.
+func TestCountDeaths(t *testing.T) {
+	retryEx := contract.RetryExchange("orders")
+	for _, c := range []struct {
+		name  string
+		d     amqp.Delivery
+		queue string
+		want  DeathCount
+	}{
+		{"rejected by the helper", amqp.Delivery{Exchange: "orders.dlx", RoutingKey: "orders",
+			Headers: amqp.Table{contract.HeaderDeadLetterReason: "rejected", contract.HeaderAttempt: "2"}}, "orders.dlq", DeathCount{Rmqtopo: 1}},
+		{"exhausted through the alternate exchange", amqp.Delivery{Exchange: retryEx, RoutingKey: "orders",
+			Headers: amqp.Table{contract.HeaderAttempt: "4"}}, "orders.dlq", DeathCount{Rmqtopo: 1}},
+		{"an immediate retry is no death", amqp.Delivery{Exchange: retryEx, RoutingKey: "orders",
+			Headers: amqp.Table{contract.HeaderAttempt: "1"}}, "orders", DeathCount{}},
+		{"replayed twice, dead again", amqp.Delivery{Exchange: "orders.dlx", RoutingKey: "orders",
+			Headers: amqp.Table{contract.HeaderDeadLetterReason: "rejected", contract.HeaderReplayCount: "2"}}, "orders.dlq", DeathCount{Rmqtopo: 3}},
+		{"broker deaths add up", amqp.Delivery{Exchange: "", RoutingKey: "orders",
+			Headers: amqp.Table{contract.HeaderReplayCount: "1", "x-death": []any{amqp.Table{"count": int64(2)}}}}, "orders.dlq", DeathCount{Broker: 2, Rmqtopo: 1}},
+	} {
+		if got := CountDeaths(&c.d, c.queue); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
 	}
 }

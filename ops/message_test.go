@@ -94,8 +94,11 @@ func TestReplayHeaders(t *testing.T) {
 		"x-death": []any{}, "x-first-death-queue": "orders", "x-last-death-reason": "rejected", "x-delivery-count": int64(2),
 		contract.HeaderReplayCount: "1", "tenant": "acme",
 	}
+	// Only the attempt, the reason and the broker's headers go: the
+	// failure history stays with the message.
 	want := amqp.Table{
 		contract.HeaderOriginalRoutingKey: "order.created", "tenant": "acme",
+		contract.HeaderFirstFailure: "2024-05-01T00:00:00Z", contract.HeaderLastError: "boom",
 		contract.HeaderReplayCount: "2", contract.HeaderReplayedAt: "2024-05-02T07:30:00.000000005Z",
 	}
 	if diff := cmp.Diff(want, ReplayHeaders(in, now)); diff != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,6 +68,9 @@ type ReplayOptions struct {
 	Progress   func(Result)
 	// Now stamps contract.HeaderReplayedAt; nil means time.Now.
 	Now func() time.Time
+	// DryRun reads the DLQ and counts what would move (Result.LeftBy
+	// under NoteWouldMove) without moving anything.
+	DryRun bool
 }
 
 // ReplayTarget returns the work queue a DLQ's messages are replayed to.
@@ -100,6 +104,7 @@ func Replay(ctx context.Context, conn *amqp.Connection, o ReplayOptions) (Result
 	if now == nil {
 		now = time.Now
 	}
+	reset := map[string]bool{}
 	p := Pass{
 		Queue: o.Queue, Target: target, MaxMoves: o.Limit, Window: o.Window, Progress: o.Progress,
 		InPlaceRequeue: InPlaceRequeue(o.QueueType),
@@ -119,25 +124,61 @@ func Replay(ctx context.Context, conn *amqp.Connection, o ReplayOptions) (Result
 		Rewrite: func(d *amqp.Delivery) amqp.Publishing {
 			pub := Copy(d)
 			pub.Headers = ReplayHeaders(d.Headers, now())
+			for k := range d.Headers {
+				if _, kept := pub.Headers[k]; !kept {
+					reset[k] = true
+				}
+			}
 			return pub
 		},
 	}
-	return p.Run(ctx, conn)
+	if o.DryRun {
+		dryRun(&p, o.Limit)
+	}
+	res, err := p.Run(ctx, conn)
+	res.Target = target
+	for k := range reset {
+		res.ResetHeaders = append(res.ResetHeaders, k)
+	}
+	slices.Sort(res.ResetHeaders)
+	return res, err
 }
 
-// ReplayHeaders returns the headers of a replayed message: its retry state
-// (attempt, first failure, last error, dead-letter reason) and the broker's
-// dead-lettering headers are dropped, so the message starts a fresh retry
-// cycle and carries no x-death for the broker's cycle detection to trip on;
-// contract.HeaderReplayCount is incremented and contract.HeaderReplayedAt
-// set to now. Every other header is kept.
+// NoteWouldMove is the note of a message a dry run would have moved.
+const NoteWouldMove = "would move (dry run)"
+
+// dryRun turns a moving pass into a read-only one (a peek, see Peek: on a
+// quorum queue that is a requeue of the whole queue, in order) that notes
+// the messages it would have moved, up to limit (0: no limit).
+func dryRun(p *Pass, limit int) {
+	decide, n := p.Decide, 0
+	p.Target, p.MaxMoves, p.Rewrite = "", 0, nil
+	p.Decide = func(pos int, d *amqp.Delivery) Decision {
+		dec := decide(pos, d)
+		switch {
+		case !dec.Move:
+			return dec
+		case limit > 0 && n >= limit:
+			return Decision{Note: "past the limit"}
+		}
+		n++
+		return Decision{Note: NoteWouldMove}
+	}
+}
+
+// ReplayHeaders returns the headers of a replayed message. Exactly the
+// headers that would make it anything but a fresh retry cycle are
+// dropped: contract.HeaderAttempt (the retry exchange routes on it),
+// contract.HeaderDeadLetterReason (it is not dead any more) and the
+// broker's dead-lettering headers (contract.DeathHeaders: an x-death that
+// names the work queue would trip the broker's cycle detection). Every
+// other header is kept, the first failure and last error included, so the
+// history survives; contract.HeaderReplayCount is incremented (sweep
+// counts it as a death) and contract.HeaderReplayedAt set to now.
 func ReplayHeaders(h amqp.Table, now time.Time) amqp.Table {
 	out := amqp.Table{}
 	for k, v := range h {
-		switch {
-		case k == contract.HeaderAttempt, k == contract.HeaderFirstFailure, k == contract.HeaderLastError,
-			k == contract.HeaderDeadLetterReason, contract.DeathHeaders(k):
-		default:
+		if !ReplayResets(k) {
 			out[k] = v
 		}
 	}
@@ -145,6 +186,12 @@ func ReplayHeaders(h amqp.Table, now time.Time) amqp.Table {
 	out[contract.HeaderReplayCount] = strconv.FormatInt(count+1, 10)
 	out[contract.HeaderReplayedAt] = now.UTC().Format(time.RFC3339Nano)
 	return out
+}
+
+// ReplayResets reports whether replay drops header name (see
+// ReplayHeaders).
+func ReplayResets(name string) bool {
+	return name == contract.HeaderAttempt || name == contract.HeaderDeadLetterReason || contract.DeathHeaders(name)
 }
 
 // SweepOptions configures a sweep.
@@ -199,28 +246,56 @@ func PlanSweep(queues []broker.QueueInfo, o SweepOptions) ([]SweepSource, error)
 // SweepTarget renders a target template for a source queue.
 func SweepTarget(to, source string) string { return strings.ReplaceAll(to, "{name}", source) }
 
-// SweepQueue moves the messages of one source whose death count exceeds
-// maxDeaths to target, declared (durable, classic) if missing. The others,
-// and those whose x-death cannot be read, stay in place, in order.
-func SweepQueue(ctx context.Context, conn *amqp.Connection, src SweepSource, maxDeaths int64, window int, progress func(Result)) (Result, error) {
-	if err := ensureQueue(conn, src.Target); err != nil {
+// SweepRun says how one source is swept.
+type SweepRun struct {
+	// MaxDeaths: a message whose CountDeaths total exceeds it moves.
+	MaxDeaths int64
+	Window    int
+	Progress  func(Result)
+	// CreateTarget declares a missing target (durable, classic); without
+	// it a missing target is an error.
+	CreateTarget bool
+	// DryRun reads the source and counts what would move, declaring
+	// nothing and moving nothing.
+	DryRun bool
+}
+
+// SweepQueue moves the messages of one source whose death count (see
+// CountDeaths) exceeds o.MaxDeaths to its target, with every header as it
+// was. The others, and those whose x-death cannot be read, stay in place,
+// in order.
+func SweepQueue(ctx context.Context, conn *amqp.Connection, src SweepSource, o SweepRun) (Result, error) {
+	var err error
+	switch {
+	case o.DryRun:
+	case o.CreateTarget:
+		err = ensureQueue(conn, src.Target)
+	default:
+		err = queueExists(conn, src.Target)
+	}
+	if err != nil {
 		return Result{Queue: src.Queue.Name, Target: src.Target}, err
 	}
 	p := Pass{
-		Queue: src.Queue.Name, Target: src.Target, Window: window, Progress: progress,
+		Queue: src.Queue.Name, Target: src.Target, Window: o.Window, Progress: o.Progress,
 		InPlaceRequeue: InPlaceRequeue(src.Queue.Type),
 		Decide: func(_ int, d *amqp.Delivery) Decision {
-			deaths := ReadDeaths(d.Headers)
+			deaths := CountDeaths(d, src.Queue.Name)
 			switch {
 			case deaths.Problem != "":
 				return Decision{Note: NoteUnreadable}
-			case deaths.Count > maxDeaths:
+			case deaths.Total() > o.MaxDeaths:
 				return Decision{Move: true}
 			}
 			return Decision{Note: "at or below the threshold"}
 		},
 	}
-	return p.Run(ctx, conn)
+	if o.DryRun {
+		dryRun(&p, 0)
+	}
+	res, err := p.Run(ctx, conn)
+	res.Target = src.Target
+	return res, err
 }
 
 func queueExists(conn *amqp.Connection, name string) error {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/internal/broker"
 )
 
 // Decision is what a pass does with one message.
@@ -78,6 +80,9 @@ type Result struct {
 	// Stopped says why the pass ended before examining Depth messages.
 	Stopped  string   `json:"stopped,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// ResetHeaders names the headers the move dropped from the messages
+	// it moved (replay: see ReplayHeaders); every other header was kept.
+	ResetHeaders []string `json:"reset_headers,omitempty"`
 }
 
 // Unreadable counts messages left in place because of their x-death header.
@@ -605,23 +610,6 @@ func queueError(queue string, err error) error {
 	return fmt.Errorf("queue %q: %w", queue, err)
 }
 
-// Copy returns a persistent copy of a delivery's message: same body,
-// headers and properties. A user-id is dropped because the broker refuses a
-// publish whose user-id is not the publishing user's.
-func Copy(d *amqp.Delivery) amqp.Publishing {
-	return amqp.Publishing{
-		Headers:         d.Headers,
-		ContentType:     d.ContentType,
-		ContentEncoding: d.ContentEncoding,
-		DeliveryMode:    amqp.Persistent,
-		Priority:        d.Priority,
-		CorrelationId:   d.CorrelationId,
-		ReplyTo:         d.ReplyTo,
-		Expiration:      d.Expiration,
-		MessageId:       d.MessageId,
-		Timestamp:       d.Timestamp,
-		Type:            d.Type,
-		AppId:           d.AppId,
-		Body:            d.Body,
-	}
-}
+// Copy returns a persistent copy of a delivery's message (see
+// broker.CopyMessage, which migrations use too).
+func Copy(d *amqp.Delivery) amqp.Publishing { return broker.CopyMessage(d) }

@@ -59,16 +59,17 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 		switch {
 		case c.DestroysQueue():
 			verb, code := "replacing", CodeReplaceQueueWithMessages
+			hint := destroyHint(opts) + migrateHint(opts)
 			if c.Action == Delete {
-				verb, code = "deleting", CodeDeleteQueueWithMessages
+				verb, code, hint = "deleting", CodeDeleteQueueWithMessages, destroyHint(opts)
 			}
 			switch {
 			case c.Messages == nil:
 				ds = append(ds, Diagnostic{Code: CodeQueueMessagesUnknown, Severity: destructive, Address: a,
-					Message: fmt.Sprintf("%s %s may destroy messages: its message count is unknown%s", verb, a, destroyHint(opts))})
+					Message: fmt.Sprintf("%s %s may destroy messages: its message count is unknown%s", verb, a, hint)})
 			case *c.Messages > 0:
 				ds = append(ds, Diagnostic{Code: code, Severity: destructive, Address: a, Messages: *c.Messages,
-					Message: fmt.Sprintf("%s %s destroys %s%s", verb, a, countMessages(*c.Messages), destroyHint(opts))})
+					Message: fmt.Sprintf("%s %s destroys %s%s", verb, a, countMessages(*c.Messages), hint)})
 			}
 			// Counts of ready messages leave out the deliveries that
 			// consumers hold unacknowledged; a delete drops those too.
@@ -88,6 +89,10 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 					a.Name, a.Vhost)
 			}
 			ds = append(ds, d)
+		case c.Action == Migrate || c.Action == NoOp:
+			if d, ok := checkMigration(c); ok {
+				ds = append(ds, d)
+			}
 		case c.Address.Kind == topology.KindExchange && c.Action == Replace:
 			ds = append(ds, Diagnostic{Code: CodeReplaceExchange, Severity: SeverityWarning, Address: a,
 				Message: fmt.Sprintf("replacing %s: publishers may see unroutable messages between delete and create; "+
@@ -143,6 +148,7 @@ type ActionCounts struct {
 	Replace int `json:"replace"`
 	Delete  int `json:"delete"`
 	NoOp    int `json:"no_op"`
+	Migrate int `json:"migrate,omitempty"`
 }
 
 // CountActions counts the plan's changes by action.
@@ -160,6 +166,8 @@ func (p Plan) CountActions() ActionCounts {
 			s.Delete++
 		case NoOp:
 			s.NoOp++
+		case Migrate:
+			s.Migrate++
 		}
 	}
 	return s

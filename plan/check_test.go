@@ -36,7 +36,7 @@ func TestCheck(t *testing.T) {
 			name:    "RT001 replace of a queue holding messages",
 			changes: []plan.Change{{Action: plan.Replace, Address: ordersAddr, Messages: ptr(int64(42))}},
 			want: []plan.Diagnostic{{Code: "RT001", Severity: plan.SeverityError, Address: ordersAddr, Messages: 42,
-				Message: `replacing queue "orders" in vhost "/" destroys 42 messages; re-run with --allow-destroy to accept`}},
+				Message: `replacing queue "orders" in vhost "/" destroys 42 messages; re-run with --allow-destroy to accept, or --migrate to keep them (see RT030)`}},
 			wantAllowed: []plan.Diagnostic{{Code: "RT001", Severity: plan.SeverityWarning, Address: ordersAddr, Messages: 42,
 				Message: `replacing queue "orders" in vhost "/" destroys 42 messages (accepted with --allow-destroy)`}},
 		},
@@ -56,7 +56,7 @@ func TestCheck(t *testing.T) {
 			},
 			want: []plan.Diagnostic{
 				{Code: "RT003", Severity: plan.SeverityError, Address: ordersAddr,
-					Message: `replacing queue "orders" in vhost "/" may destroy messages: its message count is unknown; re-run with --allow-destroy to accept`},
+					Message: `replacing queue "orders" in vhost "/" may destroy messages: its message count is unknown; re-run with --allow-destroy to accept, or --migrate to keep them (see RT030)`},
 				{Code: "RT003", Severity: plan.SeverityError, Address: waitAddr,
 					Message: `deleting queue "orders.wait.1.10s" in vhost "/" may destroy messages: its message count is unknown; re-run with --allow-destroy to accept`},
 			},

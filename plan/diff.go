@@ -15,6 +15,8 @@ import (
 type Options struct {
 	// Prune deletes owned objects that left the spec.
 	Prune bool
+	// Migrate chooses the queue replaces that become migrations.
+	Migrate Migration
 	// Owned holds the objects rmqtopo created, as recorded in the broker.
 	Owned map[topology.Address]bool
 	// Messages is the live message count of each queue, by queue address. A
@@ -46,6 +48,7 @@ const (
 // in the vhosts that desired describes, and the broker's reserved objects
 // ("" and amq.*) are never touched.
 func Diff(live, desired topology.Topology, opts Options) Plan {
+	live, inflight := splitMigrations(live, desired)
 	d := &differ{
 		opts:     opts,
 		replaced: map[topology.Address]bool{},
@@ -55,6 +58,7 @@ func Diff(live, desired topology.Topology, opts Options) Plan {
 	d.diffVhosts(live, desired)
 	d.diffExchanges(live, desired)
 	d.diffQueues(live, desired)
+	d.migrate(inflight)
 	// Bindings come after exchanges and queues because a replace of either
 	// decides what happens to the bindings touching it.
 	d.diffBindings(live, desired)

@@ -26,6 +26,14 @@
 // NoOp) while messages still wait in them, with or without Prune, because
 // waiting loses nothing and their TTL bounds the wait.
 //
+// A replace of a queue may instead be a migration (Migrate, see
+// Migration), chosen per queue or for all: the queue's messages are moved
+// to a temporary queue and back around the re-creation, so nothing is
+// destroyed and Check does not block it. A migration in progress (its
+// temporary queue, contract.MigrationQueue, exists) is resumed by every
+// plan, whatever was chosen, and its temporary queue is never planned as
+// an object of its own.
+//
 // Changes are ordered for apply: vhost creates; exchange, queue, binding and
 // policy creates, replaces and updates in that order; then deletes of
 // policies, bindings, queues and exchanges. Within a group, by address.
@@ -43,6 +51,18 @@
 //	                                     messages between delete and create
 //	RT006  error (warning when allowed)  a queue replace or delete while consumers are attached,
 //	                                     which may hold unacknowledged deliveries
+//	RT030  info                          a queue migration: the messages it moves, the unroutable
+//	                                     window of the default exchange, consumers cancelled
+//	RT031  warning                       an unfinished migration's temporary queue holds messages
+//	                                     of a queue no longer in the spec
+//
+// CheckVersion adds, for the broker's RabbitMQ version (version.go):
+//
+//	RT101  warning  4.0+: a quorum queue without x-delivery-limit gets the default of 20
+//	RT102  info     4.0+: the broker ignores x-death published by clients
+//	RT103  error    4.3+: x-queue-mode or x-queue-version 1, refused by the broker
+//	RT104  error    4.3+: a transient non-exclusive queue, refused by the broker
+//	RT105  info     3.12 to 4.2: x-queue-mode, which the broker ignores
 //
 // "Allowed" is CheckOptions.AllowDestroy (the --allow-destroy flag). Blocking
 // returns the error-severity diagnostics, which must stop an apply.

@@ -64,7 +64,8 @@ func (c Change) DestroysQueue() bool {
 
 // NeedsCount reports whether the number of messages in c's queue decides
 // what c does or whether it is safe: a queue it destroys, or a retired
-// wait queue it keeps until drained.
+// wait queue it keeps until drained, or a queue it migrates (whose count
+// is the messages it moves).
 func (c Change) NeedsCount() bool {
-	return c.DestroysQueue() || (c.Address.Kind == topology.KindQueue && c.Draining)
+	return c.DestroysQueue() || (c.Address.Kind == topology.KindQueue && (c.Draining || c.Action == Migrate))
 }

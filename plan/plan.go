@@ -17,6 +17,9 @@ const (
 	Update  Action = "update"
 	Replace Action = "replace"
 	Delete  Action = "delete"
+	// Migrate re-creates a queue with properties that cannot change in
+	// place without losing its messages: see Migration.
+	Migrate Action = "migrate"
 )
 
 // Object is the state of one object on one side of a change: exactly one
@@ -45,6 +48,9 @@ type Change struct {
 	// hold unacknowledged deliveries that the delete drops. Nil when
 	// unknown.
 	Consumers *int64 `json:"consumers,omitempty"`
+	// Resumes marks a Migrate of a queue whose migration is in progress:
+	// its temporary queue exists and holds messages Messages counts.
+	Resumes bool `json:"resumes,omitempty"`
 	// Draining marks a NoOp that keeps a retired wait queue, no longer in
 	// the spec, until its messages have expired back into their work queue;
 	// Messages then holds the count still waiting, nil when unknown.

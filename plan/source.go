@@ -24,17 +24,31 @@ type Source interface {
 }
 
 // Make reads the vhosts of desired from src and plans the changes that take
-// them to desired. Counts are read only for the queues whose fate depends
-// on them: a first, count-free diff (Diff is pure and cheap) names the
-// queues it would destroy and the retired wait queues it keeps; src counts
-// those, and the final diff uses the counts. A plan with nothing
-// destructive therefore costs one Read.
+// them to desired, with no migrations chosen; see MakeWith.
 func Make(ctx context.Context, src Source, desired topology.Topology, prune bool) (Plan, *topology.State, error) {
+	return MakeWith(ctx, src, desired, Choices{Prune: prune})
+}
+
+// Choices are what the user chose a plan to do beyond the spec.
+type Choices struct {
+	// Prune deletes owned objects that left the spec.
+	Prune bool
+	// Migrate chooses the queue replaces that become migrations.
+	Migrate Migration
+}
+
+// MakeWith reads the vhosts of desired from src and plans the changes that
+// take them to desired. Counts are read only for the queues whose fate
+// depends on them: a first, count-free diff (Diff is pure and cheap) names
+// the queues it would destroy or migrate and the retired wait queues it
+// keeps; src counts those, and the final diff uses the counts. A plan with
+// nothing destructive therefore costs one Read.
+func MakeWith(ctx context.Context, src Source, desired topology.Topology, ch Choices) (Plan, *topology.State, error) {
 	st, err := src.Read(ctx, desired.VhostNames())
 	if err != nil {
 		return Plan{}, nil, err
 	}
-	p := DiffState(st, desired, prune)
+	p := DiffStateWith(st, desired, ch)
 	need := CountsNeeded(p)
 	if len(need) == 0 {
 		return p, st, nil
@@ -42,14 +56,20 @@ func Make(ctx context.Context, src Source, desired topology.Topology, prune bool
 	if err := src.Count(ctx, st, need); err != nil {
 		return Plan{}, nil, err
 	}
-	return DiffState(st, desired, prune), st, nil
+	return DiffStateWith(st, desired, ch), st, nil
 }
 
 // DiffState is Diff against a source's state, with the counts read so far
 // and the contract's wait-queue names.
 func DiffState(st *topology.State, desired topology.Topology, prune bool) Plan {
+	return DiffStateWith(st, desired, Choices{Prune: prune})
+}
+
+// DiffStateWith is DiffState with the user's choices.
+func DiffStateWith(st *topology.State, desired topology.Topology, ch Choices) Plan {
 	return Diff(st.Topology, desired, Options{
-		Prune:       prune,
+		Prune:       ch.Prune,
+		Migrate:     ch.Migrate,
 		Owned:       st.Owned,
 		Messages:    st.Messages,
 		Consumers:   st.Consumers,
@@ -64,6 +84,9 @@ func CountsNeeded(p Plan) map[string][]string {
 	for _, c := range p.Changes {
 		if c.NeedsCount() {
 			out[c.Address.Vhost] = append(out[c.Address.Vhost], c.Address.Name)
+		}
+		if c.Resumes {
+			out[c.Address.Vhost] = append(out[c.Address.Vhost], contract.MigrationQueue(c.Address.Name))
 		}
 	}
 	return out
@@ -87,7 +110,9 @@ func Recount(ctx context.Context, src Source, p *Plan) error {
 			continue
 		}
 		ch.Messages, ch.Consumers = nil, nil
-		if n, ok := st.Messages[ch.Address]; ok {
+		if ch.Action == Migrate {
+			ch.Messages = MigrationMessages(*ch, st.Messages)
+		} else if n, ok := st.Messages[ch.Address]; ok {
 			ch.Messages = &n
 			if c, ok := st.Consumers[ch.Address]; ok && !ch.Draining {
 				ch.Consumers = &c

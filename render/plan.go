@@ -89,8 +89,8 @@ func writePlanText(w io.Writer, doc planDocument, l planLayout) error {
 	}
 	if doc.hasChanges() {
 		s := doc.Summary
-		pw.printf("%s %d to create, %d to update, %d to replace, %d to delete.\n",
-			st.bold("Plan:"), s.Create, s.Update, s.Replace, s.Delete)
+		pw.printf("%s %d to create, %d to update, %d to replace, %d to delete%s.\n",
+			st.bold("Plan:"), s.Create, s.Update, s.Replace, s.Delete, migrateSummary(s))
 	} else {
 		pw.printf("%s The broker matches the spec.\n", st.bold("No changes."))
 	}
@@ -107,6 +107,8 @@ func planSymbol(a plan.Action) string {
 		return "-/+"
 	case plan.Delete:
 		return "-"
+	case plan.Migrate:
+		return ">/+"
 	}
 	return " "
 }
@@ -141,6 +143,9 @@ func writePlanChange(pw *planWriter, c plan.Change, l planLayout) {
 }
 
 func planMessagesAtStake(c plan.Change) string {
+	if c.Action == plan.Migrate {
+		return migrationMoves(c)
+	}
 	if c.Address.Kind != topology.KindQueue || (c.Action != plan.Replace && c.Action != plan.Delete) {
 		return ""
 	}
@@ -192,7 +197,7 @@ func planAttributeLines(c plan.Change) []planAttributeLine {
 				lines = append(lines, planAttributeLine{text: planPad(a.key, width) + " = " + a.value})
 			}
 		}
-	case plan.Update, plan.Replace:
+	case plan.Update, plan.Replace, plan.Migrate:
 		width := planKeyWidth(before, after)
 		for _, k := range planMergeKeys(before, after) {
 			b, a := planFind(before, k), planFind(after, k)
@@ -321,6 +326,8 @@ func (p planPalette) symbol(sym string) string {
 		return p.wrap("31", sym)
 	case "-/+":
 		return p.wrap("31", "-") + "/" + p.wrap("32", "+")
+	case ">/+":
+		return p.wrap("36", ">") + "/" + p.wrap("32", "+")
 	}
 	return sym
 }

@@ -1,27 +1,70 @@
 package render
 
 import (
+	"fmt"
+	"html"
 	"io"
+	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rmqtopo/rmqtopo/plan"
-	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// PlanMarkdown writes the plan as a pull-request comment: the summary as a
-// heading, what needs attention first, a table of the changes, and the full
-// text plan folded away in a diff block.
+// MarkdownLimit bounds the characters of a Markdown plan: a GitHub comment
+// holds 65,536, and the rest is room for what a pipeline wraps around it.
+const MarkdownLimit = 60000
+
+// PlanMarkdown writes the plan as a pull-request comment. The summary comes
+// first and is always whole: the counts per action, every destructive
+// change and every diagnostic in full. Then the changes, grouped by the
+// spec's queue (the work queue and what was generated for it; a vhost's
+// shared objects last), each group a collapsible <details> block holding
+// its part of the text plan, open when it destroys something. Groups and
+// names are in natural order (svc2 before svc10). Groups are added while
+// the whole stays within MarkdownLimit; the rest are counted at the end,
+// with where to see them.
 func PlanMarkdown(w io.Writer, p plan.Plan, diags []plan.Diagnostic) error {
 	doc := newPlanDocument(p, diags)
-	pw := &planWriter{w: w}
-	s := doc.Summary
+	var out strings.Builder
+	writeMarkdownSummary(&out, doc)
 	if doc.hasChanges() {
-		pw.printf("### rmqtopo plan: %d to create, %d to update, %d to replace, %d to delete\n\n",
-			s.Create, s.Update, s.Replace, s.Delete)
-	} else {
-		pw.printf("### rmqtopo plan: no changes\n\nThe broker matches the spec.\n\n")
+		writeMarkdownGroups(&out, groupChanges(p.Changes), len(doc.Changes), MarkdownLimit)
 	}
+	_, err := io.WriteString(w, out.String())
+	return err
+}
 
+func writeMarkdownSummary(out *strings.Builder, doc planDocument) {
+	s := doc.Summary
+	if !doc.hasChanges() {
+		out.WriteString("### rmqtopo plan: no changes\n\nThe broker matches the spec.\n\n")
+	} else {
+		fmt.Fprintf(out, "### rmqtopo plan: %d to create, %d to update, %d to replace, %d to delete%s\n\n",
+			s.Create, s.Update, s.Replace, s.Delete, migrateSummary(s))
+	}
+	var destructive []plan.Change
+	for _, c := range doc.Changes {
+		if c.Action == plan.Replace || c.Action == plan.Delete {
+			destructive = append(destructive, c)
+		}
+	}
+	sort.SliceStable(destructive, func(i, j int) bool { return naturalLess(destructive[i].Address.Name, destructive[j].Address.Name) })
+	if len(destructive) > 0 {
+		out.WriteString("**Destructive changes**\n\n")
+		for _, c := range destructive {
+			fmt.Fprintf(out, "- %s %s %s", mdAction(c.Action), c.Address.Kind, mdCode(c.Address.Name))
+			if c.Address.Key != "" {
+				out.WriteString(" " + mdCode(c.Address.Key))
+			}
+			fmt.Fprintf(out, " in vhost %s", mdCode(c.Address.Vhost))
+			if why := mdReasons(c); why != "" {
+				out.WriteString(": " + mdEscape(why))
+			}
+			out.WriteString("\n")
+		}
+		out.WriteString("\n")
+	}
 	for _, group := range []struct {
 		severity plan.Severity
 		title    string
@@ -31,55 +74,137 @@ func PlanMarkdown(w io.Writer, p plan.Plan, diags []plan.Diagnostic) error {
 		{plan.SeverityWarning, "Warnings", "⚠️"},
 		{plan.SeverityInfo, "Notes", "ℹ️"},
 	} {
-		var items []plan.Diagnostic
+		title := false
 		for _, d := range doc.Diagnostics {
-			if d.Severity == group.severity {
-				items = append(items, d)
+			if d.Severity != group.severity {
+				continue
 			}
+			if !title {
+				fmt.Fprintf(out, "**%s**\n\n", group.title)
+				title = true
+			}
+			fmt.Fprintf(out, "- %s %s %s\n", group.icon, mdCode(d.Code), mdEscape(d.Message))
 		}
-		if len(items) == 0 {
-			continue
+		if title {
+			out.WriteString("\n")
 		}
-		pw.printf("**%s**\n\n", group.title)
-		for _, d := range items {
-			pw.printf("- %s %s %s\n", group.icon, mdCode(d.Code), mdEscape(d.Message))
-		}
-		pw.printf("\n")
 	}
+}
 
-	if !doc.hasChanges() {
-		return pw.err
+// mdReasons is a change's reason and the messages it puts at stake.
+func mdReasons(c plan.Change) string {
+	var reasons []string
+	if c.Reason != "" {
+		reasons = append(reasons, c.Reason)
 	}
-	pw.printf("| Action | Kind | Name | Vhost | Reason |\n")
-	pw.printf("| --- | --- | --- | --- | --- |\n")
-	for _, c := range doc.Changes {
-		name := mdCode(c.Address.Name)
-		if c.Address.Key != "" {
-			name += " " + mdCode(c.Address.Key)
-		}
-		vhost := ""
-		if c.Address.Kind != topology.KindVhost {
-			vhost = mdCode(c.Address.Vhost)
-		}
-		reasons := []string{}
-		if c.Reason != "" {
-			reasons = append(reasons, c.Reason)
-		}
-		if c.Messages != nil && *c.Messages > 0 {
-			reasons = append(reasons, planMessagesAtStake(c))
-		}
-		reason := mdEscape(strings.Join(reasons, "; "))
-		pw.printf("| %s | %s | %s | %s | %s |\n", mdAction(c.Action), c.Address.Kind,
-			mdCell(name), mdCell(vhost), mdCell(reason))
+	if stake := planMessagesAtStake(c); stake != "" {
+		reasons = append(reasons, stake)
 	}
+	return strings.Join(reasons, "; ")
+}
 
+// markdownFooterRoom is kept free for the note on left-out changes.
+const markdownFooterRoom = 600
+
+// writeMarkdownGroups appends one <details> block per group while the
+// whole stays within limit characters, then says what it left out.
+func writeMarkdownGroups(out *strings.Builder, groups []planGroup, total, limit int) {
+	vhosts := map[string]bool{}
+	for _, g := range groups {
+		vhosts[g.Vhost] = true
+	}
+	out.WriteString("**Changes by queue**\n\n")
+	size := utf8.RuneCountInString(out.String())
+	shown, shownChanges := 0, 0
+	for _, g := range groups {
+		block := markdownGroup(g, len(vhosts) > 1)
+		n := utf8.RuneCountInString(block)
+		if size+n+markdownFooterRoom > limit {
+			break
+		}
+		out.WriteString(block)
+		size += n
+		shown++
+		shownChanges += len(g.Changes)
+	}
+	if shown == len(groups) {
+		return
+	}
+	left := groups[shown:]
+	fmt.Fprintf(out, "**%d of %d changes are not shown here**, in %d %s from %s to %s, to keep this comment within %d characters. "+
+		"See them all with `rmqtopo show PLANFILE` (a plan saved with `rmqtopo plan --out PLANFILE`), "+
+		"or in the JSON plan (`rmqtopo plan -f json`, `rmqtopo show -f json PLANFILE`) kept as the pipeline's artifact.\n",
+		total-shownChanges, total, len(left), plural(len(left), "group", "groups"),
+		mdCode(groupTitle(left[0])), mdCode(groupTitle(left[len(left)-1])), limit)
+}
+
+func groupTitle(g planGroup) string {
+	if g.Queue == "" {
+		return "shared"
+	}
+	return g.Queue
+}
+
+// markdownGroup renders one group: a <details> block whose summary names
+// the queue and counts its changes, around its part of the text plan.
+// GitHub renders no Markdown inside <summary>, hence the HTML.
+func markdownGroup(g planGroup, showVhost bool) string {
+	var counts plan.ActionCounts
+	destroys := false
+	for _, c := range g.Changes {
+		switch c.Action {
+		case plan.Create:
+			counts.Create++
+		case plan.Update:
+			counts.Update++
+		case plan.Replace:
+			counts.Replace++
+			destroys = true
+		case plan.Delete:
+			counts.Delete++
+			destroys = true
+		case plan.Migrate:
+			counts.Migrate++
+		}
+	}
+	var parts []string
+	for _, n := range []struct {
+		count int
+		verb  string
+	}{{counts.Create, "create"}, {counts.Update, "update"}, {counts.Replace, "replace"}, {counts.Delete, "delete"}, {counts.Migrate, "migrate"}} {
+		if n.count > 0 {
+			parts = append(parts, fmt.Sprintf("%d to %s", n.count, n.verb))
+		}
+	}
+	title := "shared objects"
+	if g.Queue != "" {
+		title = "queue <code>" + html.EscapeString(g.Queue) + "</code>"
+	}
+	if showVhost {
+		title += " in vhost <code>" + html.EscapeString(g.Vhost) + "</code>"
+	}
 	var text strings.Builder
-	if err := writePlanText(&text, doc, planLayout{}); err != nil {
-		return err
+	pw := &planWriter{w: &text}
+	for i, c := range g.Changes {
+		if i > 0 {
+			pw.printf("\n")
+		}
+		writePlanChange(pw, c, planLayout{})
+	}
+	open := ""
+	if destroys {
+		open = " open"
 	}
 	fence := mdFence(text.String())
-	pw.printf("\n<details>\n<summary>Full plan</summary>\n\n%sdiff\n%s%s\n\n</details>\n", fence, text.String(), fence)
-	return pw.err
+	return fmt.Sprintf("<details%s>\n<summary>%s: %s</summary>\n\n%sdiff\n%s%s\n\n</details>\n\n",
+		open, title, strings.Join(parts, ", "), fence, text.String(), fence)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func mdAction(a plan.Action) string {
@@ -92,6 +217,8 @@ func mdAction(a plan.Action) string {
 		return "♻️ replace"
 	case plan.Delete:
 		return "🗑️ delete"
+	case plan.Migrate:
+		return "🚚 migrate"
 	}
 	return string(a)
 }
@@ -109,13 +236,6 @@ func mdCode(s string) string {
 		s = " " + s + " "
 	}
 	return fence + s + fence
-}
-
-// mdCell keeps a table cell on its row: a pipe ends a cell even inside a code
-// span, and a newline ends the row.
-func mdCell(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.ReplaceAll(s, "\n", " ")
 }
 
 // mdEscape stops prose from names and reasons being read as Markdown or

@@ -166,6 +166,15 @@ func planCases() []planCase {
 		}
 	}
 	add("exchange-replace", cur, retyped, plan.Options{Owned: all}, plan.CheckOptions{})
+
+	quorum := small
+	quorum.Queues = []topology.Queue{
+		queue("orders", topology.Args{"x-dead-letter-exchange": "orders.dlx", "x-queue-type": "quorum"}),
+		queue("orders.dlq", nil),
+	}
+	add("migrate", small, quorum, plan.Options{Owned: owned(small), Migrate: plan.Migration{All: true},
+		Messages: map[topology.Address]int64{queueAddr("orders"): 42}, Consumers: map[topology.Address]int64{queueAddr("orders"): 2}},
+		plan.CheckOptions{})
 	return cases
 }
 

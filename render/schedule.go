@@ -19,6 +19,10 @@ func Schedule(w io.Writer, files []*spec.File, color bool) error {
 	for _, f := range files {
 		s := &f.Spec
 		for _, q := range s.Queues {
+			if q.Raw {
+				// A raw queue has no retry schedule.
+				continue
+			}
 			if !first {
 				fmt.Fprintln(w)
 			}

@@ -109,6 +109,11 @@ func abbreviate(s string) string {
 func (b *builder) addQueue(q topology.Queue, o origin) bool {
 	q.Vhost = b.s.Vhost
 	q.Durable = true
+	if n := b.s.QuorumInitialGroupSize; n > 0 && q.Arguments["x-queue-type"] == TypeQuorum {
+		// Set here, where every queue passes, so no generated quorum
+		// queue is left to the broker's default group size.
+		q.Arguments["x-quorum-initial-group-size"] = n
+	}
 	q.Arguments = topology.NormalizeArgs(q.Arguments)
 	if !b.checkName("queue", q.Name, q.QueueType() == TypeQuorum, o) {
 		return false
@@ -189,8 +194,7 @@ func (b *builder) build() {
 			skip[i] = true
 			continue
 		}
-		if !b.addQueue(topology.Queue{Name: q.Name, Arguments: b.workQueueArgs(q)},
-			origin{at: q.nameAt, what: fmt.Sprintf("declared at queues[%d]", i)}) {
+		if !b.addDeclaredQueue(q, origin{at: q.nameAt, what: fmt.Sprintf("declared at queues[%d]", i)}) {
 			skip[i] = true
 		}
 	}
@@ -201,6 +205,9 @@ func (b *builder) build() {
 		for _, bd := range q.Bindings {
 			b.checkSource(bd)
 			b.bind(bd.Exchange, topology.DestQueue, q.Name, bd.RoutingKey, bd.Arguments)
+		}
+		if q.Raw {
+			continue
 		}
 		b.checkQueue(q)
 		switch q.Preset {

@@ -438,6 +438,9 @@ func (d *decoder) spec(n *yaml.Node) *Spec {
 		"wait_queue_type": func(v *yaml.Node, p string) {
 			s.WaitQueueType = d.queueType(v, p)
 		},
+		"quorum_initial_group_size": func(v *yaml.Node, p string) {
+			d.intField(v, p, 1, MaxQuorumGroupSize, &s.QuorumInitialGroupSize)
+		},
 		"retry_policies": func(v *yaml.Node, p string) {
 			if v.Kind != yaml.MappingNode {
 				d.add(at(v, p), "expected a mapping of policy names to retry policies, got %s", describe(v))
@@ -545,11 +548,25 @@ func (d *decoder) binding(n *yaml.Node, path string) Binding {
 }
 
 func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
-	q := Queue{Type: TypeClassic, DLQ: true, at: at(n, path), nameAt: at(n, path)}
+	q := Queue{Type: TypeClassic, DLQ: true, Durable: true, at: at(n, path), nameAt: at(n, path), set: map[string]pos{}}
 	hasName := false
-	ok := d.fields(n, path, map[string]func(*yaml.Node, string){
+	known := map[string]func(*yaml.Node, string){
 		"name": func(v *yaml.Node, p string) { hasName = true; q.nameAt = at(v, p); d.name(v, p, &q.Name) },
-		"type": func(v *yaml.Node, p string) { q.Type = d.queueType(v, p) },
+		"type": func(v *yaml.Node, p string) {
+			if v.Kind == yaml.ScalarNode && v.Value == TypeStream {
+				q.Type = TypeStream
+				return
+			}
+			q.Type = d.queueType(v, p)
+		},
+		"raw":         func(v *yaml.Node, p string) { d.boolean(v, p, &q.Raw) },
+		"durable":     func(v *yaml.Node, p string) { d.boolean(v, p, &q.Durable) },
+		"auto_delete": func(v *yaml.Node, p string) { d.boolean(v, p, &q.AutoDelete) },
+		"arguments": func(v *yaml.Node, p string) {
+			q.argumentsAt = at(v, p)
+			d.args(v, p, &q.Arguments)
+			q.argAt = keyPositions(v, p)
+		},
 		"bindings": func(v *yaml.Node, p string) {
 			d.list(v, p, func(_ int, b *yaml.Node, bp string) { q.Bindings = append(q.Bindings, d.binding(b, bp)) })
 		},
@@ -564,6 +581,7 @@ func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
 		"immediate_retries": func(v *yaml.Node, p string) { d.intField(v, p, 0, MaxRetries, &q.ImmediateRetries) },
 		"layout":            func(v *yaml.Node, p string) { q.layoutAt = at(v, p); q.Layout = d.layout(v, p) },
 		"dlq":               func(v *yaml.Node, p string) { d.boolean(v, p, &q.DLQ) },
+		"migrate":           func(v *yaml.Node, p string) { d.boolean(v, p, &q.Migrate) },
 		"parking_lot":       func(v *yaml.Node, p string) { d.boolean(v, p, &q.ParkingLot) },
 		"message_ttl":       func(v *yaml.Node, p string) { d.duration(v, p, &q.MessageTTL) },
 		"max_length":        func(v *yaml.Node, p string) { d.integer(v, p, 1, math.MaxInt64, &q.MaxLength) },
@@ -583,9 +601,17 @@ func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
 				}
 			}
 		},
-	})
+	}
+	for k, f := range known {
+		known[k] = func(v *yaml.Node, p string) { q.set[k] = at(v, p); f(v, p) }
+	}
+	ok := d.fields(n, path, known)
 	if ok && !hasName {
 		d.add(q.at, "queue needs a name")
+	}
+	if q.Raw {
+		// A raw queue has no DLQ; everything that reads DLQ sees that.
+		q.DLQ = false
 	}
 	return q
 }

@@ -39,6 +39,9 @@ const (
 const (
 	TypeClassic = "classic"
 	TypeQuorum  = "quorum"
+	// TypeStream is allowed for raw queues only: a stream has no
+	// dead-lettering, so no retry topology can be built on it.
+	TypeStream = "stream"
 )
 
 // DefaultDeliveryLimit is the explicit delivery limit of quorum work queues.
@@ -49,6 +52,10 @@ const DefaultDeliveryLimit = 20
 // MaxTTL is RabbitMQ's cap on x-message-ttl and per-message expiration
 // (10 years, since 3.11).
 const MaxTTL = 315_360_000_000 * time.Millisecond
+
+// MaxQuorumGroupSize bounds quorum_initial_group_size; RabbitMQ advises
+// 3, 5 or 7 replicas and uses every node when the cluster has fewer.
+const MaxQuorumGroupSize = 255
 
 // MaxRetries bounds immediate plus delayed retries of one queue.
 const MaxRetries = 100
@@ -65,10 +72,14 @@ type Spec struct {
 	Vhost         string
 	Layout        Layout
 	WaitQueueType string
-	RetryPolicies []NamedRetryPolicy
-	Exchanges     []Exchange
-	Queues        []Queue
-	Policies      []Policy
+	// QuorumInitialGroupSize, when not 0, is the x-quorum-initial-group-size
+	// of every quorum queue the file declares or generates: how many
+	// cluster nodes hold a replica from the start.
+	QuorumInitialGroupSize int
+	RetryPolicies          []NamedRetryPolicy
+	Exchanges              []Exchange
+	Queues                 []Queue
+	Policies               []Policy
 
 	at pos
 }
@@ -119,8 +130,24 @@ type Queue struct {
 	MaxLength        int64
 	DeliveryLimit    int
 	Preset           Preset
+	// Raw declares the queue exactly as written, with no retry topology:
+	// only Type, Durable, AutoDelete, Arguments and Bindings apply (see
+	// raw.go). Durable and AutoDelete are read for raw queues only; every
+	// other queue is durable.
+	Raw        bool
+	Durable    bool
+	AutoDelete bool
+	// Arguments are extra x-arguments of the queue; on a queue that is not
+	// raw they may not set what rmqtopo sets itself.
+	Arguments map[string]any
+	// Migrate turns a replace of the queue (and of the queues generated
+	// for it) into a message-preserving migration; see plan.Migration.
+	Migrate bool
 
-	at, nameAt, deliveryLimitAt, retryAt, layoutAt pos
+	at, nameAt, deliveryLimitAt, retryAt, layoutAt, argumentsAt pos
+	// set records the keys written, for the checks of raw queues; argAt
+	// where each argument is written.
+	set, argAt map[string]pos
 }
 
 // RetryPolicy is a schedule of delayed retries.

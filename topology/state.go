@@ -23,6 +23,9 @@ type State struct {
 	// Consumers holds the consumer counts read with Messages, by queue
 	// address; a queue absent here has an unknown count.
 	Consumers map[Address]int64
+	// BrokerVersion is the broker's RabbitMQ version, when the source
+	// knows it (see ParseVersion); "" when it does not.
+	BrokerVersion string
 }
 
 // NewState returns an empty state of vhosts, ready to be filled.

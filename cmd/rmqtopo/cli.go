@@ -12,16 +12,20 @@ import (
 )
 
 // cli is the command tree. The offline commands (validate, render) live
-// in offline.go, plan and apply in online.go, status and dlq in ops.go.
+// in offline.go, plan and apply in online.go, show in show.go, status and
+// dlq in ops.go.
 type cli struct {
 	Validate validateCmd `cmd:"" help:"Check spec files and report every problem at once."`
 	Render   renderCmd   `cmd:"" help:"Render spec files offline: definitions, mermaid, dot, schedule, k8s or terraform."`
 	Plan     planCmd     `cmd:"" help:"Show the changes that would make the broker match the spec."`
 	Apply    applyCmd    `cmd:"" help:"Make the broker match the spec, or apply a saved plan."`
+	Show     showCmd     `cmd:"" help:"Show a plan saved with 'plan --out' as text, JSON or Markdown."`
 	Status   statusCmd   `cmd:"" help:"Show queue, wait-queue, DLQ and parking-lot depths for specs."`
 	DLQ      dlqCmd      `cmd:"" name:"dlq" help:"Inspect, replay and sweep dead-letter queues."`
+	Import   importCmd   `cmd:"" help:"Write a spec for what already exists in one vhost of a broker or definitions file."`
 
-	Color string `help:"Colour output: auto (on a TTY, unless NO_COLOR is set), always or never." enum:"auto,always,never" default:"auto"`
+	Version versionFlag `help:"Print the version and VCS revision, then exit."`
+	Color   string      `help:"Colour output: auto (on a TTY, unless NO_COLOR is set), always or never." enum:"auto,always,never" default:"auto"`
 }
 
 // env is what every command runs with, bound by kong.

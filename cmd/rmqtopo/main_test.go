@@ -38,6 +38,7 @@ func (b brokerM) Run() int { return brokertest.Run(b.m) }
 // validate, render, help and usage errors, with no broker.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
+		Dir:  "testdata/script",
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"exits": scriptExits},
 	})
 }

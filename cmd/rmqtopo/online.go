@@ -23,14 +23,16 @@ import (
 var _ apply.Target = (*broker.Session)(nil)
 
 type planCmd struct {
-	Files            []string  `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
-	Format           string    `short:"f" help:"Output format: text, json or markdown." enum:"text,json,markdown" default:"text"`
-	DetailedExitcode bool      `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 2 when there are, 1 on error."`
-	Out              string    `name:"out" placeholder:"FILE" help:"Save the plan to FILE, for 'rmqtopo apply FILE'."`
-	Against          string    `name:"against" placeholder:"FILE|empty" help:"Plan against a definitions export (rabbitmqctl export_definitions, GET /api/definitions) or an empty broker instead of a live one; needs no credentials."`
-	Prune            bool      `help:"Delete objects rmqtopo created that left the spec."`
-	AllowDestroy     bool      `name:"allow-destroy" help:"Accept changes that destroy messages (queue replaces and deletes)."`
-	Conn             connFlags `embed:""`
+	Files            []string          `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
+	Format           string            `short:"f" help:"Output format: text, json or markdown." enum:"text,json,markdown" default:"text"`
+	DetailedExitcode bool              `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 2 when there are, 4 when apply would refuse them, 1 on error (see docs/exit-codes.md)."`
+	Out              string            `name:"out" placeholder:"FILE" help:"Save the plan to FILE, for 'rmqtopo apply FILE'."`
+	Against          string            `name:"against" placeholder:"FILE|empty" help:"Plan against a definitions export (rabbitmqctl export_definitions, GET /api/definitions) or an empty broker instead of a live one; needs no credentials."`
+	Prune            bool              `help:"Delete objects rmqtopo created that left the spec."`
+	AllowDestroy     bool              `name:"allow-destroy" help:"Accept changes that destroy messages (queue replaces and deletes)."`
+	Migrate          bool              `help:"Migrate queues that would be replaced: move their messages out with confirms, re-create them and move the messages back."`
+	Conn             connFlags         `embed:""`
+	Version          rabbitVersionFlag `embed:""`
 }
 
 // Validate refuses flag combinations before anything is read.
@@ -50,16 +52,17 @@ func (c *planCmd) Run(e *env) (err error) {
 	var (
 		src       plan.Source = definitions.FileSource{Path: c.Against}
 		brokerURL string
+		client    *broker.Client
 	)
 	if c.Against == "" {
-		client, err := c.Conn.client(e)
+		client, err = c.Conn.client(e)
 		if err != nil {
 			return err
 		}
 		defer func() { err = scrub(err, client.Secrets()) }()
 		src, brokerURL = client, client.URL()
 	}
-	p, st, err := plan.Make(e.ctx, src, desired, c.Prune)
+	p, st, err := plan.MakeWith(e.ctx, src, desired, choices(files, c.Prune, c.Migrate))
 	if err != nil {
 		if c.Against != "" {
 			return fmt.Errorf("plan: --against: %w", err)
@@ -67,7 +70,13 @@ func (c *planCmd) Run(e *env) (err error) {
 		return fmt.Errorf("plan: %w", err)
 	}
 	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy})
+	if diags, err = c.Version.withVersion(e, p, diags, st, client); err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
 	if err := renderPlan(e, c.Format, p, diags); err != nil {
+		return err
+	}
+	if err := versionRefusals("plan", diags); err != nil {
 		return err
 	}
 	if c.Out != "" {
@@ -77,10 +86,14 @@ func (c *planCmd) Run(e *env) (err error) {
 		fmt.Fprintf(e.stderr, "Saved the plan to %s; apply it with: rmqtopo apply %s\n", c.Out, c.Out)
 	}
 	if b := plan.Blocking(diags); len(b) > 0 {
-		return blockingError("plan", b)
+		err := blockingError("plan", b)
+		if c.DetailedExitcode {
+			return &ExitError{Code: ExitRefused, Err: err}
+		}
+		return err
 	}
 	if c.DetailedExitcode && p.HasChanges() {
-		return &ExitError{Code: 2}
+		return &ExitError{Code: ExitChanges}
 	}
 	return nil
 }
@@ -115,12 +128,22 @@ func blockingError(cmd string, b []plan.Diagnostic) error {
 }
 
 type applyCmd struct {
-	Files        []string  `arg:"" name:"FILE" help:"Spec files (one vhost each), or one plan saved with 'rmqtopo plan --out'."`
-	AutoApprove  bool      `name:"auto-approve" help:"Apply without asking for confirmation."`
-	Prune        bool      `help:"Delete objects rmqtopo created that left the spec."`
-	AllowDestroy bool      `name:"allow-destroy" help:"Accept changes that destroy messages: queue replaces and deletes run without the if-empty guard."`
-	Concurrency  int       `help:"Changes in flight at once within each phase." default:"32"`
-	Conn         connFlags `embed:""`
+	Files        []string      `arg:"" name:"FILE" help:"Spec files (one vhost each), or one plan saved with 'rmqtopo plan --out'."`
+	AutoApprove  bool          `name:"auto-approve" help:"Apply without asking for confirmation (a saved plan never asks: saving it was the approval)."`
+	Prune        bool          `help:"Delete objects rmqtopo created that left the spec."`
+	AllowDestroy bool          `name:"allow-destroy" help:"Accept changes that destroy messages: queue replaces and deletes run without the if-empty guard."`
+	Migrate      bool          `help:"Migrate queues that would be replaced: move their messages out with confirms, re-create them and move the messages back."`
+	Concurrency  int           `help:"Changes in flight at once within each phase." default:"32"`
+	LockTimeout  time.Duration `name:"lock-timeout" help:"Wait up to this long for another apply's lock on a vhost (0: fail at once)." default:"0s"`
+	Conn         connFlags     `embed:""`
+}
+
+// Validate refuses flag values before anything is read.
+func (c *applyCmd) Validate() error {
+	if c.LockTimeout < 0 {
+		return fmt.Errorf("--lock-timeout must not be negative, got %s", c.LockTimeout)
+	}
+	return nil
 }
 
 // stdinIsTerminal reports whether apply may ask for confirmation; tests
@@ -128,7 +151,7 @@ type applyCmd struct {
 var stdinIsTerminal = func(r io.Reader) bool { return isTerminal(r) }
 
 func (c *applyCmd) Run(e *env) (err error) {
-	saved, desired, err := c.input(e)
+	saved, desired, migrate, err := c.input(e)
 	if err != nil {
 		return err
 	}
@@ -145,8 +168,9 @@ func (c *applyCmd) Run(e *env) (err error) {
 	secrets = sess.Secrets()
 	defer sess.Close()
 
-	a := &applying{e: e, client: client, sess: sess, locked: map[string]bool{}}
-	p, st, err := a.lockAndPlan(saved, desired, c.Prune)
+	a := &applying{e: e, client: client, sess: sess, locked: map[string]bool{}, lockTimeout: c.LockTimeout}
+	sess.MigrateHook = migrateHook(e)
+	p, st, err := a.lockAndPlan(saved, desired, plan.Choices{Prune: c.Prune, Migrate: migrate})
 	if err != nil {
 		return err
 	}
@@ -156,16 +180,25 @@ func (c *applyCmd) Run(e *env) (err error) {
 		}
 	}
 	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy})
+	if diags, err = (rabbitVersionFlag{}).withVersion(e, p, diags, st, client); err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
 	if err := render.PlanText(e.stdout, p, diags, e.color); err != nil {
 		return err
 	}
 	if !p.HasChanges() {
 		return nil
 	}
+	if err := versionRefusals("apply", diags); err != nil {
+		return err
+	}
 	if b := plan.Blocking(diags); len(b) > 0 {
 		return blockingError("apply", b)
 	}
-	if !c.AutoApprove {
+	// A saved plan was reviewed and approved when it was saved, and it
+	// is refused above if the broker changed since: asking again would
+	// only break the pipelines that apply it (Terraform does not either).
+	if !c.AutoApprove && saved == nil {
 		if err := confirm(e); err != nil {
 			return err
 		}
@@ -175,24 +208,27 @@ func (c *applyCmd) Run(e *env) (err error) {
 
 // input reads what apply applies: a saved plan (one file whose kind says
 // so) or spec files, expanded.
-func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, error) {
+func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, plan.Migration, error) {
 	if len(c.Files) == 1 {
 		saved, err := planfile.Read(c.Files[0])
 		if err != nil {
-			return nil, topology.Topology{}, fmt.Errorf("apply: %w", err)
+			return nil, topology.Topology{}, plan.Migration{}, fmt.Errorf("apply: %w", err)
 		}
 		if saved != nil {
-			if c.Prune {
-				return nil, topology.Topology{}, errors.New("apply: --prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
+			switch {
+			case c.Prune:
+				return nil, topology.Topology{}, plan.Migration{}, errors.New("apply: --prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
+			case c.Migrate:
+				return nil, topology.Topology{}, plan.Migration{}, errors.New("apply: --migrate does not apply to a saved plan: it was decided when the plan was made (plan --migrate --out FILE)")
 			}
-			return saved, topology.Topology{}, nil
+			return saved, topology.Topology{}, plan.Migration{}, nil
 		}
 	}
 	files, err := loadSpecs(e, c.Files)
 	if err != nil {
-		return nil, topology.Topology{}, err
+		return nil, topology.Topology{}, plan.Migration{}, err
 	}
-	return nil, spec.Expand(files...), nil
+	return nil, spec.Expand(files...), choices(files, false, c.Migrate).Migrate, nil
 }
 
 // applying is one apply's hold on the broker: its client, its session
@@ -203,6 +239,8 @@ type applying struct {
 	client *broker.Client
 	sess   *broker.Session
 	locked map[string]bool
+	// lockTimeout bounds the wait for a lock another apply holds.
+	lockTimeout time.Duration
 }
 
 // lock takes the apply lock of each existing vhost of vs not yet locked.
@@ -211,7 +249,7 @@ func (a *applying) lock(vs []string) error {
 		if a.locked[v] {
 			continue
 		}
-		err := a.sess.Lock(a.e.ctx, v)
+		err := a.waitLock(v)
 		if errors.Is(err, broker.ErrVhostNotFound) {
 			continue
 		}
@@ -223,12 +261,39 @@ func (a *applying) lock(vs []string) error {
 	return nil
 }
 
+// waitLock takes vhost's lock, waiting up to lockTimeout while another
+// apply holds it. The lock is an exclusive queue, so there is nothing to
+// wait on but the queue itself: it polls, at most every two seconds.
+func (a *applying) waitLock(vhost string) error {
+	deadline := time.Now().Add(a.lockTimeout)
+	pause := 100 * time.Millisecond
+	for said := false; ; said = true {
+		err := a.sess.Lock(a.e.ctx, vhost)
+		if !errors.Is(err, broker.ErrLocked) || a.lockTimeout == 0 {
+			return err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("waited %s (--lock-timeout): %w", a.lockTimeout, err)
+		}
+		if !said {
+			fmt.Fprintf(a.e.stderr, "waiting up to %s for another apply's lock on vhost %q\n", a.lockTimeout, vhost)
+		}
+		select {
+		case <-a.e.ctx.Done():
+			return a.e.ctx.Err()
+		case <-time.After(min(pause, left)):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
 // lockAndPlan locks before reading, so that the state planned from is the
 // state applied to, then reads (for a saved plan) or plans (for specs). A
 // vhost created by someone else between the lock and the read is locked
 // and read again; a vhost that does not exist yet is locked as soon as
 // this apply creates it (see vhostCreated).
-func (a *applying) lockAndPlan(saved *planfile.File, desired topology.Topology, prune bool) (plan.Plan, *topology.State, error) {
+func (a *applying) lockAndPlan(saved *planfile.File, desired topology.Topology, ch plan.Choices) (plan.Plan, *topology.State, error) {
 	vhosts := desired.VhostNames()
 	if saved != nil {
 		vhosts = saved.Vhosts
@@ -245,7 +310,7 @@ func (a *applying) lockAndPlan(saved *planfile.File, desired topology.Topology, 
 		if saved != nil {
 			st, err = a.client.Read(a.e.ctx, vhosts)
 		} else {
-			p, st, err = plan.Make(a.e.ctx, a.client, desired, prune)
+			p, st, err = plan.MakeWith(a.e.ctx, a.client, desired, ch)
 		}
 		if err != nil {
 			return plan.Plan{}, nil, fmt.Errorf("apply: %w", err)

@@ -16,21 +16,19 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"gopkg.in/yaml.v3"
 
+	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/status"
 	"github.com/rmqtopo/rmqtopo/ops"
+	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// ExitDLQNotEmpty is the exit code of `status --exit-code` when a DLQ
-// holds messages: 1 is an error and 2 is plan's "changes" code.
-const ExitDLQNotEmpty = 3
-
 type statusCmd struct {
 	Files    []string  `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
 	Format   string    `short:"f" help:"Output format: text or json." enum:"text,json" default:"text"`
-	ExitCode bool      `name:"exit-code" help:"Exit 3 when a DLQ of the specs holds messages (for cron and CI alerts)."`
+	ExitCode bool      `name:"exit-code" help:"Exit 3 when a DLQ of the specs holds messages, else 5 when objects are missing, else 6 on drift (for cron and CI alerts; see docs/exit-codes.md)."`
 	NoDrift  bool      `name:"no-drift" help:"Do not compare the live topology with the specs (needs no access to definitions)."`
 	Conn     connFlags `embed:""`
 }
@@ -74,10 +72,31 @@ func (c *statusCmd) Run(e *env) (err error) {
 	if err != nil {
 		return err
 	}
-	if c.ExitCode && st.DLQHasMessages() {
-		return &ExitError{Code: ExitDLQNotEmpty}
+	if c.ExitCode {
+		if code := statusExitCode(st); code != 0 {
+			return &ExitError{Code: code}
+		}
 	}
 	return nil
+}
+
+// statusExitCode picks the code of the most urgent finding: messages
+// waiting in a DLQ (someone must look at them), then missing objects (the
+// topology is not there: messages may be unroutable), then drift.
+func statusExitCode(st status.Status) int {
+	missing := st.Summary.MissingQueues > 0
+	for _, d := range st.Drift {
+		missing = missing || d.Action == plan.Create
+	}
+	switch {
+	case st.DLQHasMessages():
+		return ExitDLQNotEmpty
+	case missing:
+		return ExitMissing
+	case st.Summary.DriftedObjects > 0:
+		return ExitDrift
+	}
+	return 0
 }
 
 // dlqCmd's subcommands are listed in a group of their own, whose column
@@ -159,6 +178,9 @@ func (c *dlqShowCmd) Run(e *env) (err error) {
 	if !ops.InPlaceRequeue(q.Type) && q.Ready > int64(c.Limit) {
 		fmt.Fprintf(e.stderr, "reading all %d messages of %s queue %q to leave them in order\n", q.Ready, q.Type, c.Queue)
 	}
+	if note := lookingIsDelivery(q); note != "" {
+		fmt.Fprintln(e.stderr, note)
+	}
 	msgs, res, err := ops.Peek(e.ctx, s.amqp, c.Queue, q.Type, c.Limit, c.Window)
 	warnPass(e, res)
 	if err != nil {
@@ -166,14 +188,31 @@ func (c *dlqShowCmd) Run(e *env) (err error) {
 	}
 	if c.Format == "json" {
 		return opsWriteJSON(e.stdout, struct {
-			Vhost    string        `json:"vhost"`
-			Queue    string        `json:"queue"`
-			Type     string        `json:"type"`
-			Depth    int           `json:"depth"`
-			Messages []ops.Message `json:"messages"`
-		}{c.Vhost, c.Queue, q.Type, res.Depth, opsNonNil(msgs)})
+			Vhost string `json:"vhost"`
+			Queue string `json:"queue"`
+			Type  string `json:"type"`
+			// ReadIsDelivery: reading raised each message's x-delivery-count.
+			ReadIsDelivery bool          `json:"read_is_delivery"`
+			Depth          int           `json:"depth"`
+			Messages       []ops.Message `json:"messages"`
+		}{c.Vhost, c.Queue, q.Type, lookingIsDelivery(q) != "", res.Depth, opsNonNil(msgs)})
 	}
 	return writeMessages(e.stdout, c.Vhost, c.Queue, res.Depth, msgs)
+}
+
+// lookingIsDelivery says when reading a queue counts as a delivery: a
+// quorum queue counts every delivery of a message, requeued or not, in
+// its x-delivery-count and against its delivery limit. Classic queues
+// count nothing.
+func lookingIsDelivery(q broker.QueueInfo) string {
+	if q.Type != "quorum" {
+		return ""
+	}
+	limit := ""
+	if n := q.DeliveryLimit(); n > 0 {
+		limit = fmt.Sprintf(", towards its delivery limit of %d", n)
+	}
+	return fmt.Sprintf("note: %q is a quorum queue: reading it is a delivery, so each message read gets x-delivery-count one higher%s", q.Name, limit)
 }
 
 func opsNonNil[T any](s []T) []T {
@@ -249,6 +288,7 @@ type dlqReplayCmd struct {
 	Limit      int      `short:"n" help:"Replay at most this many messages (0: every match)." default:"0"`
 	Header     []string `name:"header" placeholder:"NAME=VALUE" help:"Replay only messages whose header NAME has VALUE; repeat to require several."`
 	RoutingKey string   `name:"routing-key" help:"Replay only messages first published with this routing key."`
+	DryRun     bool     `name:"dry-run" help:"Count the messages that would be replayed; move nothing."`
 	opsQueueFlags
 }
 
@@ -284,27 +324,41 @@ func (c *dlqReplayCmd) Run(e *env) (err error) {
 		return fmt.Errorf("dlq replay: %w", err)
 	}
 	p := newPassProgress(e.stderr)
-	fmt.Fprintf(e.stderr, "replaying from %s to %s\n", c.Queue, target)
+	verb := "replaying"
+	if c.DryRun {
+		verb = "dry run: nothing moves; counting what would replay"
+	}
+	fmt.Fprintf(e.stderr, "%s from %s to %s\n", verb, c.Queue, target)
+	if note := lookingIsDelivery(q); note != "" && c.DryRun {
+		fmt.Fprintln(e.stderr, note)
+	}
 	res, err := ops.Replay(e.ctx, s.amqp, ops.ReplayOptions{
 		Queue: c.Queue, To: target, QueueType: q.Type, Limit: c.Limit, Headers: headers,
-		RoutingKey: c.RoutingKey, Window: c.Window, Progress: p.update,
+		RoutingKey: c.RoutingKey, Window: c.Window, Progress: p.update, DryRun: c.DryRun,
 	})
 	p.stop()
+	if len(res.ResetHeaders) > 0 {
+		fmt.Fprintf(e.stderr, "replay dropped %s from the messages it moved (it resets %s, %s and the broker's dead-lettering headers) and kept every other header\n",
+			strings.Join(res.ResetHeaders, ", "), contract.HeaderAttempt, contract.HeaderDeadLetterReason)
+	}
 	return finishMoves(e, c.Format, "dlq replay", []ops.Result{res}, err)
 }
 
 type dlqSweepCmd struct {
-	Pattern   string `help:"Queues to sweep: a name where * matches any characters and ? one." env:"RMQTOPO_SWEEP_PATTERN"`
-	MaxDeaths *int64 `name:"max-deaths" placeholder:"N" help:"Move messages dead-lettered more than N times (the sum of the x-death counts)." env:"RMQTOPO_SWEEP_MAX_DEATHS"`
-	To        string `help:"Target queue; {name} is the source queue's name, e.g. dead.{name}; declared if missing." env:"RMQTOPO_SWEEP_TO"`
-	Config    string `name:"config" placeholder:"FILE" help:"JSON or YAML file with pattern, max_deaths, to, vhost and window; flags and environment variables win." env:"RMQTOPO_SWEEP_CONFIG"`
+	Pattern   string   `help:"Queues to sweep: a name where * matches any characters and ? one." env:"RMQTOPO_SWEEP_PATTERN"`
+	MaxDeaths *int64   `name:"max-deaths" placeholder:"N" help:"Move messages dead-lettered more than N times: the x-death counts plus rmqtopo's own (a dead-letter reason or a retry past the schedule, and each replay)." env:"RMQTOPO_SWEEP_MAX_DEATHS"`
+	To        string   `help:"Target queue; {name} is the source queue's name, e.g. {name}.parking-lot. It must be a queue of a --spec, or --unmanaged-target must allow it." env:"RMQTOPO_SWEEP_TO"`
+	Config    string   `name:"config" placeholder:"FILE" help:"JSON or YAML file with pattern, max_deaths, to, vhost, window and unmanaged_target; flags and environment variables win." env:"RMQTOPO_SWEEP_CONFIG"`
+	Specs     []string `name:"spec" placeholder:"FILE" help:"Spec files whose queues (parking lots included) may be targets; repeat for several."`
+	Unmanaged bool     `name:"unmanaged-target" help:"Allow targets no --spec declares, declared (durable, classic) if missing; no plan or apply will know them."`
+	DryRun    bool     `name:"dry-run" help:"Count the messages that would move; declare and move nothing."`
 	opsQueueFlags
 
 	configErr error // from BeforeResolve, reported by Run as a runtime error
 }
 
 // sweepConfigKeys are the flags a --config file may set.
-var sweepConfigKeys = []string{"pattern", "max-deaths", "to", "vhost", "window"}
+var sweepConfigKeys = []string{"pattern", "max-deaths", "to", "vhost", "window", "unmanaged-target"}
 
 // BeforeResolve loads --config as a kong resolver. Kong applies resolvers
 // only to flags not given on the command line; this one also skips flags
@@ -346,9 +400,9 @@ func (c *dlqSweepCmd) loadConfig(kctx *kong.Context) error {
 			return fmt.Errorf("dlq sweep: --config %s: unknown key %q (known: %s)", path, k, strings.Join(sweepConfigKeys, ", "))
 		}
 		switch v.(type) {
-		case string, int, int64, float64:
+		case string, int, int64, float64, bool:
 		default:
-			return fmt.Errorf("dlq sweep: --config %s: %q must be a string or a number", path, k)
+			return fmt.Errorf("dlq sweep: --config %s: %q must be a string, a number or a boolean", path, k)
 		}
 		values[name] = fmt.Sprint(v)
 	}
@@ -396,15 +450,23 @@ func (c *dlqSweepCmd) Run(e *env) (err error) {
 			return fmt.Errorf("dlq sweep: %w", err)
 		}
 	}
+	if err := c.checkTargets(e, sources, queues); err != nil {
+		return err
+	}
 	var results []ops.Result
 	var errs []error
 	for _, src := range sources {
 		if e.ctx.Err() != nil {
 			break
 		}
-		fmt.Fprintf(e.stderr, "sweeping %s into %s\n", src.Queue.Name, src.Target)
+		verb := "sweeping"
+		if c.DryRun {
+			verb = "dry run: nothing moves; counting what would sweep"
+		}
+		fmt.Fprintf(e.stderr, "%s %s into %s\n", verb, src.Queue.Name, src.Target)
 		p := newPassProgress(e.stderr)
-		res, err := ops.SweepQueue(e.ctx, s.amqp, src, *c.MaxDeaths, c.Window, p.update)
+		res, err := ops.SweepQueue(e.ctx, s.amqp, src, ops.SweepRun{MaxDeaths: *c.MaxDeaths, Window: c.Window,
+			Progress: p.update, CreateTarget: c.Unmanaged, DryRun: c.DryRun})
 		p.stop()
 		results = append(results, res)
 		if err != nil {
@@ -414,7 +476,42 @@ func (c *dlqSweepCmd) Run(e *env) (err error) {
 			}
 		}
 	}
+	if !c.DryRun {
+		fmt.Fprintln(e.stderr, "sweep keeps every header as it was")
+	}
 	return finishMoves(e, c.Format, "dlq sweep", results, errors.Join(errs...))
+}
+
+// checkTargets refuses a target no --spec declares, unless
+// --unmanaged-target allows it: a queue created by a sweep is one no plan
+// shows and no apply looks after. A target a spec declares must exist
+// already (rmqtopo apply creates it, with the spec's arguments).
+func (c *dlqSweepCmd) checkTargets(e *env, sources []ops.SweepSource, queues []broker.QueueInfo) error {
+	declared := map[string]bool{}
+	if len(c.Specs) > 0 {
+		files, err := loadSpecs(e, c.Specs)
+		if err != nil {
+			return err
+		}
+		for _, q := range spec.Expand(files...).Queues {
+			if q.Vhost == c.Vhost {
+				declared[q.Name] = true
+			}
+		}
+	}
+	exists := map[string]bool{}
+	for _, q := range queues {
+		exists[q.Name] = true
+	}
+	for _, src := range sources {
+		switch {
+		case declared[src.Target] && !exists[src.Target] && !c.DryRun:
+			return fmt.Errorf("dlq sweep: target %q is in the specs but not on the broker; run rmqtopo apply first", src.Target)
+		case !declared[src.Target] && !c.Unmanaged:
+			return fmt.Errorf("dlq sweep: target %q of queue %q is not a queue of any --spec; pass the spec that declares it, or --unmanaged-target to use a queue no spec manages", src.Target, src.Queue.Name)
+		}
+	}
+	return nil
 }
 
 // finishMoves prints the summary of moves to stdout, their warnings to

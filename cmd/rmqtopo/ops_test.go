@@ -226,11 +226,15 @@ func TestDLQShowCommand(t *testing.T) {
 			}
 			out, _, code = runCLI(t, args(b, "dlq", "show", "orders.dlq", "--vhost", vhost, "-n", "2", "-f", "json")...)
 			var doc struct {
-				Depth    int
-				Messages []ops.Message
+				Depth          int
+				ReadIsDelivery bool `json:"read_is_delivery"`
+				Messages       []ops.Message
 			}
 			if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
 				t.Fatalf("dlq show -f json exited %d:\n%s", code, out)
+			}
+			if doc.ReadIsDelivery != (typ == "quorum") {
+				t.Errorf("dlq show -f json on a %s queue: read_is_delivery %v", typ, doc.ReadIsDelivery)
 			}
 			if doc.Depth != 8 || len(doc.Messages) != 2 || doc.Messages[1].MessageID != "m0001" || doc.Messages[1].LastError != "timeout 1" ||
 				doc.Messages[1].Attempt == nil || *doc.Messages[1].Attempt != 4 {
@@ -263,6 +267,9 @@ func TestDLQReplayCommand(t *testing.T) {
 	}
 	if !strings.Contains(out, "orders.dlq -> orders: moved 3, left 2, failed 0 (2 header does not match); stopped: moved the limit of 3 messages") {
 		t.Errorf("dlq replay output:\n%s", out)
+	}
+	if want := "replay dropped rmqtopo-attempt, x-death from the messages it moved (it resets rmqtopo-attempt, rmqtopo-dead-letter-reason and the broker's dead-lettering headers) and kept every other header\n"; !strings.Contains(errs, want) {
+		t.Errorf("dlq replay stderr %q lacks %q", errs, want)
 	}
 	got, ds := drain(t, b, conn, vhost, "orders")
 	if diff := cmp.Diff([]string{ids[0], ids[2], ids[4]}, got); diff != "" {
@@ -304,7 +311,7 @@ func TestDLQSweepCommand(t *testing.T) {
 	// The pattern and the target come from the file, the threshold from the
 	// environment, which beats the file's.
 	config := filepath.Join(t.TempDir(), "sweep.yaml")
-	if err := os.WriteFile(config, []byte("pattern: dlq.*\nto: dead.{name}\nmax_deaths: 100\nvhost: "+vhost+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte("pattern: dlq.*\nto: dead.{name}\nmax_deaths: 100\nunmanaged_target: true\nvhost: "+vhost+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("RMQTOPO_SWEEP_MAX_DEATHS", "2")
@@ -378,7 +385,7 @@ func TestOpsErrors(t *testing.T) {
 		{"sweep without a threshold", args(b, "dlq", "sweep", "--pattern", "*.dlq", "--to", "dead.{name}", "--vhost", vhost),
 			`rmqtopo: dlq sweep: a death threshold is required: --max-deaths, RMQTOPO_SWEEP_MAX_DEATHS or "max_deaths" in --config`},
 		{"sweep with a bad config key", args(b, "dlq", "sweep", "--config", badConfig),
-			fmt.Sprintf(`rmqtopo: dlq sweep: --config %s: unknown key "max_death" (known: pattern, max-deaths, to, vhost, window)`, badConfig)},
+			fmt.Sprintf(`rmqtopo: dlq sweep: --config %s: unknown key "max_death" (known: pattern, max-deaths, to, vhost, window, unmanaged-target)`, badConfig)},
 		{"show without permission", append([]string{"dlq", "show", "orders.dlq", "--vhost", vhost}, noPerm...),
 			fmt.Sprintf(`rmqtopo: dlq show: reading queue "orders.dlq" in vhost %q: permission denied for user %q: User not authorised to access virtual host (HTTP 401)`, vhost, user)},
 		{"sweep without permission", append([]string{"dlq", "sweep", "--pattern", "*", "--max-deaths", "1", "--to", "x", "--vhost", vhost}, noPerm...),
@@ -441,7 +448,7 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 		cmd                       func(vhost string) []string
 	}{
 		{"sweep", "classic", "dlq.orders", "dead.dlq.orders", func(vhost string) []string {
-			return args(b, "dlq", "sweep", "--pattern", "dlq.*", "--max-deaths", "1", "--to", "dead.{name}", "--vhost", vhost, "--window", "50")
+			return args(b, "dlq", "sweep", "--pattern", "dlq.*", "--max-deaths", "1", "--to", "dead.{name}", "--vhost", vhost, "--window", "50", "--unmanaged-target")
 		}},
 		{"replay", "quorum", "orders.dlq", "orders", func(vhost string) []string {
 			return args(b, "dlq", "replay", "orders.dlq", "--vhost", vhost, "--window", "50")

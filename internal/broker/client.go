@@ -28,6 +28,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -65,6 +66,9 @@ type Client struct {
 	hc      *http.Client
 	timeout time.Duration
 	cfg     Config
+	// certAsked is set once the management API asked for a client
+	// certificate that the client does not have.
+	certAsked *atomic.Bool
 }
 
 // NewClient checks cfg and returns a client; it does not contact the broker.
@@ -99,7 +103,9 @@ func NewClient(cfg Config) (*Client, error) {
 	// connections beyond the default 2 per host would be closed and
 	// re-opened for every request.
 	tr.MaxIdleConnsPerHost = 64
-	tr.TLSClientConfig = cfg.TLS
+	// A copy: cfg.TLS is also the AMQP dials' (see connTLS).
+	tc, certAsked := connTLS(cfg.TLS, u.Scheme == "https")
+	tr.TLSClientConfig = tc
 	return &Client{
 		base:    u,
 		display: u.String(),
@@ -108,6 +114,8 @@ func NewClient(cfg Config) (*Client, error) {
 		hc:      &http.Client{Transport: tr},
 		timeout: cfg.Timeout,
 		cfg:     cfg,
+
+		certAsked: certAsked,
 	}, nil
 }
 
@@ -186,6 +194,11 @@ func (c *Client) doStatus(ctx context.Context, method, path string, query url.Va
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.hc.Do(req)
+	if err != nil && c.certAsked.Load() {
+		if e := missingClientCert("the management API", c.display, err); e != nil {
+			return 0, e
+		}
+	}
 	if err != nil {
 		return 0, transportError(c.display, c.timeout.String(), ctx, err)
 	}

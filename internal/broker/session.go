@@ -30,6 +30,11 @@ type Session struct {
 	// HTTPWrites sends exchange, queue and binding writes through the
 	// management API instead of AMQP. Slower; kept to measure the two.
 	HTTPWrites bool
+	// MigrateHook, if set, is called after each step of MigrateQueue with
+	// the queue, the step (StepTemp...) and, during a move, the messages
+	// moved so far. The CLI reports progress with it; tests interrupt a
+	// migration there.
+	MigrateHook func(queue, step string, moved int)
 
 	mu     sync.Mutex
 	vhosts map[string]*vhostConn
@@ -103,15 +108,16 @@ func (s *Session) Dial(vhost, purpose string) (*amqp.Connection, error) {
 	props := amqp.NewConnectionProperties()
 	host, _ := os.Hostname()
 	props.SetClientConnectionName(fmt.Sprintf("rmqtopo %s (pid %d on %s)", purpose, os.Getpid(), host))
+	tc, certAsked := connTLS(s.cfg.TLS, u.Scheme == "amqps")
 	conn, err := amqp.DialConfig(u.String(), amqp.Config{
 		Heartbeat:       10 * time.Second,
 		Locale:          "en_US",
 		Properties:      props,
-		TLSClientConfig: s.cfg.TLS,
+		TLSClientConfig: tc,
 		Dial:            amqp.DefaultDial(s.timeout),
 	})
 	if err != nil {
-		return nil, dialError(s.display, s.amqpUser(), vhost, s.timeout, err)
+		return nil, s.dialFailure(&u, vhost, certAsked.Load(), err)
 	}
 	return conn, nil
 }

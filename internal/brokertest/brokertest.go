@@ -47,7 +47,7 @@ var (
 	sharedErr error
 	mainUsed  bool
 	ownedDir  string
-	watchdog  *exec.Cmd
+	watchdogs []*exec.Cmd
 )
 
 // Main is the TestMain of every package using Get:
@@ -75,12 +75,14 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 func Run(m *testing.M) int {
 	mainUsed = true
 	code := m.Run()
+	cleanupCluster()
+	cleanupOwned()
 	if shared != nil && shared.Node != nil {
 		shared.Node.Kill()
 		os.RemoveAll(ownedDir)
-		if watchdog != nil {
-			_ = watchdog.Process.Kill()
-		}
+	}
+	for _, w := range watchdogs {
+		_ = w.Process.Kill()
 	}
 	return code
 }
@@ -170,7 +172,7 @@ func startWatchdog(n *Node, dir string) {
 		strconv.Itoa(os.Getpid()), strconv.Itoa(pid), dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err == nil {
-		watchdog = cmd
+		watchdogs = append(watchdogs, cmd)
 		go cmd.Wait() // reap it if it ends while we live
 	}
 }

@@ -59,11 +59,32 @@ type NodeConfig struct {
 	AMQPPort, MgmtPort, DistPort int
 	// ExtraConf lines are appended to the generated rabbitmq.conf.
 	ExtraConf []string
+	// AdvancedConfig, when not empty, is written to advanced.config (an
+	// Erlang term list, e.g. to lower the rabbit app's
+	// dead_letter_worker_publisher_confirm_timeout).
+	AdvancedConfig string
+	// TLS, when set, adds TLS listeners for AMQP and the management API
+	// (on AMQPSPort and MgmtTLSPort) next to the plain ones, which the
+	// harness keeps for its own readiness checks.
+	TLS *TLSFiles
 	// BinDir holds rabbitmq-server and rabbitmqctl. Default
 	// $RMQTOPO_RABBITMQ_BIN_DIR, else DefaultBinDir.
 	BinDir string
 	// StartTimeout bounds the wait for the node to be ready. Default 90s.
 	StartTimeout time.Duration
+}
+
+// TLSFiles are the PEM files of a node's TLS listeners. AMQP and the
+// management API may present different certificates (say one for
+// 127.0.0.1, one for localhost), signed by the same CA.
+type TLSFiles struct {
+	CACert            string // CA that signed the client certificates
+	AMQPCert, AMQPKey string // presented on the AMQPS port
+	MgmtCert, MgmtKey string // presented on the HTTPS port
+	// The listeners verify a client certificate when one is given; these
+	// make them also refuse a client without one (fail_if_no_peer_cert).
+	RequireClientCertAMQP, RequireClientCertMgmt bool
+	AMQPSPort, MgmtTLS                           int // 0 picks a free port
 }
 
 // Node is a private RabbitMQ node. Its exported fields are its whole state,
@@ -73,6 +94,9 @@ type Node struct {
 	AMQPPort int    `json:"amqp_port"`
 	MgmtPort int    `json:"mgmt_port"`
 	DistPort int    `json:"dist_port"`
+	// TLS listener ports; 0 when the node has none.
+	AMQPSPort   int `json:"amqps_port,omitempty"`
+	MgmtTLSPort int `json:"mgmt_tls_port,omitempty"`
 	// Dir is the node's own directory: rabbitmq.conf, enabled_plugins, the
 	// pid file, mnesia/ (data) and log/ (logs, <name>.log).
 	Dir string `json:"dir"`
@@ -124,7 +148,11 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	if err := ensureInstalled(ctx, cfg.BinDir); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(cfg.AMQPPort, cfg.MgmtPort, cfg.DistPort)
+	want := []int{cfg.AMQPPort, cfg.MgmtPort, cfg.DistPort}
+	if cfg.TLS != nil {
+		want = append(want, cfg.TLS.AMQPSPort, cfg.TLS.MgmtTLS)
+	}
+	ports, err := freePorts(want...)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +166,12 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 		BinDir:       cfg.BinDir,
 		StartTimeout: cfg.StartTimeout,
 	}
-	if err := n.writeFiles(cfg.ExtraConf); err != nil {
+	extra := cfg.ExtraConf
+	if cfg.TLS != nil {
+		n.AMQPSPort, n.MgmtTLSPort = ports[3], ports[4]
+		extra = append(tlsConf(cfg.TLS, n.AMQPSPort, n.MgmtTLSPort), extra...)
+	}
+	if err := n.writeFiles(extra, cfg.AdvancedConfig); err != nil {
 		return nil, err
 	}
 	if err := n.start(ctx); err != nil {
@@ -147,7 +180,27 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	return n, nil
 }
 
-func (n *Node) writeFiles(extra []string) error {
+// tlsConf is the rabbitmq.conf of the TLS listeners.
+func tlsConf(t *TLSFiles, amqps, mgmt int) []string {
+	out := []string{
+		fmt.Sprintf("listeners.ssl.default = 127.0.0.1:%d", amqps),
+		"ssl_options.cacertfile = " + t.CACert,
+		"ssl_options.certfile = " + t.AMQPCert,
+		"ssl_options.keyfile = " + t.AMQPKey,
+		fmt.Sprintf("management.ssl.port = %d", mgmt),
+		"management.ssl.ip = 127.0.0.1",
+		"management.ssl.cacertfile = " + t.CACert,
+		"management.ssl.certfile = " + t.MgmtCert,
+		"management.ssl.keyfile = " + t.MgmtKey,
+	}
+	return append(out,
+		"ssl_options.verify = verify_peer",
+		fmt.Sprintf("ssl_options.fail_if_no_peer_cert = %t", t.RequireClientCertAMQP),
+		"management.ssl.verify = verify_peer",
+		fmt.Sprintf("management.ssl.fail_if_no_peer_cert = %t", t.RequireClientCertMgmt))
+}
+
+func (n *Node) writeFiles(extra []string, advanced string) error {
 	for _, d := range []string{n.Home, filepath.Join(n.Dir, "mnesia"), filepath.Join(n.Dir, "log")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -167,6 +220,11 @@ loopback_users = none
 	}
 	if err := os.WriteFile(filepath.Join(n.Dir, "rabbitmq.conf"), []byte(conf), 0o644); err != nil {
 		return err
+	}
+	if advanced != "" {
+		if err := os.WriteFile(filepath.Join(n.Dir, "advanced.config"), []byte(advanced), 0o644); err != nil {
+			return err
+		}
 	}
 	return os.WriteFile(filepath.Join(n.Dir, "enabled_plugins"), []byte("[rabbitmq_management].\n"), 0o644)
 }
@@ -222,6 +280,7 @@ func (n *Node) Env() []string {
 		"RABBITMQ_LOG_BASE="+filepath.Join(n.Dir, "log"),
 		"RABBITMQ_PID_FILE="+n.PIDFile(),
 		"RABBITMQ_CONFIG_FILE="+filepath.Join(n.Dir, "rabbitmq"),
+		"RABBITMQ_ADVANCED_CONFIG_FILE="+filepath.Join(n.Dir, "advanced.config"),
 		"RABBITMQ_ENABLED_PLUGINS_FILE="+filepath.Join(n.Dir, "enabled_plugins"),
 		"ERL_CRASH_DUMP="+filepath.Join(n.Dir, "log", "erl_crash.dump"),
 	)
@@ -242,7 +301,7 @@ func (n *Node) Ctl(ctx context.Context, args ...string) ([]byte, error) {
 
 // start launches the server detached and waits until it is ready.
 func (n *Node) start(ctx context.Context) error {
-	for _, p := range []int{n.AMQPPort, n.MgmtPort, n.DistPort} {
+	for _, p := range n.ports() {
 		if !portFree(p) {
 			return fmt.Errorf("brokertest: cannot start %s: port %d is in use", n.Name, p)
 		}
@@ -282,6 +341,24 @@ func (n *Node) start(ctx context.Context) error {
 		return n.startErr(err)
 	}
 	return nil
+}
+
+// ports are the ports the node listens on.
+func (n *Node) ports() []int {
+	out := []int{n.AMQPPort, n.MgmtPort, n.DistPort}
+	if n.AMQPSPort != 0 {
+		out = append(out, n.AMQPSPort, n.MgmtTLSPort)
+	}
+	return out
+}
+
+func (n *Node) portsFree() bool {
+	for _, p := range n.ports() {
+		if !portFree(p) {
+			return false
+		}
+	}
+	return true
 }
 
 // StartupLogFile holds the output of the server script (of its last start).
@@ -448,7 +525,7 @@ func (n *Node) Restart(ctx context.Context) error {
 	}
 	// Wait for the OS to release the listening ports.
 	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) && !(portFree(n.AMQPPort) && portFree(n.MgmtPort) && portFree(n.DistPort)) {
+	for time.Now().Before(deadline) && !n.portsFree() {
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {
 			return err
 		}

@@ -69,6 +69,9 @@ func (f FileSource) Read(_ context.Context, vhosts []string) (*topology.State, e
 		t.Vhosts = []string{def}
 	}
 	st.Topology = t
+	// The export says which RabbitMQ wrote it, which is the best guess of
+	// the broker a plan against it is for.
+	st.BrokerVersion = doc.RabbitVersion
 	return st, nil
 }
 

@@ -33,6 +33,10 @@ const (
 	RoleWait       = "wait"
 	RoleDLQ        = "dlq"
 	RoleParkingLot = "parking-lot"
+	// RoleMigration is the temporary queue of a migration in progress
+	// (contract.MigrationQueue): it holds the queue's messages until the
+	// migration, resumed by the next apply, moves them back.
+	RoleMigration = "migration"
 )
 
 // Flags status raises on a queue.
@@ -41,6 +45,7 @@ const (
 	FlagNoConsumers = "no-consumers"
 	FlagMissing     = "missing"
 	FlagDrift       = "drift"
+	FlagMigrating   = "migration-in-progress"
 )
 
 // StatusFormatVersion is the version of Status's JSON form.
@@ -106,6 +111,9 @@ type StatusSummary struct {
 	MissingQueues     int   `json:"missing_queues"`
 	DriftedObjects    int   `json:"drifted_objects"`
 	MessagesInRetries int64 `json:"messages_in_wait_queues"`
+	// Migrations counts the migrations in progress: their temporary
+	// queues exist.
+	Migrations int `json:"migrations_in_progress,omitempty"`
 }
 
 // BuildStatus puts together the spec, the queue counts the management API
@@ -205,6 +213,7 @@ func (b *builder) workQueue(f *spec.File, q spec.Queue) WorkQueueStatus {
 	if q.ParkingLot {
 		rows = append(rows, QueueStatus{Name: contract.ParkingLotQueue(q.Name), Role: RoleParkingLot})
 	}
+	rows = b.withMigrations(vhost, rows)
 	for _, row := range rows {
 		wq.Queues = append(wq.Queues, b.fill(vhost, row))
 	}
@@ -239,6 +248,9 @@ func (b *builder) fill(vhost string, row QueueStatus) QueueStatus {
 		sum.DLQMessages += row.Messages
 	case row.Role == RoleWait && first:
 		sum.MessagesInRetries += row.Messages
+	case row.Role == RoleMigration:
+		row.Flags = append(row.Flags, FlagMigrating)
+		sum.Migrations++
 	}
 	if len(row.Drift) > 0 {
 		row.Flags = append(row.Flags, FlagDrift)
@@ -375,6 +387,9 @@ func (s Status) summaryLine(color bool) string {
 	}
 	if sum.MissingQueues > 0 {
 		parts = append(parts, fmt.Sprintf("%d %s missing", sum.MissingQueues, plural(sum.MissingQueues, "queue", "queues")))
+	}
+	if sum.Migrations > 0 {
+		parts = append(parts, paint(color, "33", fmt.Sprintf("%d %s in progress (rmqtopo apply finishes it)", sum.Migrations, plural(sum.Migrations, "migration", "migrations"))))
 	}
 	switch {
 	case !s.DriftChecked:

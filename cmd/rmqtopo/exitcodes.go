@@ -1,0 +1,25 @@
+package main
+
+// Exit codes are a contract with the scripts and pipelines that run
+// rmqtopo; docs/exit-codes.md is their table. Each is distinct across the
+// whole CLI, so a wrapper that runs several commands can still tell what a
+// code means. Usage errors and every failure exit 1.
+const (
+	// ExitFailure is any error: bad input, an unreachable broker, a refused
+	// write, an interrupt.
+	ExitFailure = 1
+	// ExitChanges: plan --detailed-exitcode found changes apply would make.
+	ExitChanges = 2
+	// ExitDLQNotEmpty: status --exit-code found messages in a DLQ.
+	ExitDLQNotEmpty = 3
+	// ExitRefused: plan --detailed-exitcode found changes that apply would
+	// refuse (blocking diagnostics, such as a replace that puts messages
+	// at risk without --allow-destroy).
+	ExitRefused = 4
+	// ExitMissing: status --exit-code found objects of the specs missing
+	// from the broker (queues, or anything plan would create).
+	ExitMissing = 5
+	// ExitDrift: status --exit-code found objects that differ from the
+	// specs.
+	ExitDrift = 6
+)

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+)
+
+// TestScriptsOnline runs the scripts of testdata/script-online against the
+// harness broker, each in a vhost of its own. Before a script runs, every
+// "@VHOST@" in its files becomes that vhost's name, and the environment
+// points rmqtopo at the broker (RMQTOPO_URL and friends), so scripts read
+// like a pipeline's steps. Two commands of their own reach the broker
+// directly:
+//
+//	publish QUEUE BODY [HEADER=VALUE...]  publish with confirms to QUEUE
+//	                                      through the default exchange
+//	waitcount QUEUE N                     wait until the management API's
+//	                                      statistics show N messages in QUEUE
+//
+// and "exits" (see scriptExits) checks an exit code.
+func TestScriptsOnline(t *testing.T) {
+	b := brokertest.Get(t)
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script-online",
+		Setup: func(env *testscript.Env) error {
+			vhost := b.NewVhost(t)
+			t.Cleanup(func() { deleteOwnedRecord(t, b, vhost) })
+			env.Setenv("VHOST", vhost)
+			env.Setenv("RMQTOPO_URL", b.MgmtURL)
+			env.Setenv("RMQTOPO_AMQP_URL", b.AMQPURL)
+			env.Setenv("RMQTOPO_USER", b.User)
+			env.Setenv("RMQTOPO_PASSWORD", b.Password)
+			return substituteVhost(env.WorkDir, vhost)
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"publish":   func(ts *testscript.TestScript, neg bool, args []string) { scriptPublish(ts, b, neg, args) },
+			"waitcount": func(ts *testscript.TestScript, neg bool, args []string) { scriptWaitCount(ts, b, neg, args) },
+			"exits":     scriptExits,
+		},
+	})
+}
+
+// scriptExits is "exits N PROGRAM ARGS...": it runs PROGRAM like exec and
+// fails unless it exits with code N; stdout and stderr are kept for the
+// next commands, as after exec. testscript's "! exec" only knows non-zero.
+func scriptExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits N PROGRAM [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	case err != nil:
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+func deleteOwnedRecord(t *testing.T, b *brokertest.Broker, vhost string) {
+	c, err := broker.NewClient(broker.Config{URL: b.MgmtURL, User: b.User, Password: b.Password})
+	if err == nil {
+		err = c.DeleteOwned(context.Background(), vhost)
+	}
+	if err != nil {
+		t.Logf("deleting the ownership record of %q: %v", vhost, err)
+	}
+}
+
+func substituteVhost(dir, vhost string) error {
+	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil || !strings.Contains(string(data), "@VHOST@") {
+			return err
+		}
+		return os.WriteFile(path, []byte(strings.ReplaceAll(string(data), "@VHOST@", vhost)), 0o644)
+	})
+}
+
+func scriptPublish(ts *testscript.TestScript, b *brokertest.Broker, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: publish QUEUE BODY [HEADER=VALUE...]")
+	}
+	headers := amqp.Table{}
+	for _, h := range args[2:] {
+		k, v, ok := strings.Cut(h, "=")
+		if !ok {
+			ts.Fatalf("publish: header %q: want NAME=VALUE", h)
+		}
+		headers[k] = v
+	}
+	conn, err := amqp.Dial(b.AMQPURLFor(ts.Getenv("VHOST")))
+	ts.Check(err)
+	defer conn.Close()
+	ch, err := conn.Channel()
+	ts.Check(err)
+	ts.Check(ch.Confirm(false))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", args[0], true, false,
+		amqp.Publishing{Body: []byte(args[1]), Headers: headers, DeliveryMode: amqp.Persistent})
+	ts.Check(err)
+	ok, err := dc.WaitContext(ctx)
+	ts.Check(err)
+	if !ok {
+		ts.Fatalf("publish: the broker nacked the message")
+	}
+}
+
+func scriptWaitCount(ts *testscript.TestScript, b *brokertest.Broker, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitcount QUEUE N")
+	}
+	want, err := strconv.ParseInt(args[1], 10, 64)
+	ts.Check(err)
+	c, err := broker.NewClient(broker.Config{URL: b.MgmtURL, User: b.User, Password: b.Password})
+	ts.Check(err)
+	var got int64 = -1
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		q, err := c.GetQueue(context.Background(), ts.Getenv("VHOST"), args[0])
+		if err == nil && q.Messages == want {
+			return
+		}
+		got = q.Messages
+	}
+	ts.Fatalf("%s", fmt.Sprintf("queue %s: statistics show %d messages after 30s, want %d", args[0], got, want))
+}

@@ -1,0 +1,191 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+)
+
+// TestRetryStormNodeLoss runs a retry storm through a 3-node cluster and
+// kills nodes in the middle of it: first the node that leads every quorum
+// queue (the topology was applied through it), restarted after a few
+// seconds, then the node that has become the leader of a wait queue. Every
+// message must end acked by a handler or in the DLQ, none lost; duplicates
+// are counted and logged. Retries held by a wait queue whose dead-letter
+// target lost its leader must arrive within the cluster's lowered
+// dead_letter_worker_publisher_confirm_timeout plus a margin.
+// RMQTOPO_STORM_MESSAGES sets the number of messages (default 10,000).
+func TestRetryStormNodeLoss(t *testing.T) {
+	c := brokertest.GetCluster(t)
+	if c.External() {
+		t.Skip("kills nodes: needs the private cluster, not one given by RMQTOPO_TEST_CLUSTER_URLS")
+	}
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_STORM_MESSAGES")); err == nil && v > 0 {
+		n = v
+	}
+	victim := c.Brokers[2]
+	vhost := c.Brokers[0].NewVhost(t)
+	spec := writeSpec(t, t.TempDir(), "storm.yaml", vhost, fmt.Sprintf(
+		"quorum_initial_group_size: 3\nqueues:\n  - name: %s\n    type: quorum\n    retry: {delays: [1s, 2s]}\n", stormQueue))
+	// Applied through the victim: its node leads every quorum queue.
+	must(t, 0, append([]string{"apply", "--auto-approve", spec}, conn(victim)...)...)
+	var urls []string
+	for _, b := range c.Brokers {
+		urls = append(urls, b.AMQPURLFor(vhost))
+	}
+	s := newStorm(urls)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	wctx, stopWorkers := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.work(wctx, i) }()
+	}
+	pubErr := make(chan error, 1)
+	// Spread over about 20s, so that both kills fall in the storm.
+	go func() { pubErr <- s.publish(ctx, n, max(n/20, 100)) }()
+
+	start := time.Now()
+	killAndRestart(t, ctx, s, start, victim, func() bool { return s.progress.Load() >= int64(n/5) })
+	waitOnline(t, c.Brokers[0], vhost, contract.SharedWaitQueue(2*time.Second), 2*time.Minute)
+	leader := queue(t, c.Brokers[0], vhost, contract.SharedWaitQueue(2*time.Second)).Leader
+	var second *brokertest.Broker
+	for _, b := range c.Brokers {
+		if b.Node.Name == leader {
+			second = b
+		}
+	}
+	if second == nil {
+		t.Fatalf("no node of the cluster is named %q, the wait queue's leader", leader)
+	}
+	killAndRestart(t, ctx, s, start, second, func() bool { return true })
+	stormRetriesFlowing := !s.pubDone.Load()
+
+	if err := <-pubErr; err != nil {
+		t.Fatalf("publisher: %v", err)
+	}
+	waitSettled(t, ctx, s, c.Brokers[0], vhost, n)
+	stopWorkers()
+	wg.Wait()
+	s.event(start, "workers stopped")
+	countStorm(t, s, c.Brokers[0], vhost, n, stormRetriesFlowing)
+}
+
+// killAndRestart waits until ready, kills b's node with SIGKILL, and
+// restarts it 3 seconds later.
+func killAndRestart(t *testing.T, ctx context.Context, s *storm, start time.Time, b *brokertest.Broker, ready func() bool) {
+	t.Helper()
+	for !ready() {
+		if err := pause(ctx, 100*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Node.Kill()
+	s.event(start, "killed "+b.Node.Name)
+	if err := pause(ctx, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	restart(t, b)
+	s.event(start, "restarted "+b.Node.Name)
+}
+
+// waitSettled waits until every message meant to succeed was handled and
+// the DLQ holds every message meant to fail, then a while longer (twice
+// the dead-letter confirm timeout) for late duplicates.
+func waitSettled(t *testing.T, ctx context.Context, s *storm, b *brokertest.Broker, vhost string, n int) {
+	t.Helper()
+	wantOK, wantDLQ := 0, 0
+	for id := 0; id < n; id++ {
+		if alwaysFails(id) {
+			wantDLQ++
+		} else {
+			wantOK++
+		}
+	}
+	dlq := contract.DeadLetterQueue(stormQueue)
+	for {
+		if s.doneHandling() >= wantOK && b.QueueDepth(t, vhost, dlq) >= wantDLQ {
+			break
+		}
+		if err := pause(ctx, time.Second); err != nil {
+			t.Errorf("storm did not settle: %d of %d handled, DLQ %d of %d", s.doneHandling(), wantOK, b.QueueDepth(t, vhost, dlq), wantDLQ)
+			return
+		}
+	}
+	_ = pause(ctx, 2*brokertest.DeadLetterConfirmTimeout)
+}
+
+// countStorm drains the DLQ and counts every message: handled, in the
+// DLQ, lost, duplicated, or where it should not be.
+func countStorm(t *testing.T, s *storm, b *brokertest.Broker, vhost string, n int, flowing bool) {
+	t.Helper()
+	dlq := contract.DeadLetterQueue(stormQueue)
+	conn := b.Dial(t, vhost)
+	inDLQ := map[int]int{}
+	for _, d := range brokertest.Drain(t, conn, dlq, b.QueueDepth(t, vhost, dlq), time.Minute) {
+		id, _ := strconv.Atoi(string(d.Body))
+		inDLQ[id]++
+	}
+	left := map[string]int{}
+	for _, q := range []string{stormQueue, contract.SharedWaitQueue(time.Second), contract.SharedWaitQueue(2 * time.Second)} {
+		left[q] = b.QueueDepth(t, vhost, q)
+	}
+	var lost, misplaced []int
+	dupHandled, dupDLQ, redelivered := 0, 0, 0
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := 0; id < n; id++ {
+		h, d := s.handled[id], inDLQ[id]
+		switch {
+		case h == 0 && d == 0:
+			lost = append(lost, id)
+		case alwaysFails(id) && h > 0, !alwaysFails(id) && d > 0:
+			misplaced = append(misplaced, id)
+		}
+		dupHandled += max(h-1, 0)
+		dupDLQ += max(d-1, 0)
+	}
+	for _, c := range s.arrivals {
+		redelivered += c - 1
+	}
+	sort.Ints(lost)
+	t.Logf("storm of %d messages, %d first publishes confirmed; events:\n  %s", n, len(s.first), strings.Join(s.events, "\n  "))
+	t.Logf("handled %d ids (%d duplicate acks), DLQ %d ids (%d duplicates), lost %d, misplaced %d; "+
+		"deliveries repeated %d, publishes nacked or unconfirmed then retried %d, re-dials %d; left in queues %v",
+		len(s.handled), dupHandled, len(inDLQ), dupDLQ, len(lost), len(misplaced), redelivered, s.nacks.Load(), s.redials.Load(), left)
+	t.Logf("latest retry: %v after its delay (id %d attempt %d); bound %v", s.late.Round(time.Millisecond), s.lateAt[0], s.lateAt[1], lateBound)
+	if len(lost) > 0 {
+		t.Errorf("%d messages lost, first %v", len(lost), lost[:min(len(lost), 10)])
+	}
+	if len(misplaced) > 0 {
+		t.Errorf("%d messages misplaced (a handler acked one meant to fail, or the DLQ holds one meant to succeed), first %v",
+			len(misplaced), misplaced[:min(len(misplaced), 10)])
+	}
+	for q, c := range left {
+		if c != 0 {
+			t.Errorf("queue %q still holds %d messages", q, c)
+		}
+	}
+	if s.late > lateBound {
+		t.Errorf("a retry arrived %v after its delay; the bound is %v", s.late, lateBound)
+	}
+	if !flowing {
+		t.Logf("note: every first publish was confirmed before the second kill; retries were still flowing from the wait queues")
+	}
+}
+
+// lateBound is how late after its delay a retry may arrive through node
+// losses: the dead-letter worker's confirm timeout (it re-sends what the
+// dead target did not confirm), plus a leader election and a restart.
+var lateBound = brokertest.DeadLetterConfirmTimeout + 30*time.Second

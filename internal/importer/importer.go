@@ -1,0 +1,159 @@
+// Package importer writes a spec for what already exists in one vhost, so
+// that a team can adopt rmqtopo for a broker it already runs.
+//
+// Import takes the vhost's current topology (read from a live broker or a
+// definitions export) and writes a spec that expands back to exactly that
+// topology: planning the spec against the same source shows no changes.
+// Retry topologies it recognises (rmqtopo's own layouts and the presets)
+// become retry blocks and presets; everything else is written as raw
+// exchanges, queues, bindings and policies. Recognition is by trial: a
+// guessed queue is expanded with package spec and kept only when the live
+// topology holds every object of the expansion, so it stays right when
+// what a layout or preset generates changes.
+//
+// What the spec cannot express is never dropped silently: it is returned
+// in Result.Skipped, with the reason, and written as comments in the spec.
+// Users and permissions are not topology and are ignored, so no password
+// (hash) ever reaches a spec.
+package importer
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// Input is what to import.
+type Input struct {
+	// Vhost is the one vhost to import; objects of others are ignored.
+	Vhost string
+	// Topology is the current topology, as a plan.Source reads it.
+	Topology topology.Topology
+	// Source says where the topology came from, for the header comment,
+	// e.g. "definitions file defs.json". It must not hold credentials.
+	Source string
+	// Skipped are objects the source holds that Topology cannot carry,
+	// found by the caller (see Extras).
+	Skipped []Skipped
+}
+
+// Skipped is one object that the spec does not represent, and why.
+type Skipped struct {
+	Object string `json:"object"`
+	Reason string `json:"reason"`
+}
+
+func (s Skipped) String() string { return s.Object + ": " + s.Reason }
+
+// Result is an import's outcome.
+type Result struct {
+	// YAML is the spec.
+	YAML []byte
+	// File is YAML parsed, ready to expand.
+	File *spec.File
+	// Skipped lists what the spec leaves out, sorted.
+	Skipped []Skipped
+	// Recognised counts the queues written with retry topology.
+	Recognised int
+}
+
+// maxRounds bounds the validate-and-demote loop; each round removes at
+// least one object or demotes one queue, and in practice one round is
+// enough.
+const maxRounds = 1000
+
+// Import writes the spec of in.Vhost. It fails only on an internal
+// inconsistency: a spec it wrote that does not expand back to the
+// topology it was written from.
+func Import(in Input) (*Result, error) {
+	l := index(in.Topology, in.Vhost)
+	m := newModel(l, in.Skipped)
+	for round := 0; ; round++ {
+		data := m.yaml(in.Source)
+		f, err := spec.Parse("imported.yaml", data)
+		if err == nil {
+			return m.result(data, f)
+		}
+		var es spec.Errors
+		if !errors.As(err, &es) || round >= maxRounds {
+			return nil, fmt.Errorf("import: the written spec does not load: %w", err)
+		}
+		if !m.fix(es) {
+			return nil, fmt.Errorf("import: the written spec does not load, and no object can be left out to fix it: %w", err)
+		}
+	}
+}
+
+// result checks that the spec expands back to the live topology less what
+// was skipped, and packs the result.
+func (m *model) result(data []byte, f *spec.File) (*Result, error) {
+	got := spec.Expand(f)
+	want := m.expected()
+	if !reflect.DeepEqual(normal(want), normal(got)) {
+		return nil, fmt.Errorf("import: the written spec does not reproduce vhost %q: %s", m.l.vhost, firstDifference(want, got))
+	}
+	sk := m.sortedSkipped()
+	n := 0
+	for _, q := range m.queues {
+		if q.cand != nil {
+			n++
+		}
+	}
+	return &Result{YAML: data, File: f, Skipped: sk, Recognised: n}, nil
+}
+
+// normal makes empty and nil slices compare equal.
+func normal(t topology.Topology) topology.Topology {
+	t.Sort()
+	fix := func(n int) bool { return n == 0 }
+	if fix(len(t.Exchanges)) {
+		t.Exchanges = nil
+	}
+	if fix(len(t.Queues)) {
+		t.Queues = nil
+	}
+	if fix(len(t.Bindings)) {
+		t.Bindings = nil
+	}
+	if fix(len(t.Policies)) {
+		t.Policies = nil
+	}
+	return t
+}
+
+func firstDifference(want, got topology.Topology) string {
+	w, g := addrs(want), addrs(got)
+	for a, v := range w {
+		if gv, ok := g[a]; !ok {
+			return fmt.Sprintf("%s is missing", a)
+		} else if !reflect.DeepEqual(v, gv) {
+			return fmt.Sprintf("%s differs", a)
+		}
+	}
+	for a := range g {
+		if _, ok := w[a]; !ok {
+			return fmt.Sprintf("%s is extra", a)
+		}
+	}
+	return "the vhosts differ"
+}
+
+func addrs(t topology.Topology) map[topology.Address]any {
+	out := map[topology.Address]any{}
+	for _, e := range t.Exchanges {
+		out[e.Addr()] = e
+	}
+	for _, q := range t.Queues {
+		out[q.Addr()] = q
+	}
+	for _, b := range t.Bindings {
+		out[b.Addr()] = b
+	}
+	for _, p := range t.Policies {
+		out[p.Addr()] = p
+	}
+	return out
+}

@@ -1,0 +1,281 @@
+package importer
+
+import (
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// model is the spec being written: which live objects it declares, and
+// how. It is rebuilt from the live topology after every fix, so a demoted
+// queue's generated objects come back as raw ones.
+type model struct {
+	l *live
+	// forbid holds work queues not to recognise: their retry topology did
+	// not survive validation, so they are written raw.
+	forbid map[string]bool
+	// drop holds the objects left out, with the reason.
+	drop map[topology.Address]string
+	// skipped is what the caller found plus, after build, drop.
+	given, skipped []Skipped
+
+	exchanges []*exchangeObj
+	queues    []*queueObj
+	policies  []topology.Policy
+}
+
+type exchangeObj struct {
+	e        topology.Exchange
+	bindings []topology.Binding // exchange-to-exchange bindings into e
+}
+
+type queueObj struct {
+	q        topology.Queue
+	cand     *candidate // nil for a raw queue
+	bindings []topology.Binding
+}
+
+func newModel(l *live, given []Skipped) *model {
+	m := &model{l: l, forbid: map[string]bool{}, drop: map[topology.Address]string{}, given: given}
+	m.build()
+	return m
+}
+
+// build lays the live topology out as a spec: recognised work queues with
+// their bindings; every object no recognised queue generates, raw.
+func (m *model) build() {
+	l := m.l
+	cands := map[string]*candidate{}
+	for _, q := range l.t.Queues {
+		if m.forbid[q.Name] || m.dropped(q.Addr()) {
+			continue
+		}
+		if c := l.recognise(q); c != nil {
+			cands[q.Name] = c
+		}
+	}
+	gen := m.resolve(cands)
+	m.exchanges, m.queues, m.policies = nil, nil, nil
+	ex := map[string]*exchangeObj{}
+	for _, e := range l.t.Exchanges {
+		if !gen[e.Addr()] && !m.dropped(e.Addr()) {
+			o := &exchangeObj{e: e}
+			ex[e.Name] = o
+			m.exchanges = append(m.exchanges, o)
+		}
+	}
+	qs := map[string]*queueObj{}
+	for _, q := range l.t.Queues {
+		if !gen[q.Addr()] && !m.dropped(q.Addr()) {
+			o := &queueObj{q: q, cand: cands[q.Name]}
+			qs[q.Name] = o
+			m.queues = append(m.queues, o)
+		}
+	}
+	m.skipped = append([]Skipped(nil), m.given...)
+	for _, b := range l.t.Bindings {
+		a := b.Addr()
+		switch {
+		case gen[a] || m.dropped(a):
+		case b.DestinationType == topology.DestQueue && qs[b.Destination] != nil:
+			qs[b.Destination].bindings = append(qs[b.Destination].bindings, b)
+		case b.DestinationType == topology.DestExchange && ex[b.Destination] != nil:
+			ex[b.Destination].bindings = append(ex[b.Destination].bindings, b)
+		default:
+			m.skipped = append(m.skipped, Skipped{Object: a.String(), Reason: "its destination is not in the vhost"})
+		}
+	}
+	for _, p := range l.t.Policies {
+		if !m.dropped(p.Addr()) {
+			m.policies = append(m.policies, p)
+		}
+	}
+	for a, why := range m.drop {
+		m.skipped = append(m.skipped, Skipped{Object: a.String(), Reason: why})
+	}
+	sort.SliceStable(m.exchanges, func(i, j int) bool { return naturalLess(m.exchanges[i].e.Name, m.exchanges[j].e.Name) })
+	sort.SliceStable(m.queues, func(i, j int) bool { return naturalLess(m.queues[i].q.Name, m.queues[j].q.Name) })
+	sort.SliceStable(m.policies, func(i, j int) bool { return naturalLess(m.policies[i].Name, m.policies[j].Name) })
+}
+
+// naturalLess orders names as a person would: digit runs by their value,
+// so "q2" comes before "q10"; equal-valued runs fall back to the text.
+func naturalLess(a, b string) bool {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if isDigit(a[i]) && isDigit(b[j]) {
+			si, sj := i, j
+			for i < len(a) && isDigit(a[i]) {
+				i++
+			}
+			for j < len(b) && isDigit(b[j]) {
+				j++
+			}
+			na, nb := strings.TrimLeft(a[si:i], "0"), strings.TrimLeft(b[sj:j], "0")
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			if na != nb {
+				return na < nb
+			}
+			continue
+		}
+		if a[i] != b[j] {
+			return a[i] < b[j]
+		}
+		i, j = i+1, j+1
+	}
+	if len(a)-i != len(b)-j {
+		return len(a)-i < len(b)-j
+	}
+	return a < b
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func (m *model) dropped(a topology.Address) bool { _, ok := m.drop[a]; return ok }
+
+// resolve demotes the candidates whose generated objects something else
+// needs to name (a binding into or out of them, or another candidate's
+// work queue), since a spec can only bind declared objects, and returns
+// the objects the remaining candidates generate.
+func (m *model) resolve(cands map[string]*candidate) map[topology.Address]bool {
+	for {
+		by := map[topology.Address][]string{}
+		for name, c := range cands {
+			for a := range c.generated {
+				by[a] = append(by[a], name)
+			}
+		}
+		demote := map[string]bool{}
+		for _, b := range m.l.t.Bindings {
+			if len(by[b.Addr()]) > 0 || m.dropped(b.Addr()) {
+				continue
+			}
+			for _, n := range by[topology.Address{Kind: topology.KindExchange, Vhost: b.Vhost, Name: b.Source}] {
+				demote[n] = true
+			}
+			dest := topology.Address{Kind: topology.KindQueue, Vhost: b.Vhost, Name: b.Destination}
+			if b.DestinationType == topology.DestExchange {
+				dest.Kind = topology.KindExchange
+			}
+			for _, n := range by[dest] {
+				demote[n] = true
+			}
+		}
+		for name := range cands {
+			if len(by[topology.Address{Kind: topology.KindQueue, Vhost: m.l.vhost, Name: name}]) > 0 {
+				demote[name] = true
+			}
+		}
+		if len(demote) == 0 {
+			gen := map[topology.Address]bool{}
+			for a := range by {
+				gen[a] = true
+			}
+			return gen
+		}
+		for n := range demote {
+			delete(cands, n)
+		}
+	}
+}
+
+var errPath = regexp.MustCompile(`^(exchanges|queues|policies)\[(\d+)\](?:\.bindings\[(\d+)\])?`)
+
+// fix leaves out, or writes raw, the objects that the errors of the
+// written spec point at, and rebuilds. It reports whether it changed
+// anything.
+func (m *model) fix(es spec.Errors) bool {
+	changed := false
+	for _, e := range es {
+		g := errPath.FindStringSubmatch(e.Path)
+		if g == nil {
+			continue
+		}
+		i, _ := strconv.Atoi(g[2])
+		if g[3] != "" {
+			j, _ := strconv.Atoi(g[3])
+			changed = m.dropBinding(g[1], i, j, e.Message) || changed
+			continue
+		}
+		switch g[1] {
+		case "exchanges":
+			changed = m.set(m.exchanges[i].e.Addr(), e.Message) || changed
+		case "policies":
+			changed = m.set(m.policies[i].Addr(), e.Message) || changed
+		case "queues":
+			o := m.queues[i]
+			if o.cand != nil {
+				// Its retry topology does not validate: write it raw.
+				changed = changed || !m.forbid[o.q.Name]
+				m.forbid[o.q.Name] = true
+				continue
+			}
+			changed = m.set(o.q.Addr(), e.Message) || changed
+		}
+	}
+	if changed {
+		m.build()
+	}
+	return changed
+}
+
+func (m *model) set(a topology.Address, why string) bool {
+	if m.dropped(a) {
+		return false
+	}
+	m.drop[a] = why
+	return true
+}
+
+func (m *model) dropBinding(kind string, i, j int, why string) bool {
+	if kind == "exchanges" {
+		return m.set(m.exchanges[i].bindings[j].Addr(), why)
+	}
+	if kind == "queues" {
+		return m.set(m.queues[i].bindings[j].Addr(), why)
+	}
+	return false
+}
+
+// expected is the live topology less what was left out: what the spec
+// must expand to.
+func (m *model) expected() topology.Topology {
+	t := topology.Topology{Vhosts: []string{m.l.vhost}}
+	for _, o := range m.exchanges {
+		t.Exchanges = append(t.Exchanges, o.e)
+		t.Bindings = append(t.Bindings, o.bindings...)
+	}
+	gen := map[topology.Address]bool{}
+	for _, o := range m.queues {
+		t.Queues = append(t.Queues, o.q)
+		t.Bindings = append(t.Bindings, o.bindings...)
+		if o.cand != nil {
+			for a := range o.cand.generated {
+				gen[a] = true
+			}
+		}
+	}
+	for _, e := range m.l.t.Exchanges {
+		if gen[e.Addr()] {
+			t.Exchanges = append(t.Exchanges, e)
+		}
+	}
+	for _, q := range m.l.t.Queues {
+		if gen[q.Addr()] {
+			t.Queues = append(t.Queues, q)
+		}
+	}
+	for _, b := range m.l.t.Bindings {
+		if gen[b.Addr()] {
+			t.Bindings = append(t.Bindings, b)
+		}
+	}
+	t.Policies = append(t.Policies, m.policies...)
+	return t
+}

@@ -1,0 +1,295 @@
+package importer
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// yaml writes the model as a spec. Everything is in a fixed order (objects
+// by name, keys in the order docs/spec.md lists them, defaults left out)
+// and nothing in it depends on the time, so importing the same state twice
+// gives the same bytes.
+func (m *model) yaml(source string) []byte {
+	root := mapping()
+	root.HeadComment = m.header(source)
+	add(root, "version", scalar(spec.Version))
+	add(root, "vhost", scalar(m.l.vhost))
+	if m.needsWaitQueueType() {
+		add(root, "wait_queue_type", scalar(m.l.waitQueueType))
+	}
+	if len(m.exchanges) > 0 {
+		seq := sequence()
+		for _, o := range m.exchanges {
+			seq.Content = append(seq.Content, exchangeNode(o))
+		}
+		add(root, "exchanges", seq)
+	}
+	if len(m.queues) > 0 {
+		seq := sequence()
+		for _, o := range m.queues {
+			seq.Content = append(seq.Content, queueNode(o))
+		}
+		add(root, "queues", seq)
+	}
+	if len(m.policies) > 0 {
+		seq := sequence()
+		for _, p := range m.policies {
+			seq.Content = append(seq.Content, policyNode(p))
+		}
+		add(root, "policies", seq)
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}); err != nil {
+		// Every node is built from plain values; encoding cannot fail.
+		panic(fmt.Sprintf("import: encode spec: %v", err))
+	}
+	return buf.Bytes()
+}
+
+func (m *model) header(source string) string {
+	lines := []string{
+		fmt.Sprintf("Imported by rmqtopo import from %s, vhost %q.", source, m.l.vhost),
+		"Planning this spec against the same source shows no changes.",
+	}
+	if sk := m.sortedSkipped(); len(sk) > 0 {
+		lines = append(lines, "", "Not imported: the spec cannot represent these objects.")
+		for _, s := range sk {
+			lines = append(lines, "  - "+oneLine(s.String()))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *model) sortedSkipped() []Skipped {
+	sk := append([]Skipped(nil), m.skipped...)
+	sort.Slice(sk, func(i, j int) bool {
+		if sk[i].Object != sk[j].Object {
+			return sk[i].Object < sk[j].Object
+		}
+		return sk[i].Reason < sk[j].Reason
+	})
+	return sk
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// needsWaitQueueType reports whether a recognised queue uses vhost-wide
+// wait queues of the non-default type.
+func (m *model) needsWaitQueueType() bool {
+	if m.l.waitQueueType == spec.TypeQuorum {
+		return false
+	}
+	for _, o := range m.queues {
+		if o.cand != nil && len(o.cand.q.Retry.Delays()) > 0 && (o.cand.q.Preset == spec.PresetSpring ||
+			o.cand.q.Preset == spec.PresetNone && o.cand.q.Layout != spec.LayoutPerAttempt) {
+			return true
+		}
+	}
+	return false
+}
+
+func exchangeNode(o *exchangeObj) *yaml.Node {
+	e := o.e
+	n := mapping()
+	add(n, "name", scalar(e.Name))
+	add(n, "type", scalar(e.Type))
+	if !e.Durable {
+		add(n, "durable", scalar(false))
+	}
+	if e.AutoDelete {
+		add(n, "auto_delete", scalar(true))
+	}
+	if e.Internal {
+		add(n, "internal", scalar(true))
+	}
+	if len(e.Arguments) > 0 {
+		add(n, "arguments", scalar(map[string]any(e.Arguments)))
+	}
+	if len(o.bindings) > 0 {
+		add(n, "bindings", bindingsNode(o.bindings))
+	}
+	return n
+}
+
+func queueNode(o *queueObj) *yaml.Node {
+	if o.cand == nil {
+		return rawQueueNode(o)
+	}
+	q := o.cand.q
+	n := mapping()
+	n.HeadComment = o.cand.what
+	if o.cand.note != "" {
+		n.HeadComment += ":\n" + o.cand.note
+	}
+	add(n, "name", scalar(q.Name))
+	if q.Type != spec.TypeClassic {
+		add(n, "type", scalar(q.Type))
+	}
+	if q.Preset != spec.PresetNone {
+		add(n, "preset", scalar(string(q.Preset)))
+	}
+	if len(o.bindings) > 0 {
+		add(n, "bindings", bindingsNode(o.bindings))
+	}
+	if q.ImmediateRetries > 0 {
+		add(n, "immediate_retries", scalar(q.ImmediateRetries))
+	}
+	if q.Retry.Kind != "" {
+		add(n, "retry", retryNode(q.Retry))
+	}
+	if q.Layout != "" {
+		add(n, "layout", scalar(string(q.Layout)))
+	}
+	if !q.DLQ {
+		add(n, "dlq", scalar(false))
+	}
+	if q.ParkingLot {
+		add(n, "parking_lot", scalar(true))
+	}
+	if q.MessageTTL > 0 {
+		add(n, "message_ttl", scalar(contract.FormatDelay(q.MessageTTL)))
+	}
+	if q.MaxLength > 0 {
+		add(n, "max_length", scalar(q.MaxLength))
+	}
+	if q.DeliveryLimit > 0 {
+		add(n, "delivery_limit", scalar(q.DeliveryLimit))
+	}
+	if len(q.Arguments) > 0 {
+		add(n, "arguments", scalar(map[string]any(topology.NormalizeArgs(q.Arguments))))
+	}
+	return n
+}
+
+func rawQueueNode(o *queueObj) *yaml.Node {
+	q := o.q
+	n := mapping()
+	add(n, "name", scalar(q.Name))
+	add(n, "raw", scalar(true))
+	if t := q.QueueType(); t != spec.TypeClassic {
+		add(n, "type", scalar(t))
+	}
+	if !q.Durable {
+		add(n, "durable", scalar(false))
+	}
+	if q.AutoDelete {
+		add(n, "auto_delete", scalar(true))
+	}
+	args := map[string]any{}
+	for k, v := range q.Arguments {
+		if k != "x-queue-type" {
+			args[k] = v
+		}
+	}
+	if len(args) > 0 {
+		add(n, "arguments", scalar(args))
+	}
+	if len(o.bindings) > 0 {
+		add(n, "bindings", bindingsNode(o.bindings))
+	}
+	return n
+}
+
+func bindingsNode(bs []topology.Binding) *yaml.Node {
+	bs = append([]topology.Binding(nil), bs...)
+	sort.SliceStable(bs, func(i, j int) bool {
+		a, b := bs[i], bs[j]
+		if a.Source != b.Source {
+			return a.Source < b.Source
+		}
+		if a.RoutingKey != b.RoutingKey {
+			return a.RoutingKey < b.RoutingKey
+		}
+		return a.Arguments.String() < b.Arguments.String()
+	})
+	seq := sequence()
+	for _, b := range bs {
+		n := mapping()
+		add(n, "exchange", scalar(b.Source))
+		if b.RoutingKey != "" {
+			add(n, "routing_key", scalar(b.RoutingKey))
+		}
+		if len(b.Arguments) > 0 {
+			add(n, "arguments", scalar(map[string]any(b.Arguments)))
+		}
+		seq.Content = append(seq.Content, n)
+	}
+	return seq
+}
+
+// retryNode writes a retry policy on one line: {delays: [1s, 5s]}.
+func retryNode(p spec.RetryPolicy) *yaml.Node {
+	body := mapping()
+	body.Style = yaml.FlowStyle
+	switch p.Kind {
+	case "delays":
+		list := sequence()
+		list.Style = yaml.FlowStyle
+		for _, d := range p.Explicit {
+			list.Content = append(list.Content, duration(d))
+		}
+		n := mapping()
+		n.Style = yaml.FlowStyle
+		add(n, "delays", list)
+		return n
+	case "fixed":
+		add(body, "delay", duration(p.Delay))
+	case "linear":
+		add(body, "step", duration(p.Step))
+	case "exponential":
+		add(body, "initial", duration(p.Initial))
+		add(body, "factor", scalar(p.Factor))
+		if p.Max > 0 {
+			add(body, "max", duration(p.Max))
+		}
+	}
+	add(body, "attempts", scalar(p.Attempts))
+	n := mapping()
+	n.Style = yaml.FlowStyle
+	add(n, p.Kind, body)
+	return n
+}
+
+func duration(d time.Duration) *yaml.Node { return scalar(contract.FormatDelay(d)) }
+
+func policyNode(p topology.Policy) *yaml.Node {
+	n := mapping()
+	add(n, "name", scalar(p.Name))
+	add(n, "pattern", scalar(p.Pattern))
+	if p.ApplyTo != "queues" {
+		add(n, "apply_to", scalar(p.ApplyTo))
+	}
+	if p.Priority != 0 {
+		add(n, "priority", scalar(p.Priority))
+	}
+	add(n, "definition", scalar(map[string]any(p.Definition)))
+	return n
+}
+
+func mapping() *yaml.Node  { return &yaml.Node{Kind: yaml.MappingNode} }
+func sequence() *yaml.Node { return &yaml.Node{Kind: yaml.SequenceNode} }
+
+// scalar encodes any plain value, quoting strings that would otherwise
+// read back as another type ("123", "true", "#").
+func scalar(v any) *yaml.Node {
+	var n yaml.Node
+	if err := n.Encode(v); err != nil {
+		panic(fmt.Sprintf("import: encode %T: %v", v, err))
+	}
+	return &n
+}
+
+func add(m *yaml.Node, key string, v *yaml.Node) {
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, v)
+}

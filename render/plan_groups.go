@@ -1,0 +1,204 @@
+package render
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// planGroup is the changes of one of the spec's queues: the work queue and
+// what was generated for it (retry exchange, wait queues, DLX, DLQ,
+// parking lot, their bindings), or of a vhost's shared objects (Queue "").
+type planGroup struct {
+	Vhost   string
+	Queue   string
+	Changes []plan.Change
+}
+
+// groupChanges sorts a plan's changes into planGroups, in natural order of
+// vhost then queue, each vhost's shared group after its queues. The plan
+// does not carry which spec queue an object was generated for, so the
+// names say it, through the contract's naming (contract.RetryExchange and
+// the rest) and that of the presets. A name is taken as generated for Q
+// only when Q is itself a queue of the plan (any action, no-ops included):
+// a spec queue that merely ends in ".dlq" stays a group of its own.
+func groupChanges(all []plan.Change) []planGroup {
+	roots := planRoots(all)
+	groups := map[groupKey]*planGroup{}
+	for _, c := range all {
+		if c.Action == plan.NoOp {
+			continue
+		}
+		k := groupKey{c.Address.Vhost, groupOf(c, roots)}
+		g := groups[k]
+		if g == nil {
+			g = &planGroup{Vhost: k.vhost, Queue: k.queue}
+			groups[k] = g
+		}
+		g.Changes = append(g.Changes, c)
+	}
+	out := make([]planGroup, 0, len(groups))
+	for _, g := range groups {
+		sort.SliceStable(g.Changes, func(i, j int) bool { return changeLess(g.Changes[i], g.Changes[j]) })
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Vhost != b.Vhost {
+			return naturalLess(a.Vhost, b.Vhost)
+		}
+		if (a.Queue == "") != (b.Queue == "") {
+			return b.Queue == ""
+		}
+		return naturalLess(a.Queue, b.Queue)
+	})
+	return out
+}
+
+type groupKey struct{ vhost, queue string }
+
+// planRoots are the plan's queues that head a group: every queue that is
+// not a wait queue and not generated for another queue of the plan.
+func planRoots(all []plan.Change) map[groupKey]bool {
+	queues := map[groupKey]bool{}
+	for _, c := range all {
+		if c.Address.Kind == topology.KindQueue {
+			queues[groupKey{c.Address.Vhost, c.Address.Name}] = true
+		}
+	}
+	roots := map[groupKey]bool{}
+	for k := range queues {
+		if contract.IsWaitQueue(k.queue) {
+			continue
+		}
+		if b := generatedFor(k.queue); b == k.queue || !queues[groupKey{k.vhost, b}] {
+			roots[k] = true
+		}
+	}
+	return roots
+}
+
+// groupOf names the root queue c belongs to, or "" for shared objects
+// (vhosts, policies, shared wait queues, exchanges of the spec's own). A
+// binding goes with its destination when that has a group (an exchange of
+// the spec bound to a work queue), else with its source (a retry exchange
+// bound to a shared wait queue).
+func groupOf(c plan.Change, roots map[groupKey]bool) string {
+	a := c.Address
+	rootOf := func(name string) string {
+		for _, n := range []string{name, generatedFor(name)} {
+			if roots[groupKey{a.Vhost, n}] {
+				return n
+			}
+		}
+		return ""
+	}
+	switch a.Kind {
+	case topology.KindQueue, topology.KindExchange:
+		return rootOf(a.Name)
+	case topology.KindBinding:
+		src, dst, _ := strings.Cut(a.Name, " -> ")
+		if b := changeBinding(c); b != nil {
+			src, dst = b.Source, b.Destination
+		}
+		if r := rootOf(dst); r != "" {
+			return r
+		}
+		return rootOf(src)
+	}
+	return ""
+}
+
+func changeBinding(c plan.Change) *topology.Binding {
+	for _, o := range []*plan.Object{c.After, c.Before} {
+		if o != nil && o.Binding != nil {
+			return o.Binding
+		}
+	}
+	return nil
+}
+
+// generatedSuffixes are the suffixes the contract and the presets append
+// to a work queue's name for the objects generated for it.
+var generatedSuffixes = []string{
+	contract.RetryExchange(""), contract.DeadLetterExchange(""),
+	contract.DeadLetterQueue(""), contract.ParkingLotQueue(""),
+	// The goqueue preset (spec/presets.go).
+	"__retry_exchange", "__dlx",
+}
+
+var goqueueRetryQueue = regexp.MustCompile(`^(.+)__retry\.\d+$`)
+
+// generatedFor returns the work queue name was generated for, by the
+// naming rules alone, or name itself when it follows none.
+func generatedFor(name string) string {
+	if w, ok := contract.ParseWaitQueue(name); ok && w.Queue != "" {
+		return w.Queue
+	}
+	if m := goqueueRetryQueue.FindStringSubmatch(name); m != nil {
+		return m[1]
+	}
+	for _, s := range generatedSuffixes {
+		if base, ok := strings.CutSuffix(name, s); ok && base != "" {
+			return base
+		}
+	}
+	return name
+}
+
+var kindOrder = map[topology.Kind]int{
+	topology.KindVhost: 0, topology.KindExchange: 1, topology.KindQueue: 2,
+	topology.KindBinding: 3, topology.KindPolicy: 4,
+}
+
+// changeLess orders a group's changes for reading: by kind, then by name
+// in natural order, then by binding key.
+func changeLess(a, b plan.Change) bool {
+	x, y := a.Address, b.Address
+	if x.Kind != y.Kind {
+		return kindOrder[x.Kind] < kindOrder[y.Kind]
+	}
+	if x.Name != y.Name {
+		return naturalLess(x.Name, y.Name)
+	}
+	return naturalLess(x.Key, y.Key)
+}
+
+// naturalLess compares strings with runs of digits compared as numbers,
+// so that svc2 comes before svc10.
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := digitRun(a), digitRun(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			if na != nb {
+				return na < nb
+			}
+			if da != db { // equal values: fewer leading zeros first
+				return da < db
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+func digitRun(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	return n
+}

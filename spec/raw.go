@@ -1,0 +1,305 @@
+package spec
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// Raw queues and queue arguments.
+//
+// A raw queue (raw: true) is declared exactly as written: its type,
+// durable, auto_delete, arguments and bindings, and nothing generated
+// beside it. It is how `rmqtopo import` writes the queues it does not
+// recognise as part of a retry topology, and how a spec keeps a queue that
+// rmqtopo should manage but not retry.
+//
+// Arguments are checked strictly, because a typo in an x- argument is
+// silently ignored by RabbitMQ and a wrong value type is refused only at
+// declare time, after earlier writes of an apply.
+
+// rawKeys are the queue keys that make sense for a raw queue.
+var rawKeys = map[string]bool{"name": true, "type": true, "raw": true, "durable": true, "auto_delete": true, "arguments": true, "bindings": true}
+
+// argKind is the type of value a known queue argument takes.
+type argKind int
+
+const (
+	argInt argKind = iota
+	argString
+	argBool
+)
+
+type argRule struct {
+	kind     argKind
+	min, max int64    // argInt: inclusive bounds
+	enum     []string // argString: allowed values, if any
+	pattern  *regexp.Regexp
+	// only names the one queue type that accepts the argument, where the
+	// broker refuses it on others.
+	only string
+}
+
+const maxInt = int64(1<<63 - 1)
+
+// queueArguments are the x- queue arguments RabbitMQ knows, with the
+// values it accepts; the sources are RabbitMQ's queue argument validation
+// (rabbit_amqqueue, rabbit_quorum_queue, rabbit_stream_queue) and the 4.3
+// delayed-retry arguments.
+var queueArguments = map[string]argRule{
+	"x-message-ttl":                   {kind: argInt, min: 0, max: MaxTTL.Milliseconds()},
+	"x-expires":                       {kind: argInt, min: 1, max: MaxTTL.Milliseconds()},
+	"x-max-length":                    {kind: argInt, min: 0, max: maxInt},
+	"x-max-length-bytes":              {kind: argInt, min: 0, max: maxInt},
+	"x-max-priority":                  {kind: argInt, min: 0, max: 255},
+	"x-delivery-limit":                {kind: argInt, min: -1, max: maxInt, only: TypeQuorum},
+	"x-quorum-initial-group-size":     {kind: argInt, min: 1, max: maxInt},
+	"x-quorum-target-group-size":      {kind: argInt, min: 1, max: maxInt},
+	"x-initial-cluster-size":          {kind: argInt, min: 1, max: maxInt},
+	"x-max-in-memory-length":          {kind: argInt, min: 0, max: maxInt},
+	"x-max-in-memory-bytes":           {kind: argInt, min: 0, max: maxInt},
+	"x-stream-max-segment-size-bytes": {kind: argInt, min: 1, max: maxInt},
+	"x-stream-filter-size-bytes":      {kind: argInt, min: 16, max: 255},
+	"x-consumer-timeout":              {kind: argInt, min: 0, max: maxInt},
+	"x-queue-version":                 {kind: argInt, min: 1, max: 2},
+	"x-delayed-retry-min":             {kind: argInt, min: 0, max: MaxTTL.Milliseconds(), only: TypeQuorum},
+	"x-delayed-retry-max":             {kind: argInt, min: 0, max: MaxTTL.Milliseconds(), only: TypeQuorum},
+	"x-dead-letter-exchange":          {kind: argString},
+	"x-dead-letter-routing-key":       {kind: argString},
+	"x-overflow":                      {kind: argString, enum: []string{"drop-head", "reject-publish", "reject-publish-dlx"}},
+	"x-dead-letter-strategy":          {kind: argString, enum: []string{"at-most-once", "at-least-once"}, only: TypeQuorum},
+	"x-queue-mode":                    {kind: argString, enum: []string{"default", "lazy"}},
+	"x-queue-master-locator":          {kind: argString, enum: []string{"client-local", "balanced", "min-masters", "random"}},
+	"x-queue-leader-locator":          {kind: argString, enum: []string{"client-local", "balanced", "random", "least-leaders"}},
+	"x-delayed-retry-type":            {kind: argString, enum: []string{"disabled", "all", "returned", "failed"}, only: TypeQuorum},
+	"x-max-age":                       {kind: argString, pattern: regexp.MustCompile(`^[0-9]+(Y|M|D|h|m|s)$`)},
+	"x-single-active-consumer":        {kind: argBool},
+}
+
+// addDeclaredQueue adds a queue written under queues: a raw one as
+// written, any other as its work queue. It reports whether the name was
+// accepted.
+func (b *builder) addDeclaredQueue(q Queue, o origin) bool {
+	if q.Raw {
+		b.checkRawKeys(q)
+	} else {
+		b.checkManagedKeys(q)
+	}
+	args := b.declaredArgs(q)
+	if !b.addQueue(topology.Queue{Name: q.Name, Arguments: args}, o) {
+		return false
+	}
+	if q.Raw {
+		dq := b.queues[q.Name]
+		dq.Durable, dq.AutoDelete = q.Durable, q.AutoDelete
+		b.queues[q.Name] = dq
+	}
+	return true
+}
+
+// declaredArgs are the arguments of a declared queue, checked.
+func (b *builder) declaredArgs(q Queue) map[string]any {
+	typ := q.Type
+	if !q.Raw && typ == TypeStream {
+		typ = TypeClassic
+	}
+	var own map[string]any
+	if q.Raw {
+		own = map[string]any{}
+		if typ != TypeClassic && typ != "" {
+			own["x-queue-type"] = typ
+		}
+	} else {
+		own = b.workQueueArgs(q)
+	}
+	for _, k := range sortedArgNames(q.Arguments) {
+		at, ok := q.argAt[k]
+		if !ok {
+			at = pos{line: q.argumentsAt.line, col: q.argumentsAt.col, path: join(q.argumentsAt.path, k)}
+		}
+		if !b.checkArgument(k, q.Arguments[k], typ, at) {
+			continue
+		}
+		if _, ok := own[k]; ok && !q.Raw {
+			b.errorf(at, "argument %q is set by rmqtopo for this queue (%s); leave it out", k, ownedArgHint(k))
+			continue
+		}
+		own[k] = q.Arguments[k]
+	}
+	return own
+}
+
+func ownedArgHint(k string) string {
+	switch k {
+	case "x-queue-type":
+		return "use type"
+	case "x-delivery-limit":
+		return "use delivery_limit"
+	case "x-message-ttl":
+		return "use message_ttl"
+	case "x-max-length":
+		return "use max_length"
+	}
+	return "it is part of the queue's dead-lettering; use raw: true to write it yourself"
+}
+
+// checkArgument checks one queue argument's name and value for a queue of
+// type typ.
+func (b *builder) checkArgument(name string, value any, typ string, at pos) bool {
+	if name == "x-queue-type" {
+		b.errorf(at, "the queue type is set with the key type, not the argument x-queue-type")
+		return false
+	}
+	rule, known := queueArguments[name]
+	if !known {
+		if strings.HasPrefix(name, "x-") {
+			hint := "RabbitMQ would ignore it; see docs/spec.md for the known ones"
+			if near := nearest(name); near != "" {
+				hint = fmt.Sprintf("did you mean %q?", near)
+			}
+			b.errorf(at, "unknown queue argument %q (%s)", name, hint)
+			return false
+		}
+		return true
+	}
+	if rule.only != "" && typ != rule.only {
+		b.errorf(at, "argument %q needs a %s queue; a %s queue refuses it", name, rule.only, typ)
+		return false
+	}
+	v := topology.NormalizeArgs(map[string]any{name: value})[name]
+	switch rule.kind {
+	case argInt:
+		n, ok := v.(int64)
+		if !ok || n < rule.min || n > rule.max {
+			b.errorf(at, "argument %q must be a whole number from %d to %d, got %s", name, rule.min, rule.max, describeValue(value))
+			return false
+		}
+	case argBool:
+		if _, ok := v.(bool); !ok {
+			b.errorf(at, "argument %q must be true or false, got %s", name, describeValue(value))
+			return false
+		}
+	case argString:
+		s, ok := v.(string)
+		if !ok {
+			b.errorf(at, "argument %q must be a string, got %s", name, describeValue(value))
+			return false
+		}
+		if len(rule.enum) > 0 && !contains(rule.enum, s) {
+			b.errorf(at, "argument %q must be one of %s, got %q", name, strings.Join(rule.enum, ", "), s)
+			return false
+		}
+		if rule.pattern != nil && !rule.pattern.MatchString(s) {
+			b.errorf(at, "argument %q must be a whole number and a unit Y, M, D, h, m or s (e.g. \"7D\"), got %q", name, s)
+			return false
+		}
+	}
+	return true
+}
+
+func describeValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("string %q", x)
+	case nil:
+		return "null"
+	case bool:
+		return fmt.Sprintf("boolean %t", x)
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	}
+	return fmt.Sprintf("%v", v)
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedArgNames[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// checkRawKeys refuses, on a raw queue, every key that builds retry
+// topology: a raw queue has none.
+func (b *builder) checkRawKeys(q Queue) {
+	for _, k := range sortedArgNames(q.set) {
+		if !rawKeys[k] {
+			b.errorf(q.set[k], "%s does not apply to a raw queue: a raw queue is declared exactly as written, with no retry topology", k)
+		}
+	}
+}
+
+// checkManagedKeys refuses, on a queue with retry topology, the keys that
+// only a raw queue takes.
+func (b *builder) checkManagedKeys(q Queue) {
+	if at, ok := q.set["durable"]; ok && !q.Durable {
+		b.errorf(at, "only a raw queue (raw: true) may be transient: a queue with retry topology is durable")
+	}
+	if at, ok := q.set["auto_delete"]; ok && q.AutoDelete {
+		b.errorf(at, "only a raw queue (raw: true) may be auto-deleted: a queue with retry topology must outlive its consumers")
+	}
+	if q.Type == TypeStream {
+		b.errorf(q.set["type"], "a stream cannot have retry topology (it does not dead-letter); use raw: true")
+	}
+}
+
+// keyPositions records where each key of a mapping is written.
+func keyPositions(n *yaml.Node, path string) map[string]pos {
+	out := map[string]pos{}
+	if n.Kind != yaml.MappingNode {
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		out[k.Value] = at(k, join(path, k.Value))
+	}
+	return out
+}
+
+// nearest is the known argument within two edits of name, if any.
+func nearest(name string) string {
+	best, bestD := "", 3
+	for _, k := range sortedArgNames(queueArguments) {
+		if d := editDistance(name, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
