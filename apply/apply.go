@@ -59,9 +59,9 @@ type Target interface {
 	// recognises. q is the queue as the plan saw it; its arguments tell
 	// the implementation its type.
 	DeleteQueue(ctx context.Context, q topology.Queue, ifEmpty bool) error
-	// PutOwned replaces the record of the objects rmqtopo owns in vhost
-	// with owned. Writing the same record twice is harmless.
-	PutOwned(ctx context.Context, vhost string, owned []topology.Address) error
+	// PutRecord writes a spec's ownership record in its vhost, as the
+	// next generation: the record is whole, not a change to the last one.
+	PutRecord(ctx context.Context, r topology.Record) error
 }
 
 // DefaultConcurrency is how many changes of one phase are in flight at
@@ -77,8 +77,10 @@ type Options struct {
 	// blocking diagnostics become warnings and queues are deleted without
 	// the if-empty guard.
 	AllowDestroy bool
-	// Owned is the ownership record read with the plan's live state.
-	Owned map[topology.Address]bool
+	// Records are the spec's ownership records read with the plan's live
+	// state, by vhost (see plan.OwnRecords): what rmqtopo created for the
+	// spec that still exists. Apply writes the next generation of each.
+	Records map[string]topology.Record
 	// Progress, if set, is called after each change with the number done
 	// and the total. It is called concurrently.
 	Progress func(done, total int)
@@ -94,8 +96,11 @@ type Options struct {
 // Result says what an apply did.
 type Result struct {
 	Created, Updated, Replaced, Deleted, Migrated int
-	// Owned is the ownership record as written at the end.
-	Owned map[topology.Address]bool
+	// Records are the ownership records as written at the end, by vhost.
+	Records map[string]topology.Record
+	// NotDone lists the changes that were not made, in plan order, when
+	// the apply stopped early.
+	NotDone []plan.Change
 	// Elapsed is the wall time of the changes.
 	Elapsed time.Duration
 }
@@ -103,20 +108,13 @@ type Result struct {
 // Changes counts the changes made.
 func (r Result) Changes() int { return r.Created + r.Updated + r.Replaced + r.Deleted + r.Migrated }
 
-// ownerVhost is the vhost whose ownership record holds a.
-func ownerVhost(a topology.Address) string {
-	if a.Kind == topology.KindVhost {
-		return a.Name
-	}
-	return a.Vhost
-}
-
 // Apply executes p's changes against t. It refuses a plan with blocking
-// diagnostics (see plan.Check), records ownership of everything it is
-// about to create before creating it, runs the phases, and records the
-// final ownership even when a change fails. It stops at the end of the
-// first phase with a failure and returns the first error, wrapped with the
-// change it belongs to.
+// diagnostics (see plan.Check), creates the plan's vhosts, records
+// ownership of everything it is about to create before creating it, runs
+// the other phases, and records the final ownership even when a change
+// fails. It stops at the end of the first phase with a failure and
+// returns the first error, wrapped with the change it belongs to;
+// Result.NotDone then lists what was not done.
 func Apply(ctx context.Context, t Target, p plan.Plan, opts Options) (Result, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
@@ -125,23 +123,51 @@ func Apply(ctx context.Context, t Target, p plan.Plan, opts Options) (Result, er
 		return Result{}, err
 	}
 	steps := ordered(p)
-	res := Result{Owned: cloneSet(opts.Owned)}
-	forgetFinishedMigrations(p, res.Owned)
-	if len(steps) == 0 {
-		return res, nil
+	res := Result{Records: map[string]topology.Record{}}
+	for v, r := range opts.Records {
+		res.Records[v] = r.Clone()
+		forgetFinishedMigrations(p, res.Records[v].Owned)
 	}
-	vhosts, intent := intentOf(steps, res.Owned)
-	keepMigrationQueues(steps, res.Owned)
-	if err := writeIntent(ctx, t, vhosts, intent, res.Owned); err != nil {
+	if len(steps) == 0 {
+		// Nothing to change, but the spec may now declare objects that
+		// exist already (adopted or shared): its record must claim them,
+		// so that no other spec deletes them.
+		next := intentOf(p, nil, res.Records)
+		err := writeRecords(ctx, t, next, res.Records)
+		res.Records = next
 		return res, err
+	}
+	for _, c := range steps {
+		if _, ok := res.Records[c.Address.Vhost]; !ok && c.Address.Kind != topology.KindVhost {
+			return res, fmt.Errorf("apply: no ownership record of the spec for vhost %q was given; refusing to change what could not be recorded", c.Address.Vhost)
+		}
 	}
 	r := &runner{t: t, opts: opts, total: len(steps)}
 	start := time.Now()
-	runErr := r.phases(ctx, steps)
+	// Records live in their vhost, so a vhost is created before its
+	// record can be written.
+	n := 0
+	for n < len(steps) && steps[n].Phase() == plan.PhaseVhost {
+		n++
+	}
+	runErr := r.phases(ctx, steps[:n])
+	intent := intentOf(p, steps, res.Records)
+	if runErr == nil {
+		runErr = writeRecords(ctx, t, intent, res.Records)
+	}
+	if runErr == nil {
+		runErr = r.phases(ctx, steps[n:])
+	}
 	res.Elapsed = time.Since(start)
-	res.count(r.done)
-	if err := writeFinal(ctx, t, vhosts, intent, res.Owned); err != nil && runErr == nil {
+	final := finalOf(intent, res.Records, r.done)
+	keepUnfinishedMigrations(steps, r.done, final)
+	if err := writeRecords(ctx, t, final, intent); err != nil && runErr == nil {
 		runErr = err
+	}
+	res.count(r.done)
+	res.Records = final
+	if runErr != nil {
+		res.NotDone = notDone(steps, r.done)
 	}
 	return res, runErr
 }
@@ -171,79 +197,146 @@ func ordered(p plan.Plan) []plan.Change {
 	return steps
 }
 
-// intentOf returns the vhosts that steps touch and the ownership record as
-// it will be once everything they create exists.
-func intentOf(steps []plan.Change, owned map[topology.Address]bool) ([]string, map[topology.Address]bool) {
-	touched := map[string]bool{}
-	intent := cloneSet(owned)
+// intentOf returns, for each vhost the plan touches, the spec's record as
+// it will be once everything the plan creates exists: the plan's desired
+// objects as claims, and as owned what was owned plus what it creates.
+// The spec of a vhost is that of its record in have.
+func intentOf(p plan.Plan, steps []plan.Change, have map[string]topology.Record) map[string]topology.Record {
+	out := map[string]topology.Record{}
+	for v, r := range have {
+		next := r.Clone()
+		next.Claims = plan.Claims(p, v)
+		out[v] = next
+	}
 	for _, c := range steps {
-		touched[ownerVhost(c.Address)] = true
-		if c.Action == plan.Create || c.Action == plan.Replace || c.Action == plan.Migrate {
-			intent[c.Address] = true
+		r, ok := out[c.Address.Vhost]
+		if !ok || c.Address.Kind == topology.KindVhost {
+			continue
 		}
-		if c.Action == plan.Migrate {
-			// The temporary queue is rmqtopo's while the migration runs.
-			intent[migrationQueue(c)] = true
+		switch c.Action {
+		case plan.Create, plan.Replace:
+			r.Owned[c.Address] = true
+		case plan.Migrate:
+			// The temporary queue is rmqtopo's while the migration runs,
+			// and stays so if the apply stops before it finishes.
+			r.Owned[c.Address] = true
+			r.Owned[migrationQueue(c)] = true
 		}
 	}
-	return sortedKeys(touched), intent
+	return out
 }
 
-// writeIntent records intent before anything is created: a record naming
-// objects that do not exist yet is harmless, while an object created but
-// never recorded would be another's forever, never pruned.
-func writeIntent(ctx context.Context, t Target, vhosts []string, intent, owned map[topology.Address]bool) error {
-	for _, v := range vhosts {
-		if !sameIn(v, intent, owned) {
-			if err := t.PutOwned(ctx, v, inVhost(v, intent)); err != nil {
-				return fmt.Errorf("apply: %w", err)
+// finalOf is the record after the apply: what was owned, plus what this
+// apply created, minus what it deleted. Claims are those of the intent.
+func finalOf(intent, had map[string]topology.Record, done []plan.Change) map[string]topology.Record {
+	out := map[string]topology.Record{}
+	for v, r := range had {
+		next := r.Clone()
+		next.Claims = intent[v].Claims
+		out[v] = next
+	}
+	for _, c := range done {
+		r, ok := out[c.Address.Vhost]
+		if !ok {
+			continue
+		}
+		switch c.Action {
+		case plan.Create, plan.Replace:
+			if c.Address.Kind != topology.KindVhost {
+				r.Owned[c.Address] = true
 			}
+		case plan.Delete:
+			delete(r.Owned, c.Address)
+		case plan.Migrate:
+			r.Owned[c.Address] = true
+			delete(r.Owned, migrationQueue(c))
 		}
 	}
-	return nil
+	return out
 }
 
-// writeFinal records what was owned, plus what this apply created, minus
-// what it deleted. It is written even after a failure or an interrupt,
-// with a context of its own, so that ownership stays exact whenever
-// possible (the intent record covers the rest).
-func writeFinal(ctx context.Context, t Target, vhosts []string, intent, owned map[topology.Address]bool) error {
+// writeRecords writes each record of next that differs from prev's, as
+// the generation after the newest written so far. Intent is written before
+// anything is created: a record naming an object that was never created
+// is harmless, while an object created but never recorded would be
+// someone else's forever. The final records are written even after a
+// failure or an interrupt, with a context of their own, so that the
+// records stay true to what exists.
+func writeRecords(ctx context.Context, t Target, next, prev map[string]topology.Record) error {
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 	}
 	var first error
-	for _, v := range vhosts {
-		if sameIn(v, intent, owned) {
+	for _, v := range sortedKeys(next) {
+		r := next[v]
+		old := prev[v]
+		if r.Generation <= old.Generation {
+			r.Generation = old.Generation + 1
+		}
+		if sameRecord(r, old) {
+			r.Generation = old.Generation
+			next[v] = r
 			continue
 		}
-		if err := t.PutOwned(ctx, v, inVhost(v, owned)); err != nil && first == nil {
+		if err := t.PutRecord(ctx, r); err != nil && first == nil {
 			first = fmt.Errorf("apply: %w", err)
+			continue
 		}
+		next[v] = r
 	}
 	return first
 }
 
-// count adds the changes done to r's counts and ownership.
+// sameRecord reports whether two records say the same thing and their
+// generation was written (a generation of 0 never was).
+func sameRecord(a, b topology.Record) bool {
+	if b.Generation == 0 || len(a.Claims) != len(b.Claims) || len(a.Owned) != len(b.Owned) {
+		return false
+	}
+	for k, d := range a.Claims {
+		if e, ok := b.Claims[k]; !ok || e != d {
+			return false
+		}
+	}
+	for k := range a.Owned {
+		if !b.Owned[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// notDone lists the steps not in done, in order.
+func notDone(steps, done []plan.Change) []plan.Change {
+	made := map[topology.Address]bool{}
+	for _, c := range done {
+		made[c.Address] = true
+	}
+	var out []plan.Change
+	for _, c := range steps {
+		if !made[c.Address] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// count adds the changes done to r's counts.
 func (r *Result) count(done []plan.Change) {
 	for _, d := range done {
 		switch d.Action {
 		case plan.Create:
 			r.Created++
-			r.Owned[d.Address] = true
 		case plan.Replace:
 			r.Replaced++
-			r.Owned[d.Address] = true
 		case plan.Update:
 			r.Updated++
 		case plan.Delete:
 			r.Deleted++
-			delete(r.Owned, d.Address)
 		case plan.Migrate:
 			r.Migrated++
-			r.Owned[d.Address] = true
-			delete(r.Owned, migrationQueue(d))
 		}
 	}
 }
@@ -436,10 +529,10 @@ func (r *runner) doQueue(ctx context.Context, c plan.Change) error {
 	}
 	ifEmpty := !r.opts.AllowDestroy
 	switch c.Action {
-	case plan.Delete:
-		return r.t.DeleteQueue(ctx, *before, ifEmpty)
 	case plan.Migrate:
 		return r.doMigrate(ctx, c)
+	case plan.Delete:
+		return r.t.DeleteQueue(ctx, *before, ifEmpty)
 	case plan.Create, plan.Replace:
 		if after == nil {
 			return errMalformed
@@ -523,47 +616,7 @@ func policyOf(o *plan.Object) *topology.Policy {
 	return o.Policy
 }
 
-func cloneSet(m map[topology.Address]bool) map[topology.Address]bool {
-	out := make(map[topology.Address]bool, len(m))
-	for k, v := range m {
-		if v {
-			out[k] = true
-		}
-	}
-	return out
-}
-
-func inVhost(v string, m map[topology.Address]bool) []topology.Address {
-	var out []topology.Address
-	for a, ok := range m {
-		if ok && ownerVhost(a) == v {
-			out = append(out, a)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Kind != out[j].Kind {
-			return out[i].Kind < out[j].Kind
-		}
-		return out[i].Less(out[j])
-	})
-	return out
-}
-
-// sameIn reports whether two ownership sets agree in vhost v.
-func sameIn(v string, a, b map[topology.Address]bool) bool {
-	x, y := inVhost(v, a), inVhost(v, b)
-	if len(x) != len(y) {
-		return false
-	}
-	for i := range x {
-		if x[i] != y[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func sortedKeys(m map[string]bool) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
@@ -582,9 +635,9 @@ func (r Result) String() string {
 	}
 	add(r.Created, "created")
 	add(r.Replaced, "replaced")
-	add(r.Migrated, "migrated")
 	add(r.Updated, "updated")
 	add(r.Deleted, "deleted")
+	add(r.Migrated, "migrated")
 	if len(parts) == 0 {
 		return "nothing changed"
 	}

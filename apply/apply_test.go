@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,18 +74,33 @@ func (f *fake) DeleteExchange(ctx context.Context, v, n string) error {
 func (f *fake) DeleteQueue(ctx context.Context, q topology.Queue, ifEmpty bool) error {
 	return f.call(ctx, fmt.Sprintf("delete-queue %s if-empty=%t", q.Name, ifEmpty))
 }
-func (f *fake) PutOwned(ctx context.Context, v string, owned []topology.Address) error {
+func (f *fake) PutRecord(ctx context.Context, r topology.Record) error {
+	var owned []topology.Address
+	for a := range r.Owned {
+		owned = append(owned, a)
+	}
+	sort.Slice(owned, func(i, j int) bool { return owned[i].Less(owned[j]) })
 	f.mu.Lock()
 	if f.owned == nil {
 		f.owned = map[string][]topology.Address{}
 	}
-	f.owned[v] = owned
+	f.owned[r.Vhost] = owned
 	f.mu.Unlock()
 	var names []string
 	for _, a := range owned {
 		names = append(names, string(a.Kind)+":"+a.Name)
 	}
-	return f.call(ctx, "put-owned "+v+" ["+strings.Join(names, " ")+"]")
+	return f.call(ctx, "put-owned "+r.Vhost+" ["+strings.Join(names, " ")+"]")
+}
+
+// records is the spec "s"'s record in vh owning owned.
+func records(owned ...topology.Address) map[string]topology.Record {
+	r := topology.NewRecord("s", vh)
+	r.Generation = 1
+	for _, a := range owned {
+		r.Owned[a] = true
+	}
+	return map[string]topology.Record{vh: r}
 }
 
 const vh = "v"
@@ -148,19 +164,18 @@ func TestApplyOrderAndOwnership(t *testing.T) {
 		del(po("gone")),
 		del(ex("old.x")),
 	}}
-	owned := map[topology.Address]bool{
-		qu("old.wait").Addr(): true, bi("retry", "old.wait").Addr(): true, ex("old.x").Addr(): true,
-		po("gone").Addr(): true, qu("work").Addr(): true,
-	}
+	owned := records(qu("old.wait").Addr(), bi("retry", "old.wait").Addr(), ex("old.x").Addr(),
+		po("gone").Addr(), qu("work").Addr())
 	f := &fake{}
-	res, err := apply.Apply(context.Background(), f, p, apply.Options{Concurrency: 1, Owned: owned})
+	res, err := apply.Apply(context.Background(), f, p, apply.Options{Concurrency: 1, Records: owned})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
-		// Intent first: everything owned plus everything about to be created.
-		"put-owned v [vhost:v exchange:old.x exchange:retry policy:gone policy:limits queue:new.wait queue:old.wait queue:work binding:retry -> new.wait binding:retry -> old.wait]",
+		// The vhost first, since the record lives in it; then the intent:
+		// everything owned plus everything about to be created.
 		"put-vhost v",
+		"put-owned v [exchange:old.x exchange:retry policy:gone policy:limits queue:new.wait queue:old.wait queue:work binding:retry -> new.wait binding:retry -> old.wait]",
 		"declare-exchange retry",
 		"declare-queue new.wait",
 		"bind retry->new.wait",
@@ -170,7 +185,7 @@ func TestApplyOrderAndOwnership(t *testing.T) {
 		"delete-queue old.wait if-empty=true",
 		"delete-exchange old.x",
 		// Final record: the deleted objects are gone from it.
-		"put-owned v [vhost:v exchange:retry policy:limits queue:new.wait queue:work binding:retry -> new.wait]",
+		"put-owned v [exchange:retry policy:limits queue:new.wait queue:work binding:retry -> new.wait]",
 	}
 	if diff := cmp.Diff(want, sortOwned(f.calls)); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
@@ -230,7 +245,7 @@ func TestApplyReplaceQueueIsGuarded(t *testing.T) {
 	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{withMsgs(replace(qu("work")), zero())}}
 	for _, allow := range []bool{false, true} {
 		f := &fake{}
-		if _, err := apply.Apply(context.Background(), f, p, apply.Options{AllowDestroy: allow}); err != nil {
+		if _, err := apply.Apply(context.Background(), f, p, apply.Options{AllowDestroy: allow, Records: records()}); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{
@@ -247,7 +262,7 @@ func TestApplyReplaceQueueIsGuarded(t *testing.T) {
 func TestApplyRefusesBlockingPlan(t *testing.T) {
 	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{withMsgs(replace(qu("work")), msgs(3))}}
 	f := &fake{}
-	_, err := apply.Apply(context.Background(), f, p, apply.Options{})
+	_, err := apply.Apply(context.Background(), f, p, apply.Options{Records: records()})
 	if err == nil || !strings.Contains(err.Error(), "refusing") || !strings.Contains(err.Error(), "3 messages") {
 		t.Fatalf("err = %v, want a refusal naming 3 messages", err)
 	}
@@ -256,11 +271,11 @@ func TestApplyRefusesBlockingPlan(t *testing.T) {
 	}
 	// Unknown counts are refused too.
 	p.Changes[0].Messages = nil
-	if _, err := apply.Apply(context.Background(), f, p, apply.Options{}); err == nil {
+	if _, err := apply.Apply(context.Background(), f, p, apply.Options{Records: records()}); err == nil {
 		t.Fatal("a replace with an unknown count was applied")
 	}
 	// Accepted with AllowDestroy.
-	if _, err := apply.Apply(context.Background(), f, p, apply.Options{AllowDestroy: true}); err != nil {
+	if _, err := apply.Apply(context.Background(), f, p, apply.Options{AllowDestroy: true, Records: records()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -271,7 +286,7 @@ func TestApplyStopsAtFirstFailedPhase(t *testing.T) {
 	}}
 	f := &fake{fail: map[string]error{"declare-queue b": errors.New("the broker refused: inequivalent arg")}}
 	res, err := apply.Apply(context.Background(), f, p, apply.Options{Concurrency: 1,
-		Owned: map[topology.Address]bool{qu("old").Addr(): true}})
+		Records: records(qu("old").Addr())})
 	if err == nil || err.Error() != `apply: create queue "b" in vhost "v": the broker refused: inequivalent arg` {
 		t.Fatalf("err = %v", err)
 	}
@@ -292,13 +307,21 @@ func TestApplyStopsAtFirstFailedPhase(t *testing.T) {
 	if res.Created != 1 {
 		t.Errorf("Created = %d, want 1", res.Created)
 	}
+	// What was not done is listed, for the message.
+	var notDone []string
+	for _, c := range res.NotDone {
+		notDone = append(notDone, string(c.Action)+" "+c.Address.Name)
+	}
+	if diff := cmp.Diff([]string{"create b", "create x -> a", "delete old"}, notDone); diff != "" {
+		t.Errorf("NotDone (-want +got):\n%s", diff)
+	}
 }
 
 func TestApplyNotEmptyIsExplained(t *testing.T) {
 	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{withMsgs(del(qu("old")), zero())}}
 	f := &fake{fail: map[string]error{"delete-queue old if-empty=true": errNotEmpty}}
 	_, err := apply.Apply(context.Background(), f, p, apply.Options{
-		Owned:      map[topology.Address]bool{qu("old").Addr(): true},
+		Records:    records(qu("old").Addr()),
 		IsNotEmpty: func(err error) bool { return errors.Is(err, errNotEmpty) },
 	})
 	if err == nil || !strings.Contains(err.Error(), "arrived after the plan was made") || !errors.Is(err, errNotEmpty) {
@@ -314,7 +337,7 @@ func TestApplyBoundsConcurrency(t *testing.T) {
 	f := &fake{delay: 5 * time.Millisecond}
 	var progress atomic.Int64
 	res, err := apply.Apply(context.Background(), f, plan.Plan{FormatVersion: plan.FormatVersion, Changes: changes},
-		apply.Options{Concurrency: 4, Progress: func(done, total int) {
+		apply.Options{Concurrency: 4, Records: records(), Progress: func(done, total int) {
 			if total != 50 {
 				t.Errorf("total = %d", total)
 			}
@@ -334,7 +357,7 @@ func TestApplyBoundsConcurrency(t *testing.T) {
 func TestApplyVhostCreatedHook(t *testing.T) {
 	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{create("v"), create(qu("a"))}}
 	f := &fake{}
-	_, err := apply.Apply(context.Background(), f, p, apply.Options{VhostCreated: func(ctx context.Context, v string) error {
+	_, err := apply.Apply(context.Background(), f, p, apply.Options{Records: records(), VhostCreated: func(ctx context.Context, v string) error {
 		return errors.New("lock held elsewhere")
 	}})
 	if err == nil || !strings.Contains(err.Error(), "lock held elsewhere") {

@@ -58,14 +58,18 @@ func forgetFinishedMigrations(p plan.Plan, owned map[topology.Address]bool) {
 	}
 }
 
-// keepMigrationQueues records the temporary queue of every migration of
-// steps as owned: whether the apply finishes or stops, a migration that
-// started leaves its temporary queue, which stays rmqtopo's until a later
-// apply finishes the migration and deletes it (Result.count then drops it).
-func keepMigrationQueues(steps []plan.Change, owned map[topology.Address]bool) {
+// keepUnfinishedMigrations records as owned the temporary queue of every
+// migration of steps that did not finish: a migration that started leaves
+// its temporary queue, which stays rmqtopo's until a later apply finishes
+// the migration and deletes it (finalOf then drops it).
+func keepUnfinishedMigrations(steps, done []plan.Change, records map[string]topology.Record) {
+	finished := map[topology.Address]bool{}
+	for _, c := range done {
+		finished[c.Address] = true
+	}
 	for _, c := range steps {
-		if c.Action == plan.Migrate {
-			owned[migrationQueue(c)] = true
+		if r, ok := records[c.Address.Vhost]; ok && c.Action == plan.Migrate && !finished[c.Address] {
+			r.Owned[migrationQueue(c)] = true
 		}
 	}
 }

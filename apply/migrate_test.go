@@ -40,7 +40,7 @@ func TestApplyMigrate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &migrator{fake: &fake{}, err: tt.err}
 			p := plan.Plan{Changes: []plan.Change{migrate(qu("orders"))}}
-			res, err := apply.Apply(context.Background(), m, p, apply.Options{})
+			res, err := apply.Apply(context.Background(), m, p, apply.Options{Records: records()})
 			if (err != nil) != (tt.err != nil) {
 				t.Fatalf("Apply: %v", err)
 			}
@@ -61,7 +61,7 @@ func TestApplyForgetsFinishedMigrations(t *testing.T) {
 	f := &fake{}
 	stale := qu("orders.rmqtopo-migrate").Addr()
 	p := plan.Plan{Changes: []plan.Change{noop(qu("orders")), create(qu("other"))}}
-	if _, err := apply.Apply(context.Background(), f, p, apply.Options{Owned: map[topology.Address]bool{stale: true, qu("orders").Addr(): true}}); err != nil {
+	if _, err := apply.Apply(context.Background(), f, p, apply.Options{Records: records(stale, qu("orders").Addr())}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"put-owned v [queue:orders queue:other]", "declare-queue other"}
@@ -71,7 +71,7 @@ func TestApplyForgetsFinishedMigrations(t *testing.T) {
 }
 
 func TestApplyMigrateNeedsAMigrator(t *testing.T) {
-	_, err := apply.Apply(context.Background(), &fake{}, plan.Plan{Changes: []plan.Change{migrate(qu("orders"))}}, apply.Options{})
+	_, err := apply.Apply(context.Background(), &fake{}, plan.Plan{Changes: []plan.Change{migrate(qu("orders"))}}, apply.Options{Records: records()})
 	if err == nil || !strings.Contains(err.Error(), `migrate queue "orders" in vhost "v": this target cannot migrate queues`) {
 		t.Errorf("Apply = %v", err)
 	}

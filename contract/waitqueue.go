@@ -13,11 +13,14 @@ const (
 	WaitPerAttempt = "per-attempt"
 	WaitOutbox     = "outbox"
 	WaitSpring     = "spring"
+	// WaitLevels: a level queue of the levels layout (see Ladder).
+	WaitLevels = "levels"
 )
 
 // WaitQueue is what the name of a wait queue says about it.
 type WaitQueue struct {
-	// Layout is one of WaitShared, WaitPerAttempt, WaitOutbox, WaitSpring.
+	// Layout is one of WaitShared, WaitPerAttempt, WaitOutbox, WaitSpring,
+	// WaitLevels.
 	Layout string
 	// Queue is the work queue the wait queue returns to, when its name
 	// says (per-attempt and outbox); "" for vhost-wide wait queues.
@@ -45,13 +48,17 @@ var (
 
 // ParseWaitQueue recognises the names rmqtopo gives wait queues: shared
 // (SharedWaitQueue), per-attempt (PerAttemptWaitQueue), and those of the
-// outbox (OutboxDelayQueue) and spring (SpringWaitQueue) presets. Every
+// outbox (OutboxDelayQueue) and spring (SpringWaitQueue) presets, and the
+// level queues of the levels layout (Ladder.LevelQueue). Every
 // name that starts with SharedWaitQueuePrefix is a shared wait queue, even
 // one whose delay does not parse, because rmqtopo reserves the prefix.
 func ParseWaitQueue(name string) (WaitQueue, bool) {
 	if rest, ok := strings.CutPrefix(name, SharedWaitQueuePrefix); ok {
 		d, _ := ParseDelay(rest)
 		return WaitQueue{Layout: WaitShared, Delay: d}, true
+	}
+	if l, k, err := ParseLevelQueue(name); err == nil {
+		return WaitQueue{Layout: WaitLevels, Delay: l.TTL(k)}, true
 	}
 	if m := perAttemptWait.FindStringSubmatch(name); m != nil {
 		n, _ := strconv.Atoi(m[2])

@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -26,6 +28,8 @@ const (
 	CodeWaitQueueDraining        = "RT004"
 	CodeReplaceExchange          = "RT005"
 	CodeQueueHasConsumers        = "RT006"
+	CodeSpecConflict             = "RT007"
+	CodeOwnershipUnknown         = "RT008"
 )
 
 // Diagnostic is one finding of Check about one change.
@@ -43,6 +47,13 @@ type CheckOptions struct {
 	// AllowDestroy accepts that applying the plan destroys messages, turning
 	// the errors about it into warnings.
 	AllowDestroy bool
+	// Specs names the spec of each vhost, for messages; may be nil.
+	Specs map[string]string
+	// State is what the plan was made from; with it, Check also refuses
+	// what the broker would refuse only half-way through an apply (RT009
+	// to RT011: policy keys, binding endpoints, features of the version).
+	// Nil skips the checks that need the broker's topology.
+	State *topology.State
 }
 
 // Check finds what a plan would destroy or leave behind, in plan order. It
@@ -54,6 +65,13 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 		destructive = SeverityWarning
 	}
 	var ds []Diagnostic
+	ds = append(ds, checkOwnership(p, opts)...)
+	var live *topology.Topology
+	version := ""
+	if opts.State != nil {
+		live, version = &opts.State.Topology, opts.State.BrokerVersion
+	}
+	ds = append(ds, precheck(p, live, version)...)
 	for _, c := range p.Changes {
 		a := c.Address
 		switch {
@@ -100,6 +118,44 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 		}
 	}
 	return ds
+}
+
+// checkOwnership reports changes that two specs disagree on (RT007,
+// always an error: no flag makes one spec's object right) and, once per
+// vhost, a source that could not show ownership records (RT008).
+func checkOwnership(p Plan, opts CheckOptions) []Diagnostic {
+	var ds []Diagnostic
+	maybe := map[string]int{}
+	for _, c := range p.Changes {
+		if c.MayDelete {
+			maybe[c.Address.Vhost]++
+		}
+		if len(c.Conflict) == 0 {
+			continue
+		}
+		this := "this spec"
+		if n := opts.Specs[c.Address.Vhost]; n != "" {
+			this = fmt.Sprintf("spec %q", n)
+		}
+		ds = append(ds, Diagnostic{Code: CodeSpecConflict, Severity: SeverityError, Address: c.Address,
+			Message: fmt.Sprintf("%s: %s and spec %q (its ownership record in the vhost) declare it with different attributes; make them agree, or rename it in one of them",
+				c.Address, this, strings.Join(c.Conflict, `", "`))})
+	}
+	for _, v := range sortedVhosts(maybe) {
+		ds = append(ds, Diagnostic{Code: CodeOwnershipUnknown, Severity: SeverityWarning,
+			Address: topology.Address{Kind: topology.KindVhost, Name: v},
+			Message: fmt.Sprintf("vhost %q: the source shows no ownership record, so which objects rmqtopo owns is unknown; %d deletes are listed as \"? may delete\": apply makes them only if the spec's record owns them", v, maybe[v])})
+	}
+	return ds
+}
+
+func sortedVhosts(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for v := range m {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func destroyHint(opts CheckOptions) string {

@@ -17,8 +17,24 @@ type Options struct {
 	Prune bool
 	// Migrate chooses the queue replaces that become migrations.
 	Migrate Migration
-	// Owned holds the objects rmqtopo created, as recorded in the broker.
+	// Owned holds the objects this spec may delete: rmqtopo created them
+	// for it, as its ownership record says, and no other spec claims them.
 	Owned map[topology.Address]bool
+	// Owner says, for display and the JSON plan, why an object of Owned is
+	// this spec's (which record owns it); see Change.Owner.
+	Owner map[topology.Address]string
+	// Others lists the other specs whose records claim an object; such an
+	// object is never deleted for this spec.
+	Others map[topology.Address][]string
+	// OthersWant holds, for an object other specs claim, the digest of the
+	// attributes each wants (topology.Digest), by spec.
+	OthersWant map[topology.Address]map[string]string
+	// Specs names the spec of each vhost, for messages.
+	Specs map[string]string
+	// Maybe marks the objects of Owned that are only possibly this spec's:
+	// the source could not show ownership records (a definitions export
+	// without them). Their deletes are marked MayDelete.
+	Maybe map[topology.Address]bool
 	// Messages is the live message count of each queue, by queue address. A
 	// queue missing here has an unknown count, which Check treats as unsafe.
 	Messages map[topology.Address]int64
@@ -95,7 +111,32 @@ func (d *differ) scope(desired topology.Topology) {
 	}
 }
 
-func (d *differ) add(c Change) { d.changes = append(d.changes, c) }
+func (d *differ) add(c Change) {
+	if c.Action == Delete {
+		c.Owner = d.opts.Owner[c.Address]
+		if d.opts.Maybe[c.Address] {
+			c.MayDelete = true
+			c.Owner = "unknown: the source shows no ownership record; deleted only if this spec's record owns it"
+		}
+	}
+	if c.After != nil && len(d.opts.OthersWant[c.Address]) > 0 {
+		c.Conflict = d.conflict(c.Address, c.After.digest())
+	}
+	d.changes = append(d.changes, c)
+}
+
+// conflict names the other specs whose records want a with attributes
+// other than digest.
+func (d *differ) conflict(a topology.Address, digest string) []string {
+	var out []string
+	for spec, want := range d.opts.OthersWant[a] {
+		if want != digest && digest != "" {
+			out = append(out, spec)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
 
 func (d *differ) plan() Plan {
 	sort.SliceStable(d.changes, func(i, j int) bool {
@@ -289,7 +330,7 @@ func (d *differ) diffBindings(live, desired topology.Topology) {
 		case topology.Reserved(b.Source):
 			remove = b.Source != "" && d.opts.Owned[a]
 		default:
-			remove = desiredExchanges[source] && (d.opts.Owned[a] || d.opts.Owned[source])
+			remove = desiredExchanges[source] && (d.opts.Owned[a] || d.opts.Owned[source]) && len(d.opts.Others[a]) == 0
 		}
 		if remove {
 			d.add(Change{Action: Delete, Address: a, Before: &Object{Binding: &b}, Reason: reasonNotInSpec})
@@ -355,23 +396,34 @@ func (d *differ) diffPolicies(live, desired topology.Topology) {
 // The canonical forms make reflect.DeepEqual mean "the broker would see the
 // same object": arguments normalised, an empty table the same as none.
 
+// Arguments already canonical, as those of an expanded spec or a read
+// broker are, are shared rather than copied: nothing in a plan changes
+// them, and a plan of a million objects would otherwise copy them all.
+
+func canonical(a topology.Args) topology.Args {
+	if topology.IsNormal(a) {
+		return a
+	}
+	return topology.NormalizeArgs(a)
+}
+
 func canonicalExchange(e topology.Exchange) topology.Exchange {
-	e.Arguments = topology.NormalizeArgs(e.Arguments)
+	e.Arguments = canonical(e.Arguments)
 	return e
 }
 
 func canonicalQueue(q topology.Queue) topology.Queue {
-	q.Arguments = topology.NormalizeArgs(q.Arguments)
+	q.Arguments = canonical(q.Arguments)
 	return q
 }
 
 func canonicalBinding(b topology.Binding) topology.Binding {
-	b.Arguments = topology.NormalizeArgs(b.Arguments)
+	b.Arguments = canonical(b.Arguments)
 	return b
 }
 
 func canonicalPolicy(p topology.Policy) topology.Policy {
-	p.Definition = topology.NormalizeArgs(p.Definition)
+	p.Definition = canonical(p.Definition)
 	return p
 }
 

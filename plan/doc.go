@@ -19,8 +19,11 @@
 // exchange from the old wait queues to the new ones. Vhosts are only ever
 // created.
 //
-// Nothing is deleted unless the broker records it as rmqtopo's own, it lies
-// in a vhost the spec describes, and it is not the broker's ("" or amq.*).
+// Nothing is deleted unless the spec's ownership record owns it and no
+// other spec's record claims it (topology.OwnershipFor), it lies in a vhost
+// the spec describes, and it is not the broker's ("" or amq.*). Each
+// delete's Owner names the record; a source that cannot show records marks
+// its deletes MayDelete.
 // Owned objects that left the spec are deleted only with Prune, except
 // retired wait queues: they are deleted once empty and kept (a draining
 // NoOp) while messages still wait in them, with or without Prune, because
@@ -51,6 +54,13 @@
 //	                                     messages between delete and create
 //	RT006  error (warning when allowed)  a queue replace or delete while consumers are attached,
 //	                                     which may hold unacknowledged deliveries
+//	RT007  error                         two specs' records want one object with different attributes
+//	RT008  warning                       the source shows no ownership record; deletes are "? may delete"
+//	RT009  error                         a policy key RabbitMQ (this version) does not accept
+//	RT010  error                         a binding's source or destination exists nowhere, or is a
+//	                                     reserved amq.* name that is not a built-in exchange
+//	RT011  error                         a queue type or argument the version or queue type lacks
+//	RT012  error                         (CheckAccess, apply) a change the user may not make
 //	RT030  info                          a queue migration: the messages it moves, the unroutable
 //	                                     window of the default exchange, consumers cancelled
 //	RT031  warning                       an unfinished migration's temporary queue holds messages

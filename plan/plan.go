@@ -51,6 +51,16 @@ type Change struct {
 	// Resumes marks a Migrate of a queue whose migration is in progress:
 	// its temporary queue exists and holds messages Messages counts.
 	Resumes bool `json:"resumes,omitempty"`
+	// Owner says why rmqtopo believes a deleted object is its own: the
+	// ownership record that owns it. Set on every Delete.
+	Owner string `json:"owner,omitempty"`
+	// MayDelete marks a Delete made from a source that could not show
+	// ownership records: apply deletes the object only if the spec's
+	// record owns it. Plans show it as "? may delete".
+	MayDelete bool `json:"may_delete,omitempty"`
+	// Conflict names the other specs whose records want the object with
+	// other attributes; Check refuses such a change (RT007).
+	Conflict []string `json:"conflict,omitempty"`
 	// Draining marks a NoOp that keeps a retired wait queue, no longer in
 	// the spec, until its messages have expired back into their work queue;
 	// Messages then holds the count still waiting, nil when unknown.
@@ -71,4 +81,30 @@ func (p Plan) HasChanges() bool {
 		}
 	}
 	return false
+}
+
+// Claims returns the objects p wants in vhost, each with the digest of the
+// attributes it wants (topology.Digest): what the spec's ownership record
+// claims, so that no other spec deletes them or wants them otherwise.
+func Claims(p Plan, vhost string) map[topology.Address]string {
+	out := map[topology.Address]string{}
+	for _, c := range p.Changes {
+		if c.After == nil || c.Address.Vhost != vhost || c.Address.Kind == topology.KindVhost {
+			continue
+		}
+		out[c.Address] = c.After.digest()
+	}
+	return out
+}
+
+func (o *Object) digest() string {
+	switch {
+	case o.Exchange != nil:
+		return topology.Digest(*o.Exchange)
+	case o.Queue != nil:
+		return topology.Digest(*o.Queue)
+	case o.Policy != nil:
+		return topology.Digest(*o.Policy)
+	}
+	return ""
 }

@@ -23,18 +23,22 @@ type Source interface {
 	Count(ctx context.Context, st *topology.State, queues map[string][]string) error
 }
 
-// Make reads the vhosts of desired from src and plans the changes that take
-// them to desired, with no migrations chosen; see MakeWith.
-func Make(ctx context.Context, src Source, desired topology.Topology, prune bool) (Plan, *topology.State, error) {
-	return MakeWith(ctx, src, desired, Choices{Prune: prune})
-}
-
 // Choices are what the user chose a plan to do beyond the spec.
 type Choices struct {
+	// Specs names the spec of each vhost of desired (its identity, see
+	// spec.Spec.Name): what it may delete is what its ownership record
+	// owns and no other spec's record claims (topology.OwnershipFor).
+	Specs map[string]string
 	// Prune deletes owned objects that left the spec.
 	Prune bool
 	// Migrate chooses the queue replaces that become migrations.
 	Migrate Migration
+}
+
+// Make reads the vhosts of desired from src and plans the changes that take
+// them to desired, for specs, with no migrations chosen; see MakeWith.
+func Make(ctx context.Context, src Source, desired topology.Topology, specs map[string]string, prune bool) (Plan, *topology.State, error) {
+	return MakeWith(ctx, src, desired, Choices{Specs: specs, Prune: prune})
 }
 
 // MakeWith reads the vhosts of desired from src and plans the changes that
@@ -59,22 +63,57 @@ func MakeWith(ctx context.Context, src Source, desired topology.Topology, ch Cho
 	return DiffStateWith(st, desired, ch), st, nil
 }
 
-// DiffState is Diff against a source's state, with the counts read so far
-// and the contract's wait-queue names.
-func DiffState(st *topology.State, desired topology.Topology, prune bool) Plan {
-	return DiffStateWith(st, desired, Choices{Prune: prune})
+// DiffState is Diff against a source's state, for the specs of desired's
+// vhosts, with the counts read so far and the contract's wait-queue names.
+func DiffState(st *topology.State, desired topology.Topology, specs map[string]string, prune bool) Plan {
+	return DiffStateWith(st, desired, Choices{Specs: specs, Prune: prune})
 }
 
 // DiffStateWith is DiffState with the user's choices.
 func DiffStateWith(st *topology.State, desired topology.Topology, ch Choices) Plan {
+	own := topology.OwnershipFor(st.Records, ch.Specs)
+	maybe := map[topology.Address]bool{}
+	for v := range st.NoRecords {
+		// The source cannot show records: whatever of the vhost no other
+		// spec claims may be this spec's.
+		for a := range st.Topology.LiveAddresses() {
+			if a.Vhost == v && len(own.Others[a]) == 0 {
+				own.Deletable[a] = true
+				maybe[a] = true
+			}
+		}
+	}
 	return Diff(st.Topology, desired, Options{
 		Prune:       ch.Prune,
 		Migrate:     ch.Migrate,
-		Owned:       st.Owned,
+		Owned:       own.Deletable,
+		Owner:       own.Owner,
+		Others:      own.Others,
+		OthersWant:  own.OthersWant,
+		Specs:       ch.Specs,
+		Maybe:       maybe,
 		Messages:    st.Messages,
 		Consumers:   st.Consumers,
 		IsWaitQueue: contract.IsWaitQueue,
 	})
+}
+
+// OwnRecords returns, by vhost of specs, the spec's own ownership record
+// in st, its owned objects limited to those that exist: what apply starts
+// from and writes the next generation of.
+func OwnRecords(st *topology.State, specs map[string]string) map[string]topology.Record {
+	live := st.Topology.LiveAddresses()
+	out := map[string]topology.Record{}
+	for v, name := range specs {
+		r := topology.Mine(st.Records, name, v)
+		for a := range r.Owned {
+			if !live[a] {
+				delete(r.Owned, a)
+			}
+		}
+		out[v] = r
+	}
+	return out
 }
 
 // CountsNeeded returns, by vhost, the queues of p whose message count
@@ -110,9 +149,7 @@ func Recount(ctx context.Context, src Source, p *Plan) error {
 			continue
 		}
 		ch.Messages, ch.Consumers = nil, nil
-		if ch.Action == Migrate {
-			ch.Messages = MigrationMessages(*ch, st.Messages)
-		} else if n, ok := st.Messages[ch.Address]; ok {
+		if n, ok := st.Messages[ch.Address]; ok {
 			ch.Messages = &n
 			if c, ok := st.Consumers[ch.Address]; ok && !ch.Draining {
 				ch.Consumers = &c

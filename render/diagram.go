@@ -34,6 +34,7 @@ type graph struct {
 }
 
 func flow(t topology.Topology) graph {
+	t = collapseLadders(t)
 	var g graph
 	ids := map[string]string{}
 	id := func(vhost, kind, name string) string {

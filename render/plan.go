@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,9 +33,21 @@ func newPlanDocument(p plan.Plan, diags []plan.Diagnostic) planDocument {
 	// No-ops only count: they are the unchanged part of the broker, and
 	// anything worth knowing about one (a draining wait queue) is a
 	// diagnostic.
+	n := 0
 	for _, c := range p.Changes {
 		if c.Action != plan.NoOp {
-			doc.Changes = append(doc.Changes, c)
+			n++
+		}
+	}
+	switch {
+	case n == len(p.Changes) && n > 0:
+		doc.Changes = p.Changes // nothing to leave out: no copy of a large plan
+	case n > 0:
+		doc.Changes = make([]plan.Change, 0, n)
+		for _, c := range p.Changes {
+			if c.Action != plan.NoOp {
+				doc.Changes = append(doc.Changes, c)
+			}
 		}
 	}
 	doc.Diagnostics = append(doc.Diagnostics, diags...)
@@ -70,8 +83,16 @@ type planLayout struct {
 	gutter bool
 }
 
-func writePlanText(w io.Writer, doc planDocument, l planLayout) error {
-	pw := &planWriter{w: w}
+func writePlanText(w io.Writer, doc planDocument, l planLayout) (err error) {
+	// One write per line would be one system call per line on a terminal
+	// or pipe: millions for a large plan.
+	bw := bufio.NewWriterSize(w, 64<<10)
+	pw := &planWriter{w: bw}
+	defer func() {
+		if ferr := bw.Flush(); ferr != nil && err == nil {
+			err = ferr
+		}
+	}()
 	st := l.planPalette
 	if doc.hasChanges() {
 		pw.printf("rmqtopo will perform the following actions:\n")
@@ -116,6 +137,9 @@ func planSymbol(a plan.Action) string {
 func writePlanChange(pw *planWriter, c plan.Change, l planLayout) {
 	st := l.planPalette
 	sym := planSymbol(c.Action)
+	if c.MayDelete {
+		sym = "?"
+	}
 	colored := st.symbol(sym)
 	if l.gutter {
 		colored = strings.Repeat(" ", 3-len(sym)) + colored
@@ -129,6 +153,14 @@ func writePlanChange(pw *planWriter, c plan.Change, l planLayout) {
 		for _, r := range strings.Split(c.Reason, "; ") {
 			pw.printf("%s  # (%s)\n", indent, r)
 		}
+	}
+	if c.MayDelete {
+		pw.printf("%s  # ? may delete: %s\n", indent, c.Owner)
+	} else if c.Owner != "" {
+		pw.printf("%s  # owned: %s\n", indent, c.Owner)
+	}
+	if len(c.Conflict) > 0 {
+		pw.printf("%s  # conflict: also declared, with other attributes, by spec %s\n", indent, strings.Join(c.Conflict, ", "))
 	}
 	if stake := planMessagesAtStake(c); stake != "" {
 		pw.printf("%s  # %s\n", indent, stake)

@@ -53,7 +53,11 @@ func writeMarkdownSummary(out *strings.Builder, doc planDocument) {
 	if len(destructive) > 0 {
 		out.WriteString("**Destructive changes**\n\n")
 		for _, c := range destructive {
-			fmt.Fprintf(out, "- %s %s %s", mdAction(c.Action), c.Address.Kind, mdCode(c.Address.Name))
+			action := mdAction(c.Action)
+			if c.MayDelete {
+				action = "❓ may delete"
+			}
+			fmt.Fprintf(out, "- %s %s %s", action, c.Address.Kind, mdCode(c.Address.Name))
 			if c.Address.Key != "" {
 				out.WriteString(" " + mdCode(c.Address.Key))
 			}
@@ -99,6 +103,9 @@ func mdReasons(c plan.Change) string {
 	}
 	if stake := planMessagesAtStake(c); stake != "" {
 		reasons = append(reasons, stake)
+	}
+	if c.Owner != "" {
+		reasons = append(reasons, "owned by "+c.Owner)
 	}
 	return strings.Join(reasons, "; ")
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/spec"
@@ -30,10 +31,14 @@ func Schedule(w io.Writer, files []*spec.File, color bool) error {
 			fmt.Fprintf(w, "%s %s\n", st.bold("queue "+q.Name), describeQueue(s, q))
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "  ATTEMPT\tDELAY\tAT\tWAITS IN\tIF IT FAILS")
+			upTo := false
 			for _, step := range s.Schedule(q) {
-				delay, via := "-", "-"
+				delay, via, at := "-", "-", HumanDuration(step.Elapsed)
 				if step.Attempt > 1 {
 					delay, via = HumanDuration(step.Delay), step.Via
+					if step.Jitter {
+						delay = "0-" + delay + " (jitter)"
+					}
 					if step.Via == q.Name {
 						via = "(immediate, back of " + q.Name + ")"
 					}
@@ -42,14 +47,37 @@ func Schedule(w io.Writer, files []*spec.File, color bool) error {
 				if next == contract.DeadLetterQueue(q.Name) {
 					next = st.red("DLQ " + next)
 				}
-				fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", step.Attempt, delay, HumanDuration(step.Elapsed), via, next)
+				// After a jittered delay every total is an upper bound.
+				upTo = upTo || step.Jitter
+				if upTo {
+					at = "≤" + at
+				}
+				fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", step.Attempt, delay, at, via, next)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 		}
+		if err := ladderSummary(w, s); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// ladderSummary writes, for a vhost with a delay ladder, what the ladder
+// is and how many wait queues its retries need in each layout.
+func ladderSummary(w io.Writer, s *spec.Spec) error {
+	l, ok := s.Ladder()
+	if !ok {
+		return nil
+	}
+	n := s.WaitQueueCounts()
+	_, err := fmt.Fprintf(w, "\nvhost %s: delay ladder of %d levels, %s steps up to %s, entry %s\n"+
+		"  wait queues for these retries: levels %d, shared %d, per-attempt %d\n",
+		s.Vhost, l.Levels, HumanDuration(l.Resolution), l.MaxDelay().Truncate(time.Second), l.EntryExchange(),
+		n[spec.LayoutLevels], n[spec.LayoutShared], n[spec.LayoutPerAttempt])
+	return err
 }
 
 func describeQueue(s *spec.Spec, q spec.Queue) string {

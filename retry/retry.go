@@ -142,6 +142,7 @@ type options struct {
 	log            *slog.Logger
 	obs            multiObserver
 	confirmTimeout time.Duration
+	levels         *levels // WithLevels (delay.go)
 	// Consume only.
 	prefetch               int
 	grace                  time.Duration
@@ -192,6 +193,8 @@ type Retrier struct {
 	obs   multiObserver
 	pub   *publisher
 	now   func() time.Time
+	// levels, if set, routes delayed retries through a delay ladder.
+	levels *levels
 }
 
 // New returns a Retrier for the deliveries of queue, publishing over conn.
@@ -212,13 +215,17 @@ func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error
 	if err := checkTopology(conn, queue); err != nil {
 		return nil, err
 	}
+	if err := o.levels.check(conn, queue); err != nil {
+		return nil, err
+	}
 	pending := func(delta int) { o.obs.ConfirmsPending(queue, delta) }
 	return &Retrier{
-		queue: queue,
-		log:   o.log.With("queue", queue),
-		obs:   o.obs,
-		pub:   newPublisher(conn, o.log, o.confirmTimeout, pending),
-		now:   time.Now,
+		queue:  queue,
+		log:    o.log.With("queue", queue),
+		obs:    o.obs,
+		pub:    newPublisher(conn, o.log, o.confirmTimeout, pending),
+		now:    time.Now,
+		levels: o.levels,
 	}, nil
 }
 

@@ -128,7 +128,7 @@ func (r *Retrier) retry(ctx context.Context, d amqp.Delivery, cause error) resul
 	// belong to a retry.
 	delete(msg.Headers, contract.HeaderDeadLetterReason)
 
-	res := r.pub.publish(ctx, contract.RetryExchange(r.queue), r.queue, msg)
+	res := r.pub.publish(ctx, contract.RetryExchange(r.queue), r.retryKey(prev, cause), msg) // retry number prev
 	switch {
 	case res.err != nil:
 		return r.requeue(d, fmt.Errorf("retry: publishing attempt %d of message %q: %w", next, d.MessageId, res.err))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Error is one problem in a spec file, located precisely enough for an
@@ -69,5 +70,24 @@ func (p *problems) add(at pos, format string, args ...any) {
 	if line == 0 {
 		line, col = 1, 1
 	}
-	p.errs = append(p.errs, Error{File: p.file, Line: line, Column: col, Path: at.path, Message: fmt.Sprintf(format, args...)})
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = cut(s)
+		}
+	}
+	p.errs = append(p.errs, Error{File: p.file, Line: line, Column: col, Path: cut(at.path), Message: fmt.Sprintf(format, args...)})
+}
+
+// cut bounds a string an error quotes, once it is longer than any name
+// RabbitMQ accepts, to 100 bytes, on a UTF-8 boundary: a 20 MB name is not
+// echoed back. The lists of keys some messages give are shorter.
+func cut(s string) string {
+	if len(s) <= 255 {
+		return s
+	}
+	n := 100
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

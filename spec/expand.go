@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -93,17 +94,24 @@ func (b *builder) checkName(kind, name string, quorum bool, o origin) bool {
 			abbreviate(name), "<vhost>_<name>", len(b.s.Vhost)+1+len(name), o.what)
 	case topology.Reserved(name):
 		b.errorf(o.at, "%s name %q uses the prefix \"amq.\", which RabbitMQ reserves (%s)", kind, name, o.what)
+	case topology.IsRecordExchange(name):
+		b.errorf(o.at, "%s name %q uses the prefix %q, which rmqtopo reserves for its ownership records (%s)", kind, name, topology.RecordPrefix, o.what)
 	default:
 		return true
 	}
 	return false
 }
 
+// abbreviate shortens a name for a message, on a UTF-8 boundary.
 func abbreviate(s string) string {
-	if len(s) > 40 {
-		return s[:37] + "..."
+	if len(s) <= 40 {
+		return s
 	}
-	return s
+	n := 37
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 func (b *builder) addQueue(q topology.Queue, o origin) bool {
@@ -162,6 +170,9 @@ func (b *builder) checkSource(bd Binding) {
 		b.errorf(bd.at, "cannot bind to the default exchange \"\": it routes by queue name already")
 		return
 	}
+	if len(bd.RoutingKey) > topology.MaxNameBytes {
+		b.errorf(bd.at, "routing key %q is %d bytes; RabbitMQ allows %d", abbreviate(bd.RoutingKey), len(bd.RoutingKey), topology.MaxNameBytes)
+	}
 	if topology.Reserved(bd.Exchange) {
 		return
 	}
@@ -210,6 +221,7 @@ func (b *builder) build() {
 			continue
 		}
 		b.checkQueue(q)
+		b.checkJitter(q)
 		switch q.Preset {
 		case PresetGoQueue:
 			b.goqueue(q)
@@ -221,6 +233,7 @@ func (b *builder) build() {
 			b.native(q)
 		}
 	}
+	b.ladder()
 	for _, pol := range s.Policies {
 		if _, err := regexp.Compile(pol.Pattern); err != nil {
 			b.errorf(pol.patternAt, "policy %q: invalid pattern %q: %v", pol.Name, pol.Pattern, err)
@@ -341,6 +354,10 @@ func (b *builder) native(q Queue) {
 	// Retry k becomes delivery attempt k+1.
 	for k := 1; k <= q.ImmediateRetries; k++ {
 		b.bind(retry, topology.DestQueue, q.Name, "", contract.AttemptBindingArgs(k+1))
+	}
+	if layout == LayoutLevels {
+		b.levelsRetries(q)
+		return
 	}
 	for i, d := range q.Retry.Delays() {
 		k := q.ImmediateRetries + i + 1

@@ -13,35 +13,114 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// LoadFiles loads and validates every file. It returns all problems in all
-// files at once as Errors, sorted by file and position.
-func LoadFiles(paths ...string) ([]*File, error) {
+// DefaultMaxFileSize bounds a spec file unless told otherwise: a spec of
+// thousands of queues is a few hundred kilobytes.
+const DefaultMaxFileSize = 4 << 20
+
+// SizeError is a file over the size limit; it stops loading at once, as
+// one line, because such a file is not a spec (or is /dev/zero).
+type SizeError struct {
+	Path  string
+	Limit int64
+}
+
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("%s: larger than the spec size limit of %s; raise it with --max-spec-size if the file is really a spec",
+		e.Path, FormatSize(e.Limit))
+}
+
+// FormatSize shows a byte count the way --max-spec-size takes it.
+func FormatSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// LoadFiles loads and validates every file, each at most
+// DefaultMaxFileSize bytes (see LoadFilesLimit).
+func LoadFiles(paths ...string) ([]*File, error) { return LoadFilesLimit(DefaultMaxFileSize, paths...) }
+
+// LoadFilesLimit loads and validates every file. It returns all problems
+// in all files at once as Errors, sorted by file and position; a file of
+// more than limit bytes is a *SizeError, at once, read no further.
+func LoadFilesLimit(limit int64, paths ...string) ([]*File, error) {
+	files, _, err := loadFiles(limit, paths)
+	return files, err
+}
+
+// LoadExpanded is LoadFilesLimit and Expand in one: it returns the files
+// and their expansion, which validation computed already, so that a large
+// spec is expanded once, not twice. Nothing can change the files between
+// the two, which is what makes sharing safe.
+func LoadExpanded(limit int64, paths ...string) ([]*File, topology.Topology, error) {
+	files, builders, err := loadFiles(limit, paths)
+	if err != nil {
+		return nil, topology.Topology{}, err
+	}
+	var t topology.Topology
+	for _, b := range builders {
+		b.into(&t)
+	}
+	t.Sort()
+	return files, t, nil
+}
+
+func loadFiles(limit int64, paths []string) ([]*File, []*builder, error) {
 	var files []*File
+	var builders []*builder
 	var all Errors
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := readLimited(p, limit)
+		var se *SizeError
+		if errors.As(err, &se) {
+			return nil, nil, se
+		}
 		if err != nil {
 			all = append(all, Error{File: p, Line: 1, Column: 1, Message: readError(err)})
 			continue
 		}
-		f, err := Parse(p, data)
+		f, b, err := parse(p, data)
 		var es Errors
 		if errors.As(err, &es) {
 			all = append(all, es...)
 		} else if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if f != nil {
 			files = append(files, f)
+			builders = append(builders, b)
 		}
 	}
 	all = append(all, checkAcrossFiles(files)...)
 	if len(all) > 0 {
-		return nil, all.sorted()
+		return nil, nil, all.sorted()
 	}
-	return files, nil
+	return files, builders, nil
+}
+
+// readLimited reads at most limit bytes of path; more is a *SizeError.
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &SizeError{Path: path, Limit: limit}
+	}
+	return data, nil
 }
 
 func readError(err error) string {
@@ -72,17 +151,24 @@ func checkAcrossFiles(files []*File) Errors {
 // Parse decodes and validates one file's content. On any problem it returns
 // a nil File and Errors listing every problem found.
 func Parse(path string, data []byte) (*File, error) {
+	f, _, err := parse(path, data)
+	return f, err
+}
+
+// parse is Parse, also returning the builder validation expanded the spec
+// with.
+func parse(path string, data []byte) (*File, *builder, error) {
 	p := &problems{file: path}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
 			p.add(pos{path: ""}, "the file is empty; a spec starts with \"version: 1\"")
-			return nil, p.errs
+			return nil, nil, p.errs
 		}
 		line, msg := yamlErrorLine(err)
 		p.errs = append(p.errs, Error{File: path, Line: line, Column: 1, Message: msg})
-		return nil, p.errs
+		return nil, nil, p.errs
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -93,19 +179,24 @@ func Parse(path string, data []byte) (*File, error) {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		doc = doc.Content[0]
 	}
-	budget := maxExpandedNodes
+	// A plain document has fewer nodes than bytes; only aliases make
+	// more, so a large spec (bounded by the size limit) is never refused.
+	budget := max(maxExpandedNodes, len(data))
 	if err := resolveAliases(doc, &budget); err != nil {
 		p.add(at(doc, ""), "%v", err)
-		return nil, p.errs
+		return nil, nil, p.errs
 	}
 	s := d.spec(doc)
 	// Validation runs even after decoding problems so that one run lists
 	// everything; values that failed to decode are zero and skipped.
-	validate(s, p)
+	b := validate(s, p)
 	if len(p.errs) > 0 {
-		return nil, p.errs.sorted()
+		return nil, nil, p.errs.sorted()
 	}
-	return &File{Path: path, Spec: *s}, nil
+	if s.Name == "" {
+		s.Name = DefaultName(path)
+	}
+	return &File{Path: path, Spec: *s}, b, nil
 }
 
 // yamlErrorLine pulls the line number out of a yaml.v3 syntax error, whose
@@ -134,7 +225,7 @@ const maxExpandedNodes = 1_000_000
 func resolveAliases(n *yaml.Node, budget *int) error {
 	*budget--
 	if *budget < 0 {
-		return fmt.Errorf("the document expands to more than %d nodes through aliases", maxExpandedNodes)
+		return errors.New("the document expands to too many nodes through aliases (more than its size allows, and at least 1000000)")
 	}
 	for i, c := range n.Content {
 		for c.Kind == yaml.AliasNode && c.Alias != nil {
@@ -428,13 +519,24 @@ func (d *decoder) spec(n *yaml.Node) *Spec {
 			}
 			s.Version = int(ver)
 		},
+		"name": func(v *yaml.Node, p string) {
+			d.str(v, p, &s.Name)
+			if !validSpecName(s.Name) {
+				d.add(at(v, p), "name %s: want 1 to %d letters, digits, '.', '_' or '-', starting with a letter or digit (it names the spec's ownership record)",
+					Quote(s.Name), maxSpecName)
+			}
+		},
 		"vhost": func(v *yaml.Node, p string) {
 			d.str(v, p, &s.Vhost)
 			if s.Vhost == "" {
 				d.add(at(v, p), "vhost must not be empty")
 			}
+			if len(s.Vhost) > topology.MaxNameBytes {
+				d.add(at(v, p), "vhost name %q is %d bytes; RabbitMQ allows %d", s.Vhost, len(s.Vhost), topology.MaxNameBytes)
+			}
 		},
 		"layout": func(v *yaml.Node, p string) { s.Layout = d.layout(v, p) },
+		"levels": func(v *yaml.Node, p string) { s.Levels = d.levels(v, p) },
 		"wait_queue_type": func(v *yaml.Node, p string) {
 			s.WaitQueueType = d.queueType(v, p)
 		},
@@ -478,11 +580,11 @@ func (d *decoder) layout(n *yaml.Node, path string) Layout {
 	var v string
 	d.str(n, path, &v)
 	switch Layout(v) {
-	case LayoutShared, LayoutPerAttempt:
+	case LayoutShared, LayoutPerAttempt, LayoutLevels:
 		return Layout(v)
 	}
 	if n.Kind == yaml.ScalarNode {
-		d.add(at(n, path), "unknown layout %q (expected shared or per-attempt)", v)
+		d.add(at(n, path), "unknown layout %q (expected shared, per-attempt or levels)", v)
 	}
 	return ""
 }
@@ -622,6 +724,7 @@ func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
 	var r RetryPolicy
 	var kinds []string
 	attempts := func(v *yaml.Node, p string) { d.intField(v, p, 0, MaxRetries, &r.Attempts) }
+	jitter := func(v *yaml.Node, p string) { r.Jitter = d.jitter(v, p) }
 	ok := d.fields(n, path, map[string]func(*yaml.Node, string){
 		"delays": func(v *yaml.Node, p string) {
 			kinds = append(kinds, "delays")
@@ -642,6 +745,7 @@ func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
 			d.required(v, p, []string{"delay", "attempts"}, map[string]func(*yaml.Node, string){
 				"delay":    func(v *yaml.Node, p string) { d.duration(v, p, &r.Delay) },
 				"attempts": attempts,
+				"jitter":   jitter,
 			})
 		},
 		"linear": func(v *yaml.Node, p string) {
@@ -650,6 +754,7 @@ func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
 			d.required(v, p, []string{"step", "attempts"}, map[string]func(*yaml.Node, string){
 				"step":     func(v *yaml.Node, p string) { d.duration(v, p, &r.Step) },
 				"attempts": attempts,
+				"jitter":   jitter,
 			})
 			if r.Step > 0 && r.Attempts > 0 && r.Step*time.Duration(r.Attempts) > MaxTTL {
 				d.add(at(v, p), "the last delay (%d × %s) exceeds RabbitMQ's maximum TTL of 10 years", r.Attempts, r.Step)
@@ -673,6 +778,7 @@ func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
 				},
 				"max":      func(v *yaml.Node, p string) { hasMax = true; d.duration(v, p, &r.Max) },
 				"attempts": attempts,
+				"jitter":   jitter,
 			})
 			switch {
 			case factorAt.line == 0:

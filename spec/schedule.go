@@ -54,6 +54,9 @@ type Step struct {
 	Via string `json:"via"`
 	// OnFailure is where the message goes if this delivery fails.
 	OnFailure string `json:"on_failure"`
+	// Jitter: the delay is drawn uniformly between 0 and Delay, and Elapsed
+	// is the longest total wait.
+	Jitter bool `json:"jitter,omitempty"`
 }
 
 // Schedule returns the queue's delivery timeline for the given vhost
@@ -77,7 +80,8 @@ func (s *Spec) Schedule(q Queue) []Step {
 		if k < total {
 			next = via[k+1]
 		}
-		steps = append(steps, Step{Attempt: k + 1, Delay: d, Elapsed: elapsed, Via: via[k], OnFailure: next})
+		jitter := d > 0 && q.Retry.Jitter == JitterFull
+		steps = append(steps, Step{Attempt: k + 1, Delay: d, Elapsed: elapsed, Via: via[k], OnFailure: next, Jitter: jitter})
 	}
 	return steps
 }
@@ -96,7 +100,11 @@ func (s *Spec) retryDestination(q Queue, k int) string {
 	case PresetSpring:
 		return springWaitQueue(d)
 	}
-	if s.layoutOf(q) == LayoutPerAttempt {
+	switch s.layoutOf(q) {
+	case LayoutLevels:
+		l, _ := s.Ladder()
+		return l.EntryExchange()
+	case LayoutPerAttempt:
 		return contract.PerAttemptWaitQueue(q.Name, k, d)
 	}
 	return contract.SharedWaitQueue(d)

@@ -281,9 +281,11 @@ func l(v ...any) []any { return v }
 
 // probeDoc is a small valid spec with one object of every kind. Its queue
 // binds to a built-in exchange so that replacing exchanges leaves it valid.
+// Its layout is levels, the one every retry policy key (jitter too) allows.
 func probeDoc() map[string]any {
 	return m(
 		"version", 1,
+		"layout", "levels",
 		"retry_policies", m("standard", m("delays", l("1s"))),
 		"exchanges", l(m("name", "events", "type", "topic", "bindings", l(m("exchange", "amq.topic")))),
 		"queues", l(m("name", "work", "type", "quorum", "bindings", l(m("exchange", "amq.direct")), "retry", m("delays", l("1s")))),
@@ -332,6 +334,11 @@ var objects = []object{
 	{name: "exponential", schema: "/$defs/retryPolicy/properties/exponential", path: "queues[0].retry.exponential",
 		in: func(d map[string]any) map[string]any {
 			return schedule("exponential", m("initial", "1s", "factor", 2, "attempts", 2))(d)
+		}},
+	{name: "levels", schema: "/properties/levels", path: "levels",
+		in: func(d map[string]any) map[string]any {
+			d["levels"] = m("resolution", "100ms")
+			return d["levels"].(map[string]any)
 		}},
 	{name: "policy", schema: "/$defs/policy", path: "policies[0]",
 		in: func(d map[string]any) map[string]any { return elem(d, "policies", 0) }},

@@ -22,6 +22,10 @@ const (
 	// LayoutPerAttempt gives each queue one wait queue per retry, so each
 	// retry level can be watched and drained on its own.
 	LayoutPerAttempt Layout = "per-attempt"
+	// LayoutLevels sends delayed retries through the vhost's ladder of
+	// binary delay levels (see contract.Ladder): any delay, chosen per
+	// message by the service, through a handful of shared queues.
+	LayoutLevels Layout = "levels"
 )
 
 // Preset makes a queue's retry topology match what services written for an
@@ -68,7 +72,11 @@ type File struct {
 
 // Spec is the decoded content of one file.
 type Spec struct {
-	Version       int
+	Version int
+	// Name is the spec's identity: its ownership record in the vhost is
+	// rmqtopo.owner.<Name>.<generation>. The top-level "name", or, when
+	// absent, DefaultName of the file.
+	Name          string
 	Vhost         string
 	Layout        Layout
 	WaitQueueType string
@@ -76,10 +84,13 @@ type Spec struct {
 	// of every quorum queue the file declares or generates: how many
 	// cluster nodes hold a replica from the start.
 	QuorumInitialGroupSize int
-	RetryPolicies          []NamedRetryPolicy
-	Exchanges              []Exchange
-	Queues                 []Queue
-	Policies               []Policy
+	// Levels configures the vhost's delay ladder; nil for none unless a
+	// queue uses the levels layout (then DefaultLevels).
+	Levels        *Levels
+	RetryPolicies []NamedRetryPolicy
+	Exchanges     []Exchange
+	Queues        []Queue
+	Policies      []Policy
 
 	at pos
 }
@@ -161,7 +172,16 @@ type RetryPolicy struct {
 	Factor   float64         // kind exponential
 	Max      time.Duration   // kind exponential; 0 means uncapped
 	Attempts int             // kinds fixed, linear, exponential
+	// Jitter is JitterNone or JitterFull (each delay uniformly random
+	// between 0 and the computed delay); jitter needs the levels layout.
+	Jitter string
 }
+
+// Jitter kinds of a retry policy.
+const (
+	JitterNone = "none"
+	JitterFull = "full"
+)
 
 // Policy is a raw RabbitMQ user policy.
 type Policy struct {

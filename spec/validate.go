@@ -5,6 +5,10 @@ package spec
 // references, and arguments the queue type refuses. It expands the spec once
 // with a problems sink, so validation and expansion can never disagree about
 // what gets generated.
-func validate(s *Spec, p *problems) {
-	newBuilder(s, p).build()
+// It returns the builder, whose objects are the spec's expansion when no
+// problem was found (see LoadExpanded).
+func validate(s *Spec, p *problems) *builder {
+	b := newBuilder(s, p)
+	b.build()
+	return b
 }

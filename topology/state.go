@@ -2,7 +2,9 @@ package topology
 
 import (
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // State is the current content of some vhosts as a source (a live broker,
@@ -15,22 +17,35 @@ type State struct {
 	Vhosts []string
 	// Topology is the current topology, normalised like a desired one.
 	Topology Topology
-	// Owned holds the objects rmqtopo recorded as its own in these vhosts.
+	// Owned holds the objects rmqtopo recorded as its own in these vhosts:
+	// after Read, those of every record; once a plan knows which spec it
+	// is for (plan.Make), those that spec may delete (see OwnershipFor).
 	Owned map[Address]bool
+	// Records are the ownership records found in these vhosts, one per
+	// spec and vhost (the newest generation of each).
+	Records []Record
+	// NoRecords lists the vhosts whose ownership records the source cannot
+	// show (a definitions export taken without them): whether an object
+	// there is rmqtopo's is unknown, so a plan says what it may delete.
+	NoRecords map[string]bool
+	// BrokerVersion is the RabbitMQ version of the source (see
+	// ParseVersion), "" when unknown (a file without rabbit_version).
+	BrokerVersion string
+	// DefaultQueueType is each vhost's default queue type as the source
+	// reports it; absent means classic.
+	DefaultQueueType map[string]string
 	// Messages holds the message counts read, by queue address; a queue
 	// absent here has an unknown count.
 	Messages map[Address]int64
 	// Consumers holds the consumer counts read with Messages, by queue
 	// address; a queue absent here has an unknown count.
 	Consumers map[Address]int64
-	// BrokerVersion is the broker's RabbitMQ version, when the source
-	// knows it (see ParseVersion); "" when it does not.
-	BrokerVersion string
 }
 
 // NewState returns an empty state of vhosts, ready to be filled.
 func NewState(vhosts []string) *State {
-	return &State{Vhosts: vhosts, Owned: map[Address]bool{}, Messages: map[Address]int64{}, Consumers: map[Address]int64{}}
+	return &State{Vhosts: vhosts, Owned: map[Address]bool{}, Messages: map[Address]int64{}, Consumers: map[Address]int64{},
+		NoRecords: map[string]bool{}, DefaultQueueType: map[string]string{}}
 }
 
 // Reserved reports whether a name belongs to the broker and never to a
@@ -38,6 +53,17 @@ func NewState(vhosts []string) *State {
 // exchanges and server-named queues). rmqtopo neither declares, nor
 // plans around, nor deletes such objects.
 func Reserved(name string) bool { return name == "" || strings.HasPrefix(name, "amq.") }
+
+// BuiltinExchanges are the amq.* exchanges every vhost has; a binding may
+// use them as a source although no spec declares them.
+var BuiltinExchanges = map[string]bool{
+	"amq.direct": true, "amq.fanout": true, "amq.topic": true, "amq.headers": true,
+	"amq.match": true, "amq.rabbitmq.trace": true,
+}
+
+// MaxNameBytes is RabbitMQ's limit on vhost, exchange, queue and routing
+// key names (AMQP short strings).
+const MaxNameBytes = 255
 
 // VhostNames lists every vhost the topology names, on its own or as the
 // home of an object, sorted and without repeats.
@@ -67,4 +93,37 @@ func (t Topology) VhostNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// maxQuote bounds how much of a name or value a message quotes: a 20 MB
+// name must not be echoed back.
+const maxQuote = 100
+
+// Quote quotes s for a message, at most about 100 bytes of it, cut on a
+// UTF-8 boundary and marked with "…" when cut.
+func Quote(s string) string {
+	if len(s) <= maxQuote {
+		return strconv.Quote(s)
+	}
+	cut := maxQuote
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
+}
+
+// Access is what a user may do on a broker, as far as the broker lets the
+// user see it: its tags, and its permissions in some vhosts.
+type Access struct {
+	User string
+	Tags []string
+	// Permissions holds the user's permission regexes by vhost; a vhost
+	// absent here has none. Nil when the user may not read permissions
+	// (only administrators may), and so they are unknown.
+	Permissions map[string]Permission
+}
+
+// Permission is a user's configure, write and read regexes in one vhost.
+type Permission struct {
+	Configure, Write, Read string
 }

@@ -178,6 +178,28 @@ func NormalizeArgs(args map[string]any) Args {
 	return out
 }
 
+// IsNormal reports whether args is already what NormalizeArgs would make
+// of it (nil when empty, only int64 for whole numbers, strings, booleans),
+// so that a caller which does not change args may skip the copy. Nested
+// tables and lists are not looked into: they answer false.
+func IsNormal(args Args) bool {
+	if args != nil && len(args) == 0 {
+		return false
+	}
+	for _, v := range args {
+		switch x := v.(type) {
+		case string, int64, bool:
+		case float64:
+			if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 func normalizeValue(v any) any {
 	switch x := v.(type) {
 	case int:
@@ -251,9 +273,7 @@ func (t *Topology) Sort() {
 		}
 		return a.Name < b.Name
 	})
-	sort.Slice(t.Bindings, func(i, j int) bool {
-		return t.Bindings[i].Addr().less(t.Bindings[j].Addr())
-	})
+	sortBindings(t.Bindings)
 	sort.Slice(t.Policies, func(i, j int) bool {
 		a, b := t.Policies[i], t.Policies[j]
 		if a.Vhost != b.Vhost {
@@ -261,6 +281,35 @@ func (t *Topology) Sort() {
 		}
 		return a.Name < b.Name
 	})
+}
+
+// sortBindings sorts by address, computing each address once: building
+// one renders the binding's arguments, too costly to repeat in every
+// comparison of a large topology.
+func sortBindings(bs []Binding) {
+	if sort.SliceIsSorted(bs, func(i, j int) bool { return bindingLess(bs[i], bs[j]) }) {
+		return
+	}
+	type keyed struct {
+		a Address
+		b Binding
+	}
+	ks := make([]keyed, len(bs))
+	for i, b := range bs {
+		ks[i] = keyed{b.Addr(), b}
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].a.less(ks[j].a) })
+	for i := range ks {
+		bs[i] = ks[i].b
+	}
+}
+
+func bindingLess(x, y Binding) bool {
+	if x.Vhost != y.Vhost || x.Source != y.Source || x.Destination != y.Destination {
+		return Address{Kind: KindBinding, Vhost: x.Vhost, Name: x.Source + " -> " + x.Destination}.less(
+			Address{Kind: KindBinding, Vhost: y.Vhost, Name: y.Source + " -> " + y.Destination})
+	}
+	return x.Addr().less(y.Addr())
 }
 
 func (a Address) less(b Address) bool {

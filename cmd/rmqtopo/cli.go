@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/alecthomas/kong"
 	"golang.org/x/term"
@@ -24,8 +26,9 @@ type cli struct {
 	DLQ      dlqCmd      `cmd:"" name:"dlq" help:"Inspect, replay and sweep dead-letter queues."`
 	Import   importCmd   `cmd:"" help:"Write a spec for what already exists in one vhost of a broker or definitions file."`
 
-	Version versionFlag `help:"Print the version and VCS revision, then exit."`
-	Color   string      `help:"Colour output: auto (on a TTY, unless NO_COLOR is set), always or never." enum:"auto,always,never" default:"auto"`
+	Version     versionFlag `help:"Print the version and VCS revision, then exit."`
+	Color       string      `help:"Colour output: auto (on a TTY, unless NO_COLOR is set), always or never." enum:"auto,always,never" default:"auto"`
+	MaxSpecSize string      `name:"max-spec-size" placeholder:"SIZE" help:"Refuse spec files larger than this (e.g. 4MiB, 512KiB, 1000000)." default:"4MiB"`
 }
 
 // env is what every command runs with, bound by kong.
@@ -37,6 +40,8 @@ type env struct {
 	color  bool
 	// getenv reads the environment; tests replace it.
 	getenv func(string) string
+	// maxSpecSize bounds a spec file, in bytes (--max-spec-size).
+	maxSpecSize int64
 }
 
 type kongExit struct{ code int }
@@ -73,7 +78,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return err
 	}
-	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	size, err := parseSize(c.MaxSpecSize)
+	if err != nil {
+		return &ExitError{Code: 1, Err: fmt.Errorf("--max-spec-size: %w", err)}
+	}
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, maxSpecSize: size}
 	e.color = wantColor(c.Color, stdout, e.getenv)
 	return kctx.Run(e)
 }
@@ -99,4 +108,25 @@ func wantColor(mode string, w io.Writer, getenv func(string) string) bool {
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// parseSize reads a byte count: a number with an optional unit, KiB, MiB,
+// GiB (or KB, MB, GB, taken as the binary ones).
+func parseSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"B", 1}} {
+		if rest, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("want a size such as 4MiB or 1000000, got %q", s)
+	}
+	return n * mult, nil
 }

@@ -17,7 +17,7 @@ import (
 // choices are the plan choices of the flags and the spec: --prune,
 // --migrate for every queue, migrate: true per queue.
 func choices(files []*spec.File, prune, migrateAll bool) plan.Choices {
-	return plan.Choices{Prune: prune, Migrate: plan.Migration{All: migrateAll, Queues: spec.Migrations(files...)}}
+	return plan.Choices{Specs: spec.Names(files), Prune: prune, Migrate: plan.Migration{All: migrateAll, Queues: spec.Migrations(files...)}}
 }
 
 // failpointEnv names the environment variable that makes apply kill

@@ -17,7 +17,8 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 )
 
-const migrateClassic = `exchanges:
+const migrateClassic = `name: orders
+exchanges:
   - {name: shop, type: topic}
 queues:
   - name: orders
@@ -26,7 +27,8 @@ queues:
 `
 
 // migrateQuorum is migrateClassic moved to a quorum queue, migrated.
-const migrateQuorum = `exchanges:
+const migrateQuorum = `name: orders
+exchanges:
   - {name: shop, type: topic}
 queues:
   - name: orders

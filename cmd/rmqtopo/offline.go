@@ -6,6 +6,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 type validateCmd struct {
@@ -18,7 +19,7 @@ func (c *validateCmd) Run(e *env) error {
 	var files []*spec.File
 	var all spec.Errors
 	for _, path := range c.Files {
-		fs, err := spec.LoadFiles(path)
+		fs, err := spec.LoadFilesLimit(e.maxSpecSize, path)
 		var es spec.Errors
 		switch {
 		case errors.As(err, &es):
@@ -41,12 +42,23 @@ func (c *validateCmd) Run(e *env) error {
 // loadSpecs loads files and, on problems, prints every one of them to
 // stderr and returns an error that only sets the exit code.
 func loadSpecs(e *env, paths []string) ([]*spec.File, error) {
-	files, err := spec.LoadFiles(paths...)
+	files, err := spec.LoadFilesLimit(e.maxSpecSize, paths...)
 	var es spec.Errors
 	if errors.As(err, &es) {
 		return nil, reportProblems(e, es)
 	}
 	return files, err
+}
+
+// loadExpanded is loadSpecs and spec.Expand in one, expanding each spec
+// once (see spec.LoadExpanded).
+func loadExpanded(e *env, paths []string) ([]*spec.File, topology.Topology, error) {
+	files, t, err := spec.LoadExpanded(e.maxSpecSize, paths...)
+	var es spec.Errors
+	if errors.As(err, &es) {
+		return nil, topology.Topology{}, reportProblems(e, es)
+	}
+	return files, t, err
 }
 
 // reportProblems prints every problem to stderr; the returned error only

@@ -44,11 +44,11 @@ func (c *planCmd) Validate() error {
 }
 
 func (c *planCmd) Run(e *env) (err error) {
-	files, err := loadSpecs(e, c.Files)
+	files, desired, err := loadExpanded(e, c.Files)
 	if err != nil {
 		return err
 	}
-	desired := spec.Expand(files...)
+	specs := spec.Names(files)
 	var (
 		src       plan.Source = definitions.FileSource{Path: c.Against}
 		brokerURL string
@@ -69,7 +69,7 @@ func (c *planCmd) Run(e *env) (err error) {
 		}
 		return fmt.Errorf("plan: %w", err)
 	}
-	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy})
+	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs, State: st})
 	if diags, err = c.Version.withVersion(e, p, diags, st, client); err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
@@ -80,7 +80,7 @@ func (c *planCmd) Run(e *env) (err error) {
 		return err
 	}
 	if c.Out != "" {
-		if err := planfile.New(brokerURL, st, c.Prune, p, diags).Write(c.Out); err != nil {
+		if err := planfile.New(brokerURL, st, specs, c.Prune, p, diags).Write(c.Out); err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
 		fmt.Fprintf(e.stderr, "Saved the plan to %s; apply it with: rmqtopo apply %s\n", c.Out, c.Out)
@@ -112,12 +112,23 @@ func renderPlan(e *env, format string, p plan.Plan, diags []plan.Diagnostic) err
 
 func blockingError(cmd string, b []plan.Diagnostic) error {
 	codes := map[string]bool{}
-	var list []string
+	var list, refused []string
 	for _, d := range b {
 		if !codes[d.Code] {
 			codes[d.Code] = true
 			list = append(list, d.Code)
+			if !destructive[d.Code] {
+				refused = append(refused, d.Code)
+			}
 		}
+	}
+	if len(refused) > 0 {
+		noun := "change"
+		if len(b) > 1 {
+			noun = "changes"
+		}
+		return fmt.Errorf("%s: %d %s cannot be applied (%s); nothing was written: fix the spec (see the errors above)",
+			cmd, len(b), noun, strings.Join(list, ", "))
 	}
 	noun := "change puts"
 	if len(b) > 1 {
@@ -125,6 +136,12 @@ func blockingError(cmd string, b []plan.Diagnostic) error {
 	}
 	return fmt.Errorf("%s: %d %s messages at risk (%s); apply refuses without --allow-destroy",
 		cmd, len(b), noun, strings.Join(list, ", "))
+}
+
+// destructive are the codes of diagnostics that --allow-destroy accepts.
+var destructive = map[string]bool{
+	plan.CodeReplaceQueueWithMessages: true, plan.CodeDeleteQueueWithMessages: true,
+	plan.CodeQueueMessagesUnknown: true, plan.CodeQueueHasConsumers: true,
 }
 
 type applyCmd struct {
@@ -151,7 +168,7 @@ func (c *applyCmd) Validate() error {
 var stdinIsTerminal = func(r io.Reader) bool { return isTerminal(r) }
 
 func (c *applyCmd) Run(e *env) (err error) {
-	saved, desired, migrate, err := c.input(e)
+	saved, desired, ch, err := c.input(e)
 	if err != nil {
 		return err
 	}
@@ -170,7 +187,7 @@ func (c *applyCmd) Run(e *env) (err error) {
 
 	a := &applying{e: e, client: client, sess: sess, locked: map[string]bool{}, lockTimeout: c.LockTimeout}
 	sess.MigrateHook = migrateHook(e)
-	p, st, err := a.lockAndPlan(saved, desired, plan.Choices{Prune: c.Prune, Migrate: migrate})
+	p, st, err := a.lockAndPlan(saved, desired, ch)
 	if err != nil {
 		return err
 	}
@@ -179,15 +196,25 @@ func (c *applyCmd) Run(e *env) (err error) {
 			return err
 		}
 	}
-	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy})
+	specs := ch.Specs
+	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs, State: st})
 	if diags, err = (rabbitVersionFlag{}).withVersion(e, p, diags, st, client); err != nil {
 		return fmt.Errorf("apply: %w", err)
+	}
+	if p.HasChanges() {
+		access, err := client.Access(e.ctx, st.Vhosts)
+		if err != nil {
+			return fmt.Errorf("apply: %w", err)
+		}
+		diags = append(diags, plan.CheckAccess(p, specs, access)...)
 	}
 	if err := render.PlanText(e.stdout, p, diags, e.color); err != nil {
 		return err
 	}
 	if !p.HasChanges() {
-		return nil
+		// Nothing to change; the spec's record may still need to claim
+		// objects that exist already, which asks for no approval.
+		return a.run(p, st, specs, c.Concurrency, c.AllowDestroy)
 	}
 	if err := versionRefusals("apply", diags); err != nil {
 		return err
@@ -203,32 +230,34 @@ func (c *applyCmd) Run(e *env) (err error) {
 			return err
 		}
 	}
-	return a.run(p, st, c.Concurrency, c.AllowDestroy)
+	return a.run(p, st, specs, c.Concurrency, c.AllowDestroy)
 }
 
 // input reads what apply applies: a saved plan (one file whose kind says
 // so) or spec files, expanded.
-func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, plan.Migration, error) {
+func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, plan.Choices, error) {
 	if len(c.Files) == 1 {
 		saved, err := planfile.Read(c.Files[0])
 		if err != nil {
-			return nil, topology.Topology{}, plan.Migration{}, fmt.Errorf("apply: %w", err)
+			return nil, topology.Topology{}, plan.Choices{}, fmt.Errorf("apply: %w", err)
 		}
 		if saved != nil {
 			switch {
 			case c.Prune:
-				return nil, topology.Topology{}, plan.Migration{}, errors.New("apply: --prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
+				return nil, topology.Topology{}, plan.Choices{}, errors.New("apply: --prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
 			case c.Migrate:
-				return nil, topology.Topology{}, plan.Migration{}, errors.New("apply: --migrate does not apply to a saved plan: it was decided when the plan was made (plan --migrate --out FILE)")
+				return nil, topology.Topology{}, plan.Choices{}, errors.New("apply: --migrate does not apply to a saved plan: it was decided when the plan was made (plan --migrate --out FILE)")
+			case len(saved.Specs) == 0:
+				return nil, topology.Topology{}, plan.Choices{}, fmt.Errorf("apply: the plan in %s was saved by an earlier rmqtopo and names no spec, whose ownership record apply must write; run plan again", c.Files[0])
 			}
-			return saved, topology.Topology{}, plan.Migration{}, nil
+			return saved, topology.Topology{}, plan.Choices{Specs: saved.Specs}, nil
 		}
 	}
-	files, err := loadSpecs(e, c.Files)
+	files, desired, err := loadExpanded(e, c.Files)
 	if err != nil {
-		return nil, topology.Topology{}, plan.Migration{}, err
+		return nil, topology.Topology{}, plan.Choices{}, err
 	}
-	return nil, spec.Expand(files...), choices(files, false, c.Migrate).Migrate, nil
+	return nil, desired, choices(files, c.Prune, c.Migrate), nil
 }
 
 // applying is one apply's hold on the broker: its client, its session
@@ -346,25 +375,52 @@ func (a *applying) checkSaved(saved *planfile.File, path string, st *topology.St
 }
 
 // run applies p, made from st, showing progress, and says what was done.
-func (a *applying) run(p plan.Plan, st *topology.State, concurrency int, allowDestroy bool) error {
+func (a *applying) run(p plan.Plan, st *topology.State, specs map[string]string, concurrency int, allowDestroy bool) error {
 	progress := newProgress(a.e.stderr)
 	defer progress.stop()
 	res, err := apply.Apply(a.e.ctx, a.sess, p, apply.Options{
 		Concurrency:  concurrency,
 		AllowDestroy: allowDestroy,
-		Owned:        st.Owned,
+		Records:      plan.OwnRecords(st, specs),
 		Progress:     progress.update,
 		IsNotEmpty:   func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) },
 		VhostCreated: a.vhostCreated,
 	})
 	progress.stop()
 	if err != nil {
-		fmt.Fprintf(a.e.stderr, "Apply stopped after %s: %s. Planning and applying again finishes the job.\n",
-			res.Elapsed.Round(time.Millisecond), res.String())
+		fmt.Fprintf(a.e.stderr, "Apply stopped after %s: %s; %s\n", res.Elapsed.Round(time.Millisecond), res.String(), notDone(res, err))
 		return err
+	}
+	if !p.HasChanges() {
+		return nil
 	}
 	fmt.Fprintf(a.e.stdout, "\nApply complete: %s in %s.\n", res.String(), res.Elapsed.Round(time.Millisecond))
 	return nil
+}
+
+// notDone says what an apply that stopped did not do, and whether running
+// it again can finish: not when the broker refused a change, which will
+// refuse again until the spec or the broker changes.
+func notDone(res apply.Result, err error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d changes not made", len(res.NotDone))
+	for i, c := range res.NotDone {
+		if i == 3 {
+			fmt.Fprintf(&b, ", and %d more", len(res.NotDone)-3)
+			break
+		}
+		fmt.Fprintf(&b, "%s %s %s", map[bool]string{true: ":", false: ","}[i == 0], c.Action, c.Address)
+	}
+	b.WriteString(". The ownership record lists what exists. ")
+	switch {
+	case errors.Is(err, broker.ErrUnreachable), errors.Is(err, broker.ErrTimeout), errors.Is(err, broker.ErrServer):
+		b.WriteString("The connection failed: planning and applying again finishes the job once the broker is reachable.")
+	case errors.Is(err, broker.ErrNotEmpty), errors.Is(err, broker.ErrLocked):
+		b.WriteString("Plan again once the cause above is gone.")
+	default:
+		b.WriteString("The broker refused a change: applying again will fail the same way until the spec or the broker changes.")
+	}
+	return b.String()
 }
 
 // vhostCreated locks a vhost this apply has just created. The plan was

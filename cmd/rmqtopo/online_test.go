@@ -40,18 +40,7 @@ func newOnline(t *testing.T) *online {
 	t.Helper()
 	b := brokertest.Get(t)
 	o := &online{b: b, vhost: b.NewVhost(t), dir: t.TempDir()}
-	t.Cleanup(func() { o.deleteOwned(t, o.vhost) })
 	return o
-}
-
-func (o *online) deleteOwned(t *testing.T, vhost string) {
-	c, err := broker.NewClient(broker.Config{URL: o.b.MgmtURL, User: o.b.User, Password: o.b.Password})
-	if err == nil {
-		err = c.DeleteOwned(context.Background(), vhost)
-	}
-	if err != nil {
-		t.Logf("deleting the ownership record of %q: %v", vhost, err)
-	}
 }
 
 // conn are the connection flags for the harness broker.
@@ -304,11 +293,11 @@ func TestOnlineBrokerErrors(t *testing.T) {
 		want string
 	}{
 		{"wrong password", []string{"plan", path, "--url", o.b.MgmtURL, "--user", "guest", "--password", secret},
-			"", fmt.Sprintf("rmqtopo: plan: read vhost %q: authentication failed for user \"guest\" at %s (HTTP 401)\n", o.vhost, o.b.MgmtURL)},
+			"", fmt.Sprintf("rmqtopo: plan: authentication failed for user \"guest\" at %s (HTTP 401)\n", o.b.MgmtURL)},
 		{"password in the URL", []string{"apply", "--auto-approve", path, "--url", strings.Replace(o.b.MgmtURL, "http://", "http://guest:"+secret+"@", 1)},
-			"", fmt.Sprintf("rmqtopo: apply: find the AMQP port: authentication failed for user \"guest\" at %s (HTTP 401)\n", o.b.MgmtURL)},
+			"", fmt.Sprintf("rmqtopo: apply: authentication failed for user \"guest\" at %s (HTTP 401)\n", o.b.MgmtURL)},
 		{"connection refused", []string{"plan", path, "--url", closed},
-			"", fmt.Sprintf("rmqtopo: plan: read vhost %q: cannot connect to the management API at %s: connection refused — is the management plugin enabled?\n", o.vhost, closed)},
+			"", fmt.Sprintf("rmqtopo: plan: cannot connect to the management API at %s: connection refused — is the management plugin enabled?\n", closed)},
 		{"AMQP refused", []string{"apply", "--auto-approve", path, "--url", o.b.MgmtURL, "--amqp-url", "amqp://guest:" + secret + "@" + strings.TrimPrefix(closed, "http://") + "/"},
 			"", fmt.Sprintf("rmqtopo: apply: lock vhost %q: cannot connect to AMQP at amqp://%s: connection refused (set --amqp-url)\n", o.vhost, strings.TrimPrefix(closed, "http://"))},
 		{"bad URL", []string{"plan", path, "--url", "ftp://u:" + secret + "@x"},
@@ -338,7 +327,6 @@ func TestOnlineNewVhost(t *testing.T) {
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
-		o.deleteOwned(t, o.vhost)
 	})
 	path := o.spec(t, "small.yaml", smallSpec)
 	out := o.must(t, 2, "plan", "--detailed-exitcode", path)

@@ -43,6 +43,11 @@ func (c *statusCmd) Run(e *env) (err error) {
 		return err
 	}
 	defer func() { err = scrub(err, conn.secrets()) }()
+	// A server that is not RabbitMQ would read as a broker with nothing on
+	// it: every queue "missing", exit 0.
+	if _, err := conn.client.Server(e.ctx); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
 	vhosts := spec.Expand(files...).VhostNames()
 	stats := map[string][]broker.QueueInfo{}
 	for _, v := range vhosts {

@@ -38,7 +38,6 @@ func TestScriptsOnline(t *testing.T) {
 		Dir: "testdata/script-online",
 		Setup: func(env *testscript.Env) error {
 			vhost := b.NewVhost(t)
-			t.Cleanup(func() { deleteOwnedRecord(t, b, vhost) })
 			env.Setenv("VHOST", vhost)
 			env.Setenv("RMQTOPO_URL", b.MgmtURL)
 			env.Setenv("RMQTOPO_AMQP_URL", b.AMQPURL)
@@ -74,16 +73,6 @@ func scriptExits(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
-	}
-}
-
-func deleteOwnedRecord(t *testing.T, b *brokertest.Broker, vhost string) {
-	c, err := broker.NewClient(broker.Config{URL: b.MgmtURL, User: b.User, Password: b.Password})
-	if err == nil {
-		err = c.DeleteOwned(context.Background(), vhost)
-	}
-	if err != nil {
-		t.Logf("deleting the ownership record of %q: %v", vhost, err)
 	}
 }
 

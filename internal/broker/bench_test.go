@@ -137,14 +137,14 @@ func BenchmarkPlanApply(b *testing.B) {
 		var res apply.Result
 		total := timed(func() {
 			var err error
-			p, st, err = plan.Make(ctx, l.c, d, false)
+			p, st, err = plan.Make(ctx, l.c, d, benchSpecs(vhost), false)
 			if err != nil {
 				b.Fatal(err)
 			}
 			if err := l.s.Lock(ctx, vhost); err != nil {
 				b.Fatal(err)
 			}
-			res, err = apply.Apply(ctx, l.s, p, apply.Options{Owned: st.Owned, Concurrency: conc})
+			res, err = apply.Apply(ctx, l.s, p, apply.Options{Records: plan.OwnRecords(st, benchSpecs(vhost)), Concurrency: conc})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -164,7 +164,7 @@ func BenchmarkPlanApply(b *testing.B) {
 	for i := 0; i < 3; i++ {
 		gets = append(gets, timed(func() { raw.do(b, http.MethodGet, "/api/definitions/"+url.PathEscape(applyVhost), nil) }))
 		plans = append(plans, timed(func() {
-			p, _, err := plan.Make(ctx, l.c, d, false)
+			p, _, err := plan.Make(ctx, l.c, d, benchSpecs(applyVhost), false)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -182,11 +182,11 @@ func BenchmarkPlanApply(b *testing.B) {
 	dh := benchSpec(b, httpVhost, queues)
 	var httpApply time.Duration
 	{
-		p, st, err := plan.Make(ctx, lh.c, dh, false)
+		p, st, err := plan.Make(ctx, lh.c, dh, benchSpecs(httpVhost), false)
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := apply.Apply(ctx, lh.s, p, apply.Options{Owned: st.Owned, Concurrency: 16})
+		res, err := apply.Apply(ctx, lh.s, p, apply.Options{Records: plan.OwnRecords(st, benchSpecs(httpVhost)), Concurrency: 16})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -254,4 +254,69 @@ func readPerObject(tb testing.TB, raw rawAPI, t topology.Topology, inflight int)
 	if firstErr != nil {
 		tb.Fatal(firstErr)
 	}
+}
+
+// benchSpecs names the benchmark's spec in vhost.
+func benchSpecs(vhost string) map[string]string { return map[string]string{vhost: "bench"} }
+
+// BenchmarkDeleteCounts measures the exact counts of a plan that deletes
+// 1,000 queues (RMQTOPO_BENCH_QUEUES to scale): one AMQP passive declare
+// each, pipelined over a few channels, and the whole plan that needs them.
+func BenchmarkDeleteCounts(b *testing.B) {
+	queues := 1000
+	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_BENCH_QUEUES")); err == nil && v > 0 {
+		queues = v
+	}
+	bk := brokertest.Get(b)
+	vhost := bk.NewVhost(b)
+	l := connect(b, bk, vhost)
+	ctx := context.Background()
+	var sb strings.Builder
+	sb.WriteString("version: 1\nqueues:\n")
+	for i := 0; i < queues; i++ {
+		fmt.Fprintf(&sb, "  - {name: q%05d, dlq: false}\n", i)
+	}
+	f, err := spec.Parse("bench.yaml", []byte(fmt.Sprintf("vhost: %q\n%s", vhost, sb.String())))
+	if err != nil {
+		b.Fatal(err)
+	}
+	full := spec.Expand(f)
+	p, st, err := plan.Make(ctx, l.c, full, benchSpecs(vhost), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := apply.Apply(ctx, l.s, p, apply.Options{Records: plan.OwnRecords(st, benchSpecs(vhost))}); err != nil {
+		b.Fatal(err)
+	}
+	empty := topology.Topology{Vhosts: []string{vhost}}
+	names := make([]string, len(full.Queues))
+	for i, q := range full.Queues {
+		names[i] = q.Name
+	}
+	var counts, plans []time.Duration
+	for i := 0; i < 3; i++ {
+		counts = append(counts, timed(func() {
+			if err := l.c.Count(ctx, topology.NewState(nil), map[string][]string{vhost: names}); err != nil {
+				b.Fatal(err)
+			}
+		}))
+		plans = append(plans, timed(func() {
+			p, _, err := plan.Make(ctx, l.c, empty, benchSpecs(vhost), true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n := plan.CountsNeeded(p)[vhost]; len(n) != queues {
+				b.Fatalf("plan counts %d queues, want %d", len(n), queues)
+			}
+			for _, c := range p.Changes {
+				if c.DestroysQueue() && c.Messages == nil {
+					b.Fatalf("no count for %s", c.Address)
+				}
+			}
+		}))
+	}
+	b.ReportMetric(median(counts).Seconds(), "count-s")
+	b.ReportMetric(median(plans).Seconds(), "plan-s")
+	fmt.Fprintf(os.Stderr, "BenchmarkDeleteCounts: %d queues: counts %s, whole plan %s (medians of 3)\n",
+		queues, median(counts).Round(time.Millisecond), median(plans).Round(time.Millisecond))
 }

@@ -2,14 +2,17 @@
 // vhost's state in bulk into a topology.Topology, records which objects
 // rmqtopo owns, holds the apply lock, and carries out the changes of a plan.
 //
-// Reads use the management API, a constant number of calls per vhost
-// whatever its size: one GET /api/definitions/{vhost}, one GET of the
-// ownership record, and message counts only for the queues whose fate
-// depends on them (one filtered, paginated /api/queues listing). Writes of
-// exchanges, queues and bindings go over AMQP, on a connection pool of the
-// apply, because the management API costs several times more broker CPU
-// per object (see docs/benchmarks.md); vhosts, policies and the ownership
-// record go over HTTP, as AMQP cannot express them.
+// Reads use the management API, after GET /api/overview has confirmed
+// the server is RabbitMQ: a constant number of calls per vhost whatever
+// its size, one GET /api/definitions/{vhost} (whose exchanges carry the
+// ownership records, one per spec), or four listings for a user who may
+// not export definitions. Message and consumer counts are read only for
+// the queues whose fate depends on them, exactly, by AMQP passive
+// declares. Writes of exchanges, queues and bindings go over AMQP, on a
+// connection pool of the apply, because the management API costs several
+// times more broker CPU per object (see docs/benchmarks.md); vhosts,
+// policies and the ownership records go over HTTP (a record can exceed an
+// AMQP frame).
 //
 // Every failure is an *Error of one line, classified by Kind (ErrAuth,
 // ErrInequivalent, ErrNotEmpty, ...), and never contains credentials.
@@ -28,6 +31,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -69,6 +73,9 @@ type Client struct {
 	// certAsked is set once the management API asked for a client
 	// certificate that the client does not have.
 	certAsked *atomic.Bool
+
+	serverMu sync.Mutex
+	version  string // the RabbitMQ version, once Server has confirmed it
 }
 
 // NewClient checks cfg and returns a client; it does not contact the broker.
@@ -259,6 +266,37 @@ func (c *Client) Overview(ctx context.Context) (Overview, error) {
 	var o Overview
 	err := c.do(ctx, http.MethodGet, "/api/overview", url.Values{"columns": {"rabbitmq_version,listeners"}}, nil, &o)
 	return o, err
+}
+
+// Server confirms, before anything else is asked of it, that the server
+// at the management URL is RabbitMQ's management API, and returns the
+// RabbitMQ version it reports. Anything else, a web server answering 404
+// or a page that is not JSON, is ErrNotRabbitMQ: never "an empty broker".
+// The answer is kept for the client's life.
+func (c *Client) Server(ctx context.Context) (string, error) {
+	c.serverMu.Lock()
+	defer c.serverMu.Unlock()
+	if c.version != "" {
+		return c.version, nil
+	}
+	var o struct {
+		Version     string `json:"rabbitmq_version"`
+		ProductName string `json:"product_name"`
+	}
+	err := c.do(ctx, http.MethodGet, "/api/overview", url.Values{"columns": {"rabbitmq_version,product_name"}}, nil, &o)
+	var be *Error
+	switch {
+	case err != nil && errors.As(err, &be) && (be.Kind == ErrAuth || be.Kind == ErrUnreachable || be.Kind == ErrTimeout):
+		return "", err
+	case err != nil:
+		return "", &Error{Kind: ErrNotRabbitMQ, Err: err,
+			Msg: fmt.Sprintf("the server at %s is not a RabbitMQ management API: GET /api/overview: %s", c.display, OneLine(err.Error()))}
+	case o.Version == "":
+		return "", &Error{Kind: ErrNotRabbitMQ,
+			Msg: fmt.Sprintf("the server at %s is not a RabbitMQ management API: GET /api/overview reports no rabbitmq_version", c.display)}
+	}
+	c.version = o.Version
+	return o.Version, nil
 }
 
 // AMQPURL returns the AMQP URL to use: Config.AMQPURL if set, else one

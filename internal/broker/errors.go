@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -45,6 +46,9 @@ var (
 	ErrUnreachable = errors.New("broker unreachable")
 	// ErrTimeout: the broker did not answer within the timeout.
 	ErrTimeout = errors.New("timeout")
+	// ErrNotRabbitMQ: the server at the management URL is not RabbitMQ's
+	// management API.
+	ErrNotRabbitMQ = errors.New("not a RabbitMQ management API")
 )
 
 // Error is one failed call, described in one line that never contains
@@ -73,7 +77,11 @@ func (e *Error) Unwrap() []error {
 func OneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 600 {
-		s = s[:600] + "…"
+		n := 600
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
 	}
 	return s
 }
@@ -92,7 +100,7 @@ func (c *Client) httpError(status int, code, reason string) error {
 		e.Kind = ErrPermission
 		e.Msg = fmt.Sprintf("permission denied for user %q: %s (HTTP %d)", c.user, reason, status)
 		if strings.Contains(reason, "administrator") {
-			e.Msg += "; rmqtopo reads definitions and records ownership in global parameters, which needs the administrator tag"
+			e.Msg += "; see \"Least privilege\" in docs/plan-apply.md for the tags and permissions each command needs"
 		}
 	case reason == "vhost_not_found" || strings.Contains(reason, "no_such_vhost"):
 		e.Kind = ErrVhostNotFound
@@ -165,10 +173,14 @@ func isTimeout(err error) bool {
 // name is what people need.
 func amqpError(display string, err error) error {
 	var ae *amqp.Error
+	// amqp091 reports a connection or channel it found closed (the
+	// connection was lost, or the broker closed it earlier) as an
+	// *amqp.Error of its own, not sent by the broker: that is a lost
+	// connection, not a refusal.
+	if errors.Is(err, amqp.ErrClosed) || (errors.As(err, &ae) && !ae.Server && ae.Code == amqp.ChannelError) {
+		return &Error{Kind: ErrUnreachable, Msg: fmt.Sprintf("the AMQP connection to %s was lost (%s)", display, OneLine(err.Error())), Err: err}
+	}
 	if !errors.As(err, &ae) {
-		if errors.Is(err, amqp.ErrClosed) {
-			return &Error{Kind: ErrUnreachable, Msg: fmt.Sprintf("the AMQP connection to %s closed", display), Err: err}
-		}
 		return &Error{Kind: ErrUnreachable, Msg: fmt.Sprintf("AMQP to %s: %s", display, OneLine(err.Error())), Err: err}
 	}
 	reason := ae.Reason

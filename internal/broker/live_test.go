@@ -66,15 +66,12 @@ func connect(t testing.TB, b *brokertest.Broker, vhost string) *live {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		s.Close()
-		// Global parameters outlive the vhost; leave no record behind.
-		if err := c.DeleteOwned(context.Background(), vhost); err != nil {
-			t.Logf("deleting the ownership record of %q: %v", vhost, err)
-		}
-	})
+	t.Cleanup(func() { s.Close() })
 	return &live{b: b, vhost: vhost, c: c, s: s}
 }
+
+// specs names the test's spec in its vhost.
+func (l *live) specs() map[string]string { return map[string]string{l.vhost: "test"} }
 
 var vhostLine = regexp.MustCompile(`(?m)^vhost:[ \t]*\S+[ \t]*(#.*)?$`)
 
@@ -106,7 +103,7 @@ func loadFor(t *testing.T, path, vhost string) *spec.File {
 
 func (l *live) plan(t *testing.T, desired topology.Topology, prune bool) (plan.Plan, *topology.State) {
 	t.Helper()
-	p, st, err := plan.Make(context.Background(), l.c, desired, prune)
+	p, st, err := plan.Make(context.Background(), l.c, desired, l.specs(), prune)
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
@@ -117,7 +114,7 @@ func (l *live) plan(t *testing.T, desired topology.Topology, prune bool) (plan.P
 func (l *live) converge(t *testing.T, desired topology.Topology, prune bool) plan.Plan {
 	t.Helper()
 	p, st := l.plan(t, desired, prune)
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned,
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs()),
 		IsNotEmpty: func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) }}); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -279,6 +276,9 @@ func TestExamplesPlanApplyPlan(t *testing.T) {
 				`create binding added.work.dlx -> added.work.dlq [queue key=""]`,
 				"create binding " + retryBinding("", "added.work", "added.work.wait.1.3777ms", 1),
 			}
+			if lad, ok := f.Spec.Ladder(); ok { // the delay ladder delivers to every queue
+				want = append(want, fmt.Sprintf("create binding %s -> added.work [queue key=%q]", lad.DeliveryExchange(), lad.DeliveryPattern("added.work")))
+			}
 			if diff := cmp.Diff(sorted(want), sorted(changes(p))); diff != "" {
 				t.Errorf("plan of the added queue (-want +got):\n%s", diff)
 			}
@@ -413,7 +413,7 @@ func TestBrownfield(t *testing.T) {
 	if diff := cmp.Diff([]string{plan.CodeReplaceQueueWithMessages + " orders"}, codes); diff != "" {
 		t.Errorf("blocking diagnostics (-want +got):\n%s", diff)
 	}
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned}); err == nil ||
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err == nil ||
 		!strings.Contains(err.Error(), "refusing") {
 		t.Fatalf("apply without AllowDestroy: err = %v, want a refusal", err)
 	}
@@ -423,7 +423,7 @@ func TestBrownfield(t *testing.T) {
 
 	// Accepted, the replace goes through; the unowned objects stay, even
 	// with Prune.
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned, AllowDestroy: true}); err != nil {
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs()), AllowDestroy: true}); err != nil {
 		t.Fatal(err)
 	}
 	again, st := l.plan(t, desired, true)
@@ -454,7 +454,7 @@ func TestBrownfield(t *testing.T) {
 	if diff := cmp.Diff(sorted(want), sorted(changes(p))); diff != "" {
 		t.Errorf("prune plan (-want +got):\n%s", diff)
 	}
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned}); err != nil {
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err != nil {
 		t.Fatal(err)
 	}
 	again, st = l.plan(t, empty, true)
@@ -502,7 +502,7 @@ func TestDeleteGuard(t *testing.T) {
 				return false
 			})
 			publish(t, conn, "", "work", nil, 1)
-			_, err = apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned,
+			_, err = apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs()),
 				IsNotEmpty: func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) }})
 			if !errors.Is(err, broker.ErrNotEmpty) || !strings.Contains(err.Error(), "arrived after the plan was made") {
 				t.Fatalf("err = %v, want the not-empty stop", err)
@@ -566,7 +566,7 @@ func TestPlanConsumers(t *testing.T) {
 		codes(plan.Check(p, plan.CheckOptions{AllowDestroy: true}))); diff != "" {
 		t.Errorf("diagnostics with AllowDestroy (-want +got):\n%s", diff)
 	}
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned}); err == nil ||
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err == nil ||
 		!strings.Contains(err.Error(), "refusing") || !strings.Contains(err.Error(), "consumer") {
 		t.Fatalf("apply without AllowDestroy: err = %v, want a refusal naming the consumer", err)
 	}
@@ -635,7 +635,7 @@ func TestScheduleChangeLosesNothing(t *testing.T) {
 	if !draining {
 		t.Errorf("%s is not kept as a draining wait queue", oldWait)
 	}
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned}); err != nil {
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err != nil {
 		t.Fatal(err)
 	}
 	if time.Since(start) > 8*time.Second {
@@ -661,7 +661,7 @@ func TestScheduleChangeLosesNothing(t *testing.T) {
 		p, st = l.plan(t, after, false)
 		return cmp.Equal([]string{"delete queue " + oldWait}, changes(p))
 	})
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned}); err != nil {
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err != nil {
 		t.Fatal(err)
 	}
 	again, st := l.plan(t, after, false)

@@ -177,7 +177,7 @@ func TestMigrateUnderLoad(t *testing.T) {
 
 	files := []*spec.File{parseFor(t, "quorum.yaml", []byte(migrationSpec("quorum", true, true)), l.vhost)}
 	quorum := spec.Expand(files...)
-	p, st, err := plan.MakeWith(context.Background(), l.c, quorum, plan.Choices{Migrate: plan.Migration{Queues: spec.Migrations(files...)}})
+	p, st, err := plan.MakeWith(context.Background(), l.c, quorum, plan.Choices{Specs: l.specs(), Migrate: plan.Migration{Queues: spec.Migrations(files...)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestMigrateUnderLoad(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned}); err != nil {
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 	t.Logf("migrated in %s: steps %v; %d messages moved out (the consumer took the rest); from the delete's answer to the declare's: %s",
@@ -293,7 +293,7 @@ func TestMigrateResumesFromEachStep(t *testing.T) {
 			conn := l.b.Dial(t, l.vhost)
 			sent := publishIDs(t, conn, "shop", "order.new", 0, 3000)
 			quorum := spec.Expand(parseFor(t, "quorum.yaml", []byte(migrationSpec("quorum", false, false)), l.vhost))
-			p, st, err := plan.MakeWith(context.Background(), l.c, quorum, plan.Choices{Migrate: plan.Migration{All: true}})
+			p, st, err := plan.MakeWith(context.Background(), l.c, quorum, plan.Choices{Specs: l.specs(), Migrate: plan.Migration{All: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -303,7 +303,7 @@ func TestMigrateResumesFromEachStep(t *testing.T) {
 					cancel()
 				}
 			}
-			_, err = apply.Apply(ctx, l.s, p, apply.Options{Owned: st.Owned})
+			_, err = apply.Apply(ctx, l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())})
 			t.Logf("interrupted after %s: %v", step, err)
 			l.s.MigrateHook = nil
 
@@ -311,7 +311,7 @@ func TestMigrateResumesFromEachStep(t *testing.T) {
 			if diff := cmp.Diff([]string{"migrate queue orders"}, queueChanges(p)); diff != "" {
 				t.Fatalf("plan after the interruption (-want +got):\n%s", diff)
 			}
-			if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned}); err != nil {
+			if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err != nil {
 				t.Fatalf("resume: %v", err)
 			}
 			rec := &recorder{seen: map[int]int{}}
@@ -335,14 +335,14 @@ func TestMigrateQuorumToClassic(t *testing.T) {
 
 	files := []*spec.File{parseFor(t, "classic.yaml", []byte(migrationSpec("classic", true, false)), l.vhost)}
 	classic := spec.Expand(files...)
-	p, st, err := plan.MakeWith(context.Background(), l.c, classic, plan.Choices{Migrate: plan.Migration{Queues: spec.Migrations(files...)}})
+	p, st, err := plan.MakeWith(context.Background(), l.c, classic, plan.Choices{Specs: l.specs(), Migrate: plan.Migration{Queues: spec.Migrations(files...)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"migrate queue orders"}, queueChanges(p)); diff != "" {
 		t.Fatalf("plan (-want +got):\n%s", diff)
 	}
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Owned: st.Owned}); err != nil {
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 	rec := &recorder{seen: map[int]int{}}

@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,72 +23,191 @@ import (
 // changes, on a connection held for the whole apply.
 const LockQueue = contract.LockQueue
 
-// Read reads the given vhosts concurrently: per vhost one GET
-// /api/definitions/{vhost} and one GET of its ownership record. A vhost
-// that does not exist is not an error: it is missing from the topology.
-// Message and consumer counts are not read; see QueueCounts.
+// Read reads the given vhosts concurrently, after confirming that the
+// server is RabbitMQ (see Server) and listing the vhosts' default queue
+// types (one GET /api/vhosts): per vhost one GET /api/definitions/{vhost}, whose
+// exchanges include rmqtopo's ownership records. A user without the
+// administrator tag (monitoring, say) may not export definitions, so for
+// it the vhost is read from the four listings it may read instead. A
+// vhost that does not exist is not an error: it is missing from the
+// topology. Message and consumer counts are not read; see Count.
 func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, error) {
+	version, err := c.Server(ctx)
+	if err != nil {
+		return nil, err
+	}
 	vhosts = uniqueSorted(vhosts)
 	st := topology.NewState(vhosts)
-	type part struct {
-		t          topology.Topology
-		owned      []topology.Address
-		terr, oerr error
+	st.BrokerVersion = version
+	defaults, err := c.defaultQueueTypes(ctx)
+	if err != nil {
+		return nil, err
 	}
-	parts := make([]part, len(vhosts))
+	parts := make([]vhostRead, len(vhosts))
 	var wg sync.WaitGroup
 	for i, v := range vhosts {
-		wg.Add(2)
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			parts[i].t, parts[i].terr = c.ReadVhost(ctx, v)
-		}()
-		go func() {
-			defer wg.Done()
-			parts[i].owned, parts[i].oerr = c.Owned(ctx, v)
+			parts[i] = c.readVhost(ctx, v, defaults[v])
 		}()
 	}
 	wg.Wait()
-	for _, p := range parts {
-		if p.terr != nil {
-			return nil, p.terr
-		}
-		if p.oerr != nil {
-			return nil, p.oerr
+	for i, p := range parts {
+		if p.err != nil {
+			return nil, p.err
 		}
 		st.Topology.Vhosts = append(st.Topology.Vhosts, p.t.Vhosts...)
 		st.Topology.Exchanges = append(st.Topology.Exchanges, p.t.Exchanges...)
 		st.Topology.Queues = append(st.Topology.Queues, p.t.Queues...)
 		st.Topology.Bindings = append(st.Topology.Bindings, p.t.Bindings...)
 		st.Topology.Policies = append(st.Topology.Policies, p.t.Policies...)
-		for _, a := range p.owned {
-			st.Owned[a] = true
+		st.Records = append(st.Records, p.records...)
+		for _, r := range p.records {
+			for a := range r.Owned {
+				st.Owned[a] = true
+			}
+		}
+		if p.defaultType != "" {
+			st.DefaultQueueType[vhosts[i]] = p.defaultType
 		}
 	}
 	st.Topology.Sort()
 	return st, nil
 }
 
-// ReadVhost reads one vhost's topology with GET /api/definitions/{vhost}.
-// A vhost that does not exist gives an empty topology without the vhost.
-func (c *Client) ReadVhost(ctx context.Context, vhost string) (topology.Topology, error) {
+// vhostRead is what Read learns about one vhost.
+type vhostRead struct {
+	t           topology.Topology
+	records     []topology.Record
+	defaultType string
+	err         error
+}
+
+func (c *Client) readVhost(ctx context.Context, v, defaultType string) vhostRead {
+	var r vhostRead
+	doc, exists, err := c.vhostDocument(ctx, v)
+	switch {
+	case err != nil:
+		r.err = err
+		return r
+	case !exists:
+		return r
+	}
+	r.defaultType = defaultType
+	if r.records, err = doc.Records(v); err != nil {
+		r.err = fmt.Errorf("read vhost %q: %w", v, err)
+		return r
+	}
+	doc.Vhosts = []definitions.Vhost{{Name: v, TopDefaultQueueType: defaultType}}
+	r.t = definitions.Clean(doc.ToTopology(v))
+	// A single-vhost export has no "vhosts" list: the answer itself says
+	// the vhost exists.
+	r.t.Vhosts = []string{v}
+	return r
+}
+
+// defaultQueueTypes lists every vhost's default queue type in one call,
+// which a monitoring user may make (GET /api/vhosts/{name} needs the
+// administrator tag).
+func (c *Client) defaultQueueTypes(ctx context.Context) (map[string]string, error) {
+	var list []struct {
+		Name             string `json:"name"`
+		DefaultQueueType string `json:"default_queue_type"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/api/vhosts", url.Values{"columns": {"name,default_queue_type"}}, nil, &list); err != nil {
+		return nil, fmt.Errorf("list vhosts: %w", err)
+	}
+	out := make(map[string]string, len(list))
+	for _, v := range list {
+		out[v.Name] = v.DefaultQueueType
+	}
+	return out, nil
+}
+
+// vhostDocument reads one vhost's definitions: the export for a user who
+// may read it, the listings for one who may not. exists is false for a
+// vhost that does not exist.
+func (c *Client) vhostDocument(ctx context.Context, vhost string) (definitions.Document, bool, error) {
 	var data []byte
 	err := c.do(ctx, http.MethodGet, "/api/definitions/"+esc(vhost), nil, nil, &data)
+	if errors.Is(err, ErrPermission) {
+		return c.vhostListings(ctx, vhost)
+	}
 	if errors.Is(err, ErrVhostNotFound) || errors.Is(err, ErrNotFound) {
-		return topology.Topology{}, nil
+		return definitions.Document{}, false, nil
 	}
 	if err != nil {
-		return topology.Topology{}, fmt.Errorf("read vhost %q: %w", vhost, err)
+		return definitions.Document{}, false, fmt.Errorf("read vhost %q: %w", vhost, err)
 	}
 	doc, err := definitions.Decode(data, vhost)
 	if err != nil {
-		return topology.Topology{}, fmt.Errorf("read vhost %q: %w", vhost, err)
+		return definitions.Document{}, false, fmt.Errorf("read vhost %q: %w", vhost, err)
 	}
-	t := definitions.Clean(doc.ToTopology(vhost))
-	// A single-vhost export has no "vhosts" list: the answer itself says
-	// the vhost exists.
-	t.Vhosts = []string{vhost}
-	return t, nil
+	return doc, true, nil
+}
+
+// vhostListings builds vhost's definitions from GET /api/exchanges,
+// /api/queues, /api/bindings and /api/policies, which a user tagged
+// monitoring may read. Exclusive queues are left out, as an export does.
+func (c *Client) vhostListings(ctx context.Context, vhost string) (definitions.Document, bool, error) {
+	var (
+		doc    definitions.Document
+		queues []struct {
+			definitions.Queue
+			Exclusive bool `json:"exclusive"`
+		}
+	)
+	calls := []struct {
+		what, columns string
+		out           any
+	}{
+		{"exchanges", "name,vhost,type,durable,auto_delete,internal,arguments", &doc.Exchanges},
+		{"queues", "name,vhost,durable,auto_delete,arguments,exclusive", &queues},
+		{"bindings", "source,vhost,destination,destination_type,routing_key,arguments", &doc.Bindings},
+		{"policies", "", &doc.Policies},
+	}
+	for _, call := range calls {
+		var q url.Values
+		if call.columns != "" {
+			q = url.Values{"columns": {call.columns}, "disable_stats": {"true"}}
+		}
+		var data []byte
+		err := c.do(ctx, http.MethodGet, "/api/"+call.what+"/"+esc(vhost), q, nil, &data)
+		if errors.Is(err, ErrVhostNotFound) || errors.Is(err, ErrNotFound) {
+			return definitions.Document{}, false, nil
+		}
+		if err == nil {
+			err = decodeNumbers(data, call.out)
+		}
+		if err != nil {
+			return definitions.Document{}, false, fmt.Errorf("read vhost %q: list %s: %w", vhost, call.what, err)
+		}
+	}
+	for _, q := range queues {
+		if !q.Exclusive {
+			doc.Queues = append(doc.Queues, q.Queue)
+		}
+	}
+	return doc, true, nil
+}
+
+// decodeNumbers decodes JSON keeping numbers exact, as definitions.Decode
+// does, so that a listing normalises like an export.
+func decodeNumbers(data []byte, out any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(out)
+}
+
+// ReadVhost reads one vhost's topology (see Read), without its records.
+// A vhost that does not exist gives an empty topology without the vhost.
+func (c *Client) ReadVhost(ctx context.Context, vhost string) (topology.Topology, error) {
+	st, err := c.Read(ctx, []string{vhost})
+	if err != nil {
+		return topology.Topology{}, err
+	}
+	return st.Topology, nil
 }
 
 // pageSize is the largest page the management API serves.

@@ -15,6 +15,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/rmqtopo/rmqtopo/internal/definitions"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -51,6 +52,9 @@ type vhostConn struct {
 // NewSession resolves the AMQP URL (see Client.AMQPURL) and returns a
 // session that has not connected yet.
 func (c *Client) NewSession(ctx context.Context) (*Session, error) {
+	if _, err := c.Server(ctx); err != nil {
+		return nil, err
+	}
 	raw, err := c.AMQPURL(ctx)
 	if err != nil {
 		return nil, err
@@ -297,7 +301,7 @@ func (s *Session) DeclareQueue(ctx context.Context, q topology.Queue) error {
 		return s.Client.DeclareQueue(ctx, q)
 	}
 	return s.withChannel(ctx, q.Vhost, func(ch *amqp.Channel) error {
-		_, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, false, false, AMQPTable(q.Arguments))
+		_, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, false, false, AMQPTable(definitions.DeclareArgs(q)))
 		return err
 	})
 }

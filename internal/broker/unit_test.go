@@ -41,7 +41,7 @@ func TestHTTPErrors(t *testing.T) {
 		{401, `{"error":"not_authorized","reason":"Login failed"}`, broker.ErrAuth,
 			`authentication failed for user "alice" at http://127.0.0.1:PORT (HTTP 401)`},
 		{401, `{"error":"not_authorised","reason":"Not administrator user"}`, broker.ErrPermission,
-			`permission denied for user "alice": Not administrator user (HTTP 401); rmqtopo reads definitions and records ownership in global parameters, which needs the administrator tag`},
+			`permission denied for user "alice": Not administrator user (HTTP 401); see "Least privilege" in docs/plan-apply.md for the tags and permissions each command needs`},
 		{403, `{"error":"not_authorised","reason":"User not authorised to access virtual host"}`, broker.ErrPermission,
 			`permission denied for user "alice": User not authorised to access virtual host (HTTP 403)`},
 		{400, `{"error":"bad_request","reason":"inequivalent arg 'x-delivery-limit' for queue 'q1' in vhost 'v1': received '21' but current is '20'"}`, broker.ErrInequivalent,
@@ -73,8 +73,51 @@ func portRE(s, url string) string {
 	return strings.ReplaceAll(s, url, "http://127.0.0.1:PORT")
 }
 
+// fakeRabbit answers /api/overview as RabbitMQ would and everything else
+// with status and body.
+func fakeRabbit(t *testing.T, status int, body string) *broker.Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/overview":
+			w.Write([]byte(`{"rabbitmq_version":"3.10.8","product_name":"RabbitMQ"}`))
+			return
+		case "/api/vhosts":
+			w.Write([]byte(`[{"name":"/","default_queue_type":"undefined"}]`))
+			return
+		}
+		w.WriteHeader(status)
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := broker.NewClient(broker.Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A web server that is not RabbitMQ is one clear error, never "an empty
+// broker".
+func TestReadRefusesWhatIsNotRabbitMQ(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		body   string
+	}{
+		{404, "<html>Not Found</html>"},
+		{200, "<html>hello</html>"},
+		{200, `{"some":"json"}`},
+	} {
+		c := fakeAPI(t, tc.status, tc.body)
+		_, err := c.Read(context.Background(), []string{"/"})
+		if !errors.Is(err, broker.ErrNotRabbitMQ) || !strings.Contains(err.Error(), "is not a RabbitMQ management API") {
+			t.Errorf("HTTP %d %s: err = %v, want ErrNotRabbitMQ", tc.status, tc.body, err)
+		}
+	}
+}
+
 func TestReadMissingVhost(t *testing.T) {
-	c := fakeAPI(t, 400, `{"error":"bad_request","reason":"vhost_not_found"}`)
+	c := fakeRabbit(t, 400, `{"error":"bad_request","reason":"vhost_not_found"}`)
 	got, err := c.ReadVhost(context.Background(), "nope")
 	if err != nil {
 		t.Fatal(err)

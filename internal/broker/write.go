@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/rmqtopo/rmqtopo/internal/definitions"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -30,7 +31,7 @@ func (c *Client) DeclareExchange(ctx context.Context, e topology.Exchange) error
 // DeclareQueue declares q over HTTP.
 func (c *Client) DeclareQueue(ctx context.Context, q topology.Queue) error {
 	return c.do(ctx, http.MethodPut, "/api/queues/"+esc(q.Vhost)+"/"+esc(q.Name), nil, map[string]any{
-		"durable": q.Durable, "auto_delete": q.AutoDelete, "arguments": nonNil(q.Arguments),
+		"durable": q.Durable, "auto_delete": q.AutoDelete, "arguments": nonNil(definitions.DeclareArgs(q)),
 	}, nil)
 }
 

@@ -25,9 +25,26 @@ type Document struct {
 	Policies      []Policy   `json:"policies,omitempty"`
 }
 
-// Vhost is a vhost entry.
+// Vhost is a vhost entry. Exports of RabbitMQ 3.11 and later give the
+// default queue type in the metadata; 3.10 names it at the top.
 type Vhost struct {
-	Name string `json:"name"`
+	Name                string         `json:"name"`
+	TopDefaultQueueType string         `json:"default_queue_type,omitempty"`
+	Metadata            *VhostMetadata `json:"metadata,omitempty"`
+}
+
+// VhostMetadata is the metadata of a vhost entry.
+type VhostMetadata struct {
+	DefaultQueueType string `json:"default_queue_type,omitempty"`
+}
+
+// DefaultQueueType is the vhost's default queue type, "" when the export
+// does not say.
+func (v Vhost) DefaultQueueType() string {
+	if v.Metadata != nil && v.Metadata.DefaultQueueType != "" {
+		return v.Metadata.DefaultQueueType
+	}
+	return v.TopDefaultQueueType
 }
 
 // Exchange is an exchange entry.
@@ -83,7 +100,7 @@ func FromTopology(t topology.Topology) Document {
 	}
 	for _, q := range t.Queues {
 		d.Queues = append(d.Queues, Queue{Name: q.Name, Vhost: q.Vhost, Durable: q.Durable, AutoDelete: q.AutoDelete,
-			Arguments: nonNil(q.Arguments)})
+			Arguments: nonNil(DeclareArgs(q))})
 	}
 	for _, b := range t.Bindings {
 		d.Bindings = append(d.Bindings, Binding{Source: b.Source, Vhost: b.Vhost, Destination: b.Destination,
@@ -148,6 +165,10 @@ func (d Document) ToTopology(vhosts ...string) topology.Topology {
 		return false
 	}
 	var t topology.Topology
+	defaults := map[string]string{}
+	for _, v := range d.Vhosts {
+		defaults[v.Name] = v.DefaultQueueType()
+	}
 	seen := map[string]bool{}
 	addVhost := func(v string) {
 		if keep(v) && !seen[v] {
@@ -172,7 +193,7 @@ func (d Document) ToTopology(vhosts ...string) topology.Topology {
 		}
 		addVhost(q.Vhost)
 		t.Queues = append(t.Queues, topology.Queue{Vhost: q.Vhost, Name: q.Name, Durable: q.Durable,
-			AutoDelete: q.AutoDelete, Arguments: normalizeQueueArgs(q.Arguments)})
+			AutoDelete: q.AutoDelete, Arguments: normalizeQueueArgs(q.Arguments, defaults[q.Vhost])})
 	}
 	for _, b := range d.Bindings {
 		if !keep(b.Vhost) || topology.Reserved(b.Source) {
@@ -196,11 +217,21 @@ func (d Document) ToTopology(vhosts ...string) topology.Topology {
 	return t
 }
 
-// normalizeQueueArgs drops the classic queue type, which newer brokers
-// report explicitly and older ones omit; topology.Queue treats absence as
+// normalizeQueueArgs gives a queue that names no type its vhost's default
+// type (vhostDefault), which is what the broker made it: a queue declared
+// without x-queue-type in a vhost whose default is quorum is a quorum
+// queue. It then drops the classic type, which newer brokers report
+// explicitly and older ones omit; topology.Queue treats absence as
 // classic.
-func normalizeQueueArgs(args map[string]any) topology.Args {
+func normalizeQueueArgs(args map[string]any, vhostDefault string) topology.Args {
 	a := topology.NormalizeArgs(args)
+	// RabbitMQ 3.10 reports "undefined" for a vhost without a default.
+	if _, ok := a["x-queue-type"]; !ok && vhostDefault != "" && vhostDefault != "undefined" {
+		if a == nil {
+			a = topology.Args{}
+		}
+		a["x-queue-type"] = vhostDefault
+	}
 	if a["x-queue-type"] == "classic" {
 		delete(a, "x-queue-type")
 	}
@@ -208,4 +239,19 @@ func normalizeQueueArgs(args map[string]any) topology.Args {
 		return nil
 	}
 	return a
+}
+
+// DeclareArgs are the arguments to declare q with: its own, with its type
+// always explicit (classic included), so that a vhost whose default queue
+// type is quorum cannot turn a classic queue of the spec into a quorum one.
+func DeclareArgs(q topology.Queue) topology.Args {
+	if _, ok := q.Arguments["x-queue-type"]; ok {
+		return q.Arguments
+	}
+	args := make(topology.Args, len(q.Arguments)+1)
+	for k, v := range q.Arguments {
+		args[k] = v
+	}
+	args["x-queue-type"] = "classic"
+	return args
 }

@@ -52,7 +52,7 @@ func TestDecodeNormalisesALiveExport(t *testing.T) {
 }
 
 func TestToTopologyKeepsOnlyTheAskedVhosts(t *testing.T) {
-	d := Document{Vhosts: []Vhost{{"a"}, {"b"}}, Queues: []Queue{{Name: "q", Vhost: "a"}, {Name: "q", Vhost: "b"}}}
+	d := Document{Vhosts: []Vhost{{Name: "a"}, {Name: "b"}}, Queues: []Queue{{Name: "q", Vhost: "a"}, {Name: "q", Vhost: "b"}}}
 	got := d.ToTopology("b")
 	if len(got.Queues) != 1 || got.Queues[0].Vhost != "b" || len(got.Vhosts) != 1 {
 		t.Errorf("ToTopology(\"b\") = %+v, want only vhost b", got)

@@ -199,8 +199,11 @@ func (c *chain) wantRoute(k int, step spec.Step) route {
 	switch {
 	case k == 0:
 		return route{Exchange: "", RoutingKey: q}
-	case step.Via == q:
-		return route{Exchange: contract.RetryExchange(q), RoutingKey: q}
+	case step.Via == q: // lastKey: q, or through a ladder, a delay of 0 and q
+		return route{Exchange: contract.RetryExchange(q), RoutingKey: c.lastKey}
+	}
+	if l, ok := c.x.levels(c.q); ok {
+		return c.levelsRoute(l, step)
 	}
 	waited := &death{Queue: step.Via, Reason: "expired", Exchange: c.lastExchange,
 		RoutingKeys: []string{c.lastKey}, Count: 1, Entries: 1}
@@ -224,7 +227,7 @@ func (c *chain) retry(d amqp.Delivery, n int, delay time.Duration) time.Time {
 	var exchange, key string
 	switch c.q.Preset {
 	case spec.PresetNone:
-		exchange, key = contract.RetryExchange(q), q
+		exchange, key = contract.RetryExchange(q), c.x.nativeRetryKey(c.t, c.q, delay)
 	case spec.PresetGoQueue:
 		exchange, key = q+goqueueRetryExchangeSuffix, q+goqueueRetryKeyInfix+strconv.Itoa(n)
 		msg.Expiration = strconv.FormatInt(delay.Milliseconds(), 10)
@@ -382,6 +385,10 @@ func (x *example) cleanUpAfter(t *testing.T, c *chain) {
 // queues have none (the service sets a per-message expiration).
 func (x *example) checkWaitQueues(t *testing.T, q spec.Queue, steps []spec.Step) {
 	t.Helper()
+	if l, ok := x.levels(q); ok {
+		x.checkLadder(t, l)
+		return
+	}
 	for _, s := range steps[1:] {
 		if s.Via == q.Name {
 			continue // an immediate retry

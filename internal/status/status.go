@@ -268,6 +268,13 @@ func waitQueues(s *spec.Spec, q spec.Queue) []QueueStatus {
 			continue
 		}
 		retry := step.Attempt - 1
+		if rows, ok := levelRows(s, q, step.Via); ok {
+			if _, seen := index[step.Via]; !seen {
+				index[step.Via] = len(out)
+				out = append(out, rows...)
+			}
+			continue
+		}
 		if i, ok := index[step.Via]; ok {
 			out[i].Retries = append(out[i].Retries, retry)
 			continue

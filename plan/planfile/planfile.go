@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,6 +21,9 @@ import (
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
+
+// maxPlanBytes bounds a saved plan: one of 150,000 objects is well under.
+const maxPlanBytes = 1 << 30
 
 // Kind marks a JSON file as a plan saved by plan --out.
 const Kind = "rmqtopo-plan"
@@ -35,6 +39,9 @@ type File struct {
 	// Broker is the management URL the plan was made against, for people.
 	Broker string   `json:"broker"`
 	Vhosts []string `json:"vhosts"`
+	// Specs names the spec of each vhost: whose ownership record apply
+	// writes.
+	Specs map[string]string `json:"specs"`
 	// Fingerprint is Fingerprint of the state planned from.
 	Fingerprint string            `json:"fingerprint"`
 	Prune       bool              `json:"prune"`
@@ -43,12 +50,12 @@ type File struct {
 }
 
 // New describes plan p, made from st against the broker at brokerURL.
-func New(brokerURL string, st *topology.State, prune bool, p plan.Plan, diags []plan.Diagnostic) *File {
+func New(brokerURL string, st *topology.State, specs map[string]string, prune bool, p plan.Plan, diags []plan.Diagnostic) *File {
 	if diags == nil {
 		diags = []plan.Diagnostic{}
 	}
 	return &File{Kind: Kind, FormatVersion: FormatVersion, CreatedAt: time.Now().UTC().Round(time.Second),
-		Broker: brokerURL, Vhosts: st.Vhosts, Fingerprint: Fingerprint(st), Prune: prune, Plan: p, Diagnostics: diags}
+		Broker: brokerURL, Vhosts: st.Vhosts, Specs: specs, Fingerprint: Fingerprint(st), Prune: prune, Plan: p, Diagnostics: diags}
 }
 
 // Write saves f to path atomically: written then renamed, so that a crash
@@ -82,12 +89,25 @@ func (f *File) Stale(st *topology.State) bool { return Fingerprint(st) != f.Fing
 // (a spec: spec files may be JSON too, so the "kind" decides). An
 // unreadable path is nil too, for the spec loader to report in its words.
 func Read(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil
 	}
-	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+	defer f.Close()
+	// Look at the start first: anything but JSON (/dev/zero, say) is left
+	// to the spec loader, which bounds what it reads.
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	if !bytes.HasPrefix(bytes.TrimSpace(head[:n]), []byte("{")) {
 		return nil, nil
+	}
+	rest, err := io.ReadAll(io.LimitReader(f, maxPlanBytes))
+	if err != nil {
+		return nil, nil
+	}
+	data := append(head[:n], rest...)
+	if len(data) > maxPlanBytes {
+		return nil, fmt.Errorf("%s: larger than %d MiB, which no saved plan is", path, maxPlanBytes>>20)
 	}
 	var probe struct {
 		Kind string `json:"kind"`
@@ -150,7 +170,8 @@ func normalizeObject(o *plan.Object) {
 }
 
 // Fingerprint identifies the state a plan was made from: the topology and
-// the ownership record of its vhosts. Message counts are left out because
+// the ownership records of its vhosts (what they own, and the generation
+// of each, which every write of a record changes). Message counts are left out because
 // they change all the time; apply re-reads them for every change that
 // could destroy messages.
 func Fingerprint(st *topology.State) string {
@@ -168,11 +189,17 @@ func Fingerprint(st *topology.State) string {
 	})
 	t := st.Topology
 	t.Sort()
+	var records []string
+	for _, r := range st.Records {
+		records = append(records, fmt.Sprintf("%s %s", r.Vhost, r.ExchangeName()))
+	}
+	sort.Strings(records)
 	b, err := json.Marshal(struct {
 		Vhosts   []string           `json:"vhosts"`
 		Topology topology.Topology  `json:"topology"`
 		Owned    []topology.Address `json:"owned"`
-	}{st.Vhosts, t, owned})
+		Records  []string           `json:"records,omitempty"`
+	}{st.Vhosts, t, owned, records})
 	if err != nil {
 		// Only unencodable argument values fail, and those cannot come
 		// from a broker's JSON.

@@ -1,0 +1,35 @@
+package status
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/spec"
+)
+
+func TestStatusShowsLevels(t *testing.T) {
+	f, err := spec.Parse("l.yaml", []byte("version: 1\nlayout: levels\nlevels: {max: 700ms}\nqueues:\n"+
+		"  - name: a\n    retry: {fixed: {delay: 300ms, attempts: 2, jitter: full}}\n  - name: b\n    retry: {delays: [1s]}\n    layout: shared\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := map[string][]broker.QueueInfo{"/": {
+		{Name: "a", Consumers: 1}, {Name: "a.dlq"},
+		{Name: "rmqtopo.levels.100ms.3.q2.400ms", Messages: 5},
+		{Name: "rmqtopo.levels.100ms.3.q1.200ms", Messages: 2},
+		{Name: "rmqtopo.levels.100ms.3.q0.100ms"},
+	}}
+	st := BuildStatus([]*spec.File{f}, stats, nil)
+	var names []string
+	for _, r := range st.Queues[0].Queues {
+		names = append(names, r.Name+"="+r.Delay)
+	}
+	want := "a= rmqtopo.levels.100ms.3.q2.400ms=400ms rmqtopo.levels.100ms.3.q1.200ms=200ms rmqtopo.levels.100ms.3.q0.100ms=100ms a.dlq="
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("rows of a:\n got %s\nwant %s", got, want)
+	}
+	if st.Summary.MessagesInRetries != 7 || st.Summary.MissingQueues != 3 { // b, b.dlq, rmqtopo.wait.1s
+		t.Errorf("summary %+v", st.Summary)
+	}
+}

@@ -1,0 +1,151 @@
+package retry_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+)
+
+// BenchmarkLevelsLateness measures how late messages with random delays
+// arrive, per layout, in the same run: a burst of n messages (10,000, or
+// $RMQTOPO_BENCH_LEVELS_N) with delays drawn uniformly from whole
+// milliseconds in [0, 30s], each published with confirms and consumed from
+// the work queue on arrival. Lateness is arrival minus (publish time +
+// requested delay).
+//
+//   - levels-quorum, levels-classic: the delay ladder (100 ms resolution),
+//     quorum (the default) or classic level queues; the routing key carries
+//     the delay's bits, as retry.Delayer writes it.
+//   - bare-queue-ttl: one classic queue per 100 ms step (300 queues) with
+//     that TTL, the delay rounded up to it like the ladder's: what per-queue
+//     TTL gives without a ladder, at the cost of a queue per step.
+//   - message-ttl: one classic queue, each message with its exact delay as
+//     its expiration: expiry only at the head, so a short delay waits behind
+//     a long one.
+//
+// $RMQTOPO_BENCH_LEVELS_ONLY (comma-separated variant names) runs only some.
+func BenchmarkLevelsLateness(b *testing.B) {
+	n := 10_000
+	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_BENCH_LEVELS_N")); err == nil && v > 0 {
+		n = v
+	}
+	const span = 30 * time.Second
+	rnd := rand.New(rand.NewPCG(14, 14))
+	delays := make([]time.Duration, n)
+	for i := range delays {
+		delays[i] = time.Duration(rnd.Int64N(int64(span/time.Millisecond)+1)) * time.Millisecond
+	}
+	type route func(d time.Duration) (exchange, key, expiration string)
+	type variant struct {
+		name  string
+		e     *env
+		route route
+	}
+	ladderRoute := func(l contract.Ladder) route {
+		return func(d time.Duration) (string, string, string) {
+			key, err := l.RoutingKey(d, workQueue)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return l.EntryExchange(), key, ""
+		}
+	}
+	var variants []variant
+	for _, typ := range []string{"quorum", "classic"} {
+		e, l := levelsEnvWith(b, typ, span)
+		variants = append(variants, variant{"levels-" + typ, e, ladderRoute(l)})
+	}
+	bare, _ := levelsEnvWith(b, "classic", time.Second)
+	ch := bare.channel(b)
+	for step := time.Duration(0); step <= span; step += levelsResolution {
+		args := amqp.Table{"x-message-ttl": step.Milliseconds(), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": workQueue}
+		if _, err := ch.QueueDeclare("bare."+contract.FormatDelay(step), true, false, false, false, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+	variants = append(variants, variant{"bare-queue-ttl", bare, func(d time.Duration) (string, string, string) {
+		step := (d + levelsResolution - 1) / levelsResolution * levelsResolution
+		return "", "bare." + contract.FormatDelay(step), ""
+	}})
+	msgTTL, _ := levelsEnvWith(b, "classic", time.Second)
+	args := amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": workQueue}
+	if _, err := msgTTL.channel(b).QueueDeclare("per-message-ttl", true, false, false, false, args); err != nil {
+		b.Fatal(err)
+	}
+	variants = append(variants, variant{"message-ttl", msgTTL, func(d time.Duration) (string, string, string) {
+		return "", "per-message-ttl", strconv.FormatInt(d.Milliseconds(), 10)
+	}})
+	b.Logf("%d messages, delays uniform in [0, %s]", n, span)
+	only := os.Getenv("RMQTOPO_BENCH_LEVELS_ONLY") // e.g. "levels-quorum,bare-queue-ttl"
+	for _, v := range variants {
+		if only != "" && !slices.Contains(strings.Split(only, ","), v.name) {
+			continue
+		}
+		late := v.e.delayBurst(b, delays, span, v.route)
+		slices.Sort(late)
+		pct := func(p float64) float64 {
+			return float64(late[int(p*float64(len(late)-1))]) / float64(time.Millisecond)
+		}
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(pct(0.5), "p50-ms")
+			b.ReportMetric(pct(0.99), "p99-ms")
+			b.ReportMetric(pct(1), "max-ms")
+			b.ReportMetric(pct(0), "min-ms")
+		})
+	}
+}
+
+// delayBurst publishes one message per delay, routed by route, with
+// confirms, and returns how late each arrived in the work queue.
+func (e *env) delayBurst(b *testing.B, delays []time.Duration, span time.Duration,
+	route func(time.Duration) (string, string, string)) []time.Duration {
+	b.Helper()
+	got := e.collect(b, len(delays), span+3*time.Minute)
+	pch, err := e.conn.Channel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pch.Close()
+	if err := pch.Confirm(false); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	const batch = 500
+	dcs := make([]*amqp.DeferredConfirmation, 0, batch)
+	for i, d := range delays {
+		exchange, key, expiration := route(d)
+		msg := amqp.Publishing{Body: []byte("x"), Expiration: expiration,
+			Headers: amqp.Table{"due": time.Now().Add(d).UnixNano()}}
+		dc, err := pch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, true, false, msg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if dcs = append(dcs, dc); len(dcs) == batch || i == len(delays)-1 {
+			for _, dc := range dcs {
+				if !dc.Wait() {
+					b.Fatal("nack")
+				}
+			}
+			dcs = dcs[:0]
+		}
+	}
+	arrivals := <-got
+	if len(arrivals) != len(delays) {
+		b.Fatalf("%d of %d messages arrived", len(arrivals), len(delays))
+	}
+	late := make([]time.Duration, len(arrivals))
+	for i, a := range arrivals {
+		late[i] = a.at.Sub(a.due)
+	}
+	return late
+}
