@@ -10,13 +10,24 @@
 //
 //   - RetryExchange(Q) = "Q.retry", a headers exchange. A service that fails a
 //     delivery republishes it there with routing key Q (the work queue's own
-//     name) and HeaderAttempt set to the retry number as a decimal string
-//     ("1" for the first retry). One binding per retry number routes it:
-//     immediate retries straight back to Q, delayed retries to a TTL wait
-//     queue. The service never knows the delays or the maximum.
-//   - The retry exchange's alternate-exchange is DeadLetterExchange(Q), so an
-//     attempt past the last binding, or any unparseable attempt, falls into
-//     the DLQ without the service knowing where the schedule ends.
+//     name), mandatory=true, publisher confirms, and HeaderAttempt set to
+//     the attempt number of the delivery the copy becomes, as a decimal
+//     string ("2" for the first retry: the first delivery is attempt 1).
+//     One binding per attempt routes it: immediate retries straight back to
+//     Q, delayed retries to a TTL wait queue. The service never knows the
+//     delays or the maximum.
+//   - The retry exchange has no alternate-exchange. An attempt past the last
+//     binding is unroutable, so the broker returns the mandatory copy
+//     (basic.return, then basic.ack): that return is how the service learns
+//     the schedule is exhausted. It then publishes the message to
+//     DeadLetterExchange(Q) with HeaderDeadLetterReason = ReasonExhausted and
+//     acks the original only once that copy is confirmed, so the message is
+//     never lost between the two, and the service can report the outcome
+//     truthfully. (Earlier rmqtopo versions gave the retry exchange the
+//     alternate-exchange DeadLetterExchange(Q), so exhaustion reached the
+//     DLQ without the service knowing.) A client that publishes to the
+//     retry exchange without mandatory loses an exhausted message: the
+//     contract requires mandatory.
 //   - DeadLetterExchange(Q) = "Q.dlx", a fanout exchange bound to
 //     DeadLetterQueue(Q) = "Q.dlq". Q itself dead-letters there, so broker
 //     rejections, expiry and delivery-limit overflow also end in the DLQ.
@@ -56,9 +67,12 @@ import (
 
 // Header names owned by the contract.
 const (
-	// HeaderAttempt is the retry number of the delivery that carries it, as a
-	// decimal string. Absent on a first delivery. The retry exchange routes on
-	// it, so it must be a string: a binding on "1" does not match integer 1.
+	// HeaderAttempt is the attempt number of the delivery that carries it,
+	// as a decimal string: 1 is the first delivery, 2 the first retry, as in
+	// the seed systems (the outbox listener's x-delivery-count is "2" on the
+	// first retry) and in `rmqtopo render -f schedule`. Absent on a first
+	// delivery, which reads as 1. The retry exchange routes on it, so it must
+	// be a string: a binding on "2" does not match integer 2.
 	HeaderAttempt = "rmqtopo-attempt"
 	// HeaderFirstFailure is the RFC 3339 time (UTC, nanoseconds) of the first
 	// failure of the message.
@@ -70,9 +84,10 @@ const (
 	HeaderOriginalExchange   = "rmqtopo-original-exchange"
 	HeaderOriginalRoutingKey = "rmqtopo-original-routing-key"
 	// HeaderDeadLetterReason says why a client sent the message to the DLQ
-	// (one of the Reason* values). A message that reached the DLQ through the
-	// retry exchange's alternate exchange has no such header: it exhausted its
-	// retries.
+	// (one of the Reason* values). A message without it in a DLQ was
+	// dead-lettered by the broker (see x-death), or, from a topology of an
+	// older contract, exhausted its retries through the retry exchange's
+	// alternate exchange.
 	HeaderDeadLetterReason = "rmqtopo-dead-letter-reason"
 	// HeaderReplayCount counts how many times an operator replayed the
 	// message from a DLQ; HeaderReplayedAt is the time of the last replay.
@@ -82,9 +97,14 @@ const (
 
 // Dead-letter reasons set by clients in HeaderDeadLetterReason.
 const (
-	ReasonRejected   = "rejected"   // the handler called the failure permanent
-	ReasonUnroutable = "unroutable" // the retry publish could not be routed
-	ReasonExhausted  = "exhausted"  // the attempt counter was past any binding
+	ReasonRejected = "rejected" // the handler called the failure permanent
+	// ReasonExhausted: the retry exchange returned the copy (no binding for
+	// its attempt: the schedule is over), or the attempt would pass
+	// MaxAttempt.
+	ReasonExhausted = "exhausted"
+	// ReasonUnroutable is no longer set: a retry copy the retry exchange
+	// returns is exhausted. Kept so DLQ messages from older helpers read.
+	ReasonUnroutable = "unroutable"
 	// ReasonMalformedAttempt: the delivery's attempt header could not be
 	// read, so no retry number can be trusted not to loop.
 	ReasonMalformedAttempt = "malformed-attempt"
@@ -135,15 +155,19 @@ func SharedWaitQueue(delay time.Duration) string {
 // AttemptValue renders an attempt number as the header and binding value.
 func AttemptValue(attempt int) string { return strconv.Itoa(attempt) }
 
-// ParseAttempt reads HeaderAttempt defensively. It returns 0 (a first
-// delivery) for an absent header, and ok=false for a value that is not a
-// non-negative decimal below MaxAttempt, of either AMQP string or integer
-// type, so a malformed header can never make a message loop.
+// FirstAttempt is the attempt number of a first delivery, which carries no
+// HeaderAttempt.
+const FirstAttempt = 1
+
+// ParseAttempt reads HeaderAttempt defensively. It returns FirstAttempt (1)
+// for an absent header, and ok=false for a value that is not a decimal from
+// 1 to MaxAttempt, of either AMQP string or integer type, so a malformed
+// header can never make a message loop.
 func ParseAttempt(v any) (attempt int, ok bool) {
 	var n int64
 	switch x := v.(type) {
 	case nil:
-		return 0, true
+		return FirstAttempt, true
 	case string:
 		p, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
 		if err != nil {
@@ -171,14 +195,14 @@ func ParseAttempt(v any) (attempt int, ok bool) {
 	default:
 		return 0, false
 	}
-	if n < 0 || n > MaxAttempt {
+	if n < FirstAttempt || n > MaxAttempt {
 		return 0, false
 	}
 	return int(n), true
 }
 
 // MaxAttempt is the largest attempt number the contract accepts. A spec
-// cannot schedule more retries than this.
+// cannot schedule more retries than this minus one.
 const MaxAttempt = 1000
 
 // FormatDelay renders a delay the way names and schedules show it: the
@@ -197,7 +221,9 @@ func FormatDelay(d time.Duration) string {
 	}
 }
 
-// Binding arguments of the retry exchange for one attempt.
+// AttemptBindingArgs are the arguments of the retry exchange's binding
+// that routes the copies becoming delivery attempt attempt (2 for the
+// first retry).
 func AttemptBindingArgs(attempt int) map[string]any {
 	return map[string]any{"x-match": "all", HeaderAttempt: AttemptValue(attempt)}
 }

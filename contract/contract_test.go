@@ -12,8 +12,9 @@ func TestParseAttempt(t *testing.T) {
 		want   int
 		wantOK bool
 	}{
-		{nil, 0, true},
-		{"0", 0, true},
+		{nil, 1, true},
+		{"1", 1, true},
+		{"0", 0, false},
 		{"3", 3, true},
 		{" 7 ", 7, true},
 		{[]byte("2"), 2, true},
@@ -41,7 +42,7 @@ func TestParseAttempt(t *testing.T) {
 }
 
 func TestAttemptValueRoundTrips(t *testing.T) {
-	for n := 0; n <= MaxAttempt; n++ {
+	for n := FirstAttempt; n <= MaxAttempt; n++ {
 		got, ok := ParseAttempt(AttemptValue(n))
 		if !ok || got != n {
 			t.Fatalf("ParseAttempt(AttemptValue(%d)) = %d, %v", n, got, ok)

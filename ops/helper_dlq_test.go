@@ -15,9 +15,8 @@ import (
 )
 
 // helperTopology declares what rmqtopo provisions for work queue "orders"
-// (contract package doc): the retry exchange, whose alternate exchange is
-// the DLX, one immediate retry, the DLX bound to the DLQ, and a parking
-// lot.
+// (contract package doc): the retry exchange (no alternate exchange), one
+// immediate retry, the DLX bound to the DLQ, and a parking lot.
 func helperTopology(t *testing.T, conn *amqp.Connection) {
 	t.Helper()
 	ch, err := conn.Channel()
@@ -33,21 +32,21 @@ func helperTopology(t *testing.T, conn *amqp.Connection) {
 	}
 	q := "orders"
 	must(ch.ExchangeDeclare(contract.DeadLetterExchange(q), "fanout", true, false, false, false, nil))
-	must(ch.ExchangeDeclare(contract.RetryExchange(q), "headers", true, false, false, false,
-		amqp.Table{"alternate-exchange": contract.DeadLetterExchange(q)}))
+	must(ch.ExchangeDeclare(contract.RetryExchange(q), "headers", true, false, false, false, nil))
 	declare(t, conn, q, "quorum", amqp.Table{"x-dead-letter-exchange": contract.DeadLetterExchange(q)})
 	declare(t, conn, contract.DeadLetterQueue(q), "quorum", nil)
 	declare(t, conn, contract.ParkingLotQueue(q), "quorum", nil)
 	must(ch.QueueBind(contract.DeadLetterQueue(q), "", contract.DeadLetterExchange(q), false, nil))
-	must(ch.QueueBind(q, "", contract.RetryExchange(q), false, amqp.Table(contract.AttemptBindingArgs(1))))
+	must(ch.QueueBind(q, "", contract.RetryExchange(q), false, amqp.Table(contract.AttemptBindingArgs(2))))
 }
 
 // helperDeadLetter publishes m the way package retry dead-letters a
-// delivery of "orders" (retry/message.go republishing, retry/retry.go
-// deadLetter and Retry): the application's headers kept, the failure
-// headers added, and either a reason and the DLX (rejected), or the next
-// attempt to the retry exchange, which has no binding for it, so its
-// alternate exchange takes it to the DLQ (exhausted).
+// delivery of "orders" (retry/message.go republishing, retry/settle.go
+// deadLetter): the application's headers kept, the failure headers added,
+// the reason (rejected, or exhausted once the retry exchange returned the
+// next attempt), to the DLX. Without a reason it publishes the next attempt
+// to the retry exchange instead, which has no binding for it (and, unlike
+// the topologies of earlier rmqtopo versions, no alternate exchange).
 func helperDeadLetter(t *testing.T, conn *amqp.Connection, id string, app amqp.Table, reason string, attempt int) {
 	t.Helper()
 	h := amqp.Table{
@@ -95,7 +94,7 @@ func TestHelperDLQ(t *testing.T) {
 		return amqp.Table{"tenant": "acme", "trace-id": "t-" + i, "priority-class": int32(7)}
 	}
 	helperDeadLetter(t, conn, "rejected", app("1"), contract.ReasonRejected, 2)
-	helperDeadLetter(t, conn, "exhausted", app("2"), "", 4)
+	helperDeadLetter(t, conn, "exhausted", app("2"), contract.ReasonExhausted, 4)
 	replayed := app("3")
 	replayed[contract.HeaderReplayCount] = "2" // died, replayed twice, died again
 	helperDeadLetter(t, conn, "again", replayed, contract.ReasonRejected, 1)
@@ -143,7 +142,7 @@ func TestHelperDLQ(t *testing.T) {
 		}
 	}
 	for _, d := range brokertest.Drain(t, conn, "orders", 2, 10*time.Second) {
-		reason := map[string]string{"rejected": contract.ReasonRejected}[d.MessageId]
+		reason := map[string]string{"rejected": contract.ReasonRejected, "exhausted": contract.ReasonExhausted}[d.MessageId]
 		attempt := map[string]int{"rejected": 2, "exhausted": 4}[d.MessageId]
 		app := app(map[string]string{"rejected": "1", "exhausted": "2"}[d.MessageId])
 		want := helperHeaders(d.MessageId, app, reason, attempt)

@@ -112,8 +112,9 @@ func Decode(position int, d *amqp.Delivery) Message {
 		// The broker keeps the most recent death first.
 		m.Reason, m.ReasonSource = deaths.Entries[0].Reason, "x-death"
 	case h[contract.HeaderAttempt] != nil:
-		// The retry exchange's alternate exchange dead-letters an attempt
-		// past the schedule without any reason header.
+		// A topology applied by an earlier rmqtopo dead-letters an attempt
+		// past the schedule through the retry exchange's alternate exchange,
+		// without any reason header (the helper now sets "exhausted").
 		m.Reason, m.ReasonSource = ReasonRetriesExhausted, "attempt"
 	default:
 		m.Reason = ReasonUnknown

@@ -63,8 +63,8 @@ func TestDiffScheduleChange(t *testing.T) {
 			want: []string{
 				`no-op queue "orders.wait.2.1m" in vhost "/" # retired wait queue draining: 5 messages waiting; deleted by a later apply once empty [messages=5] [draining]`,
 				`create queue "orders.wait.2.2m" in vhost "/"`,
-				`create binding "orders.retry -> orders.wait.2.2m" [queue key="" args={rmqtopo-attempt: "2", x-match: "all"}] in vhost "/"`,
-				`delete binding "orders.retry -> orders.wait.2.1m" [queue key="" args={rmqtopo-attempt: "2", x-match: "all"}] in vhost "/" # not in spec`,
+				`create binding "orders.retry -> orders.wait.2.2m" [queue key="" args={rmqtopo-attempt: "3", x-match: "all"}] in vhost "/"`,
+				`delete binding "orders.retry -> orders.wait.2.1m" [queue key="" args={rmqtopo-attempt: "3", x-match: "all"}] in vhost "/" # not in spec`,
 			},
 		},
 		{
@@ -73,8 +73,8 @@ func TestDiffScheduleChange(t *testing.T) {
 			messages: map[string]int64{"orders.wait.2.1m": 0},
 			want: []string{
 				`create queue "orders.wait.2.2m" in vhost "/"`,
-				`create binding "orders.retry -> orders.wait.2.2m" [queue key="" args={rmqtopo-attempt: "2", x-match: "all"}] in vhost "/"`,
-				`delete binding "orders.retry -> orders.wait.2.1m" [queue key="" args={rmqtopo-attempt: "2", x-match: "all"}] in vhost "/" # not in spec`,
+				`create binding "orders.retry -> orders.wait.2.2m" [queue key="" args={rmqtopo-attempt: "3", x-match: "all"}] in vhost "/"`,
+				`delete binding "orders.retry -> orders.wait.2.1m" [queue key="" args={rmqtopo-attempt: "3", x-match: "all"}] in vhost "/" # not in spec`,
 				`delete queue "orders.wait.2.1m" in vhost "/" # retired wait queue, empty [messages=0]`,
 			},
 		},
@@ -85,8 +85,8 @@ func TestDiffScheduleChange(t *testing.T) {
 			want: []string{
 				`no-op queue "rmqtopo.wait.1m" in vhost "/" # retired wait queue draining: 12 messages waiting; deleted by a later apply once empty [messages=12] [draining]`,
 				`create queue "rmqtopo.wait.2m" in vhost "/"`,
-				`create binding "orders.retry -> rmqtopo.wait.2m" [queue key="" args={rmqtopo-attempt: "2", x-match: "all"}] in vhost "/"`,
-				`delete binding "orders.retry -> rmqtopo.wait.1m" [queue key="" args={rmqtopo-attempt: "2", x-match: "all"}] in vhost "/" # not in spec`,
+				`create binding "orders.retry -> rmqtopo.wait.2m" [queue key="" args={rmqtopo-attempt: "3", x-match: "all"}] in vhost "/"`,
+				`delete binding "orders.retry -> rmqtopo.wait.1m" [queue key="" args={rmqtopo-attempt: "3", x-match: "all"}] in vhost "/" # not in spec`,
 			},
 		},
 	}

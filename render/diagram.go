@@ -26,9 +26,9 @@ type edge struct {
 	dashed          bool
 }
 
-// graph is the message flow of a topology: bindings, dead-lettering and
-// alternate exchanges, derived from the topology alone so presets and
-// hand-written topologies draw too.
+// graph is the message flow of a topology: bindings, dead-lettering,
+// alternate exchanges and the contract's exhaustion path, derived from the
+// topology alone so presets and hand-written topologies draw too.
 type graph struct {
 	nodes []node
 	edges []edge
@@ -74,11 +74,7 @@ func flow(t topology.Topology) graph {
 		}
 		g.edges = append(g.edges, edge{from: id(b.Vhost, nodeExchange, b.Source), to: id(b.Vhost, kind, b.Destination), label: bindingLabel(b)})
 	}
-	for _, e := range t.Exchanges {
-		if ae, ok := alternateExchange(e, t.Policies); ok && exists(e.Vhost, nodeExchange, ae) {
-			g.edges = append(g.edges, edge{from: id(e.Vhost, nodeExchange, e.Name), to: id(e.Vhost, nodeExchange, ae), label: "unmatched", dashed: true})
-		}
-	}
+	g.edges = append(g.edges, unmatchedEdges(t, id, exists)...)
 	for _, q := range t.Queues {
 		// What the broker makes of the queue's arguments and its policy.
 		eff := topology.EffectiveUnder(q, t.Policies, nil)
@@ -166,6 +162,29 @@ func bindingLabel(b topology.Binding) string {
 		parts = append(parts, fmt.Sprintf("%s=%v", name, b.Arguments[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// unmatchedEdges are where messages go that no binding routes: an
+// exchange's alternate exchange, and, for a retry exchange without one,
+// the contract's exhaustion path (the copy is returned and the service
+// sends it to the DLX).
+func unmatchedEdges(t topology.Topology, id func(vhost, kind, name string) string, exists func(vhost, kind, name string) bool) []edge {
+	var edges []edge
+	hasAE := map[string]bool{}
+	for _, e := range t.Exchanges {
+		if ae, ok := alternateExchange(e, t.Policies); ok && exists(e.Vhost, nodeExchange, ae) {
+			hasAE[e.Vhost+"\x00"+e.Name] = true
+			edges = append(edges, edge{from: id(e.Vhost, nodeExchange, e.Name), to: id(e.Vhost, nodeExchange, ae), label: "unmatched", dashed: true})
+		}
+	}
+	for _, q := range t.Queues {
+		rx, dlx := contract.RetryExchange(q.Name), contract.DeadLetterExchange(q.Name)
+		if exists(q.Vhost, nodeExchange, rx) && exists(q.Vhost, nodeExchange, dlx) && !hasAE[q.Vhost+"\x00"+rx] {
+			edges = append(edges, edge{from: id(q.Vhost, nodeExchange, rx), to: id(q.Vhost, nodeExchange, dlx),
+				label: "exhausted: returned, the service dead-letters", dashed: true})
+		}
+	}
+	return edges
 }
 
 // Mermaid writes the flow as a Mermaid flowchart.

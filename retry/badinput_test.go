@@ -33,11 +33,12 @@ func TestBadInput(t *testing.T) {
 		check   func(t *testing.T, retried amqp.Table) // headers of the retry, if any
 	}{
 		{id: "no-headers", want: result{2, "ack"}, check: func(t *testing.T, h amqp.Table) {
-			if h[contract.HeaderAttempt] != "1" || h[contract.HeaderOriginalExchange] != bizExchange {
+			if h[contract.HeaderAttempt] != "2" || h[contract.HeaderOriginalExchange] != bizExchange {
 				t.Errorf("retry headers %v", h)
 			}
 		}},
 		{id: "attempt-unparseable", headers: amqp.Table{contract.HeaderAttempt: "two"}, want: result{1, "dlq:" + retry.ReasonMalformedAttempt}},
+		{id: "attempt-zero", headers: amqp.Table{contract.HeaderAttempt: "0"}, want: result{1, "dlq:" + retry.ReasonMalformedAttempt}},
 		{id: "attempt-negative", headers: amqp.Table{contract.HeaderAttempt: "-1"}, want: result{1, "dlq:" + retry.ReasonMalformedAttempt}},
 		{id: "attempt-absurd", headers: amqp.Table{contract.HeaderAttempt: "99999999999999999999"}, want: result{1, "dlq:" + retry.ReasonMalformedAttempt}},
 		{id: "attempt-large", headers: amqp.Table{contract.HeaderAttempt: int64(1_000_000)}, want: result{1, "dlq:" + retry.ReasonMalformedAttempt}},

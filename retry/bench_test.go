@@ -3,9 +3,12 @@ package retry_test
 // Benchmarks against the harness's broker (or the one RMQTOPO_TEST_URL and
 // RMQTOPO_TEST_AMQP_URL name). Run them with
 //
-//	go test ./retry/ -run '^$' -bench . -benchtime 1x        # lateness: one burst each
-//	go test ./retry/ -run '^$' -bench Throughput -benchtime 3s
+//	go test ./retry/ -run '^$' -bench . -benchtime 1x        # what make bench runs
+//	go test ./retry/ -run '^$' -bench Throughput -benchtime 1x -count 5
 //	RMQTOPO_BENCH_DELAYS=100ms,1s,4s go test ./retry/ -run '^$' -bench Lateness -benchtime 1x -v
+//
+// Run without RMQTOPO_TEST_URL, the harness starts a node of its own and
+// the throughput benchmark reports the broker's CPU time per message too.
 //
 // Figures from the project's machine are in docs/benchmarks.md.
 
@@ -33,6 +36,17 @@ import (
 // that only the retry path differs between them.
 const benchPrefetch = 64
 
+// benchMessages is the least number of messages one throughput
+// measurement settles ($RMQTOPO_BENCH_MESSAGES overrides it), so that
+// -benchtime 1x, as make bench runs it, still measures a rate.
+func benchMessages(b *testing.B) int {
+	n := 3000
+	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_BENCH_MESSAGES")); err == nil && v > 0 {
+		n = v
+	}
+	return max(n, b.N)
+}
+
 // BenchmarkRetryThroughput measures the retry path: a delivery fails, a
 // copy goes to the retry exchange with publisher confirms, the original is
 // acked. The copies land in a wait queue with a one-hour TTL.
@@ -43,8 +57,10 @@ const benchPrefetch = 64
 //   - helper-8: the retry helper with eight concurrent handlers sharing its
 //     confirm channel (pipelined confirmations).
 //
-// Each reports msg/s, and the helper variants x-raw: their rate over the
-// raw rate measured in the same run (run raw first, as -bench . does).
+// Each reports msg/s; helper-1 reports x-raw, its rate over the raw loop's,
+// and x-raw-same-headers, over a raw loop whose copies carry the contract's
+// four failure headers as the helper's do; helper-8 reports x-helper-1, its
+// rate over one handler's. Each is measured in alternating blocks.
 func BenchmarkRetryThroughput(b *testing.B) {
 	for _, mode := range []struct {
 		name string
@@ -115,6 +131,7 @@ func benchRetryThroughput(b *testing.B, deliveryMode uint8) {
 		return float64(n) / elapsed.Seconds(), cpu / time.Duration(n), bcpu / time.Duration(n)
 	}
 	report := func(b *testing.B, rate float64, cpu, bcpu time.Duration) {
+		b.ReportMetric(1e9/rate, "ns/op") // per message, whatever b.N
 		b.ReportMetric(rate, "msg/s")
 		b.ReportMetric(float64(cpu.Nanoseconds())/1e3, "client-cpu-µs/msg")
 		if bcpu > 0 {
@@ -130,51 +147,107 @@ func benchRetryThroughput(b *testing.B, deliveryMode uint8) {
 	if err := pub.Confirm(false); err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	raw := func(d amqp.Delivery) {
-		h := amqp.Table{}
-		for k, v := range d.Headers {
-			h[k] = v
-		}
-		h[contract.HeaderAttempt] = "1"
-		dc, err := pub.PublishWithDeferredConfirmWithContext(ctx, contract.RetryExchange(workQueue), workQueue, true, false,
-			amqp.Publishing{Headers: h, ContentType: d.ContentType, DeliveryMode: d.DeliveryMode, MessageId: d.MessageId, Body: d.Body})
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		if !dc.Wait() {
-			b.Error("nack")
-			return
-		}
-		if err := d.Ack(false); err != nil {
-			b.Error(err)
-		}
+	// rawWith is the raw loop; extra headers, if any, go on every copy.
+	rawWith := func(extra amqp.Table) func(amqp.Delivery) {
+		return func(d amqp.Delivery) { rawRetry(b, pub, d, extra) }
 	}
+	raw := rawWith(nil)
+	// rawContract carries the contract's failure headers, as many as the
+	// helper's copies: the same work on the wire and in the broker.
+	rawContract := rawWith(amqp.Table{
+		contract.HeaderFirstFailure: time.Now().UTC().Format(time.RFC3339Nano), contract.HeaderLastError: errFail.Error(),
+		contract.HeaderOriginalExchange: bizExchange, contract.HeaderOriginalRoutingKey: bizKey,
+	})
 
 	b.Run("raw", func(b *testing.B) {
 		b.StopTimer()
-		rate, cpu, bcpu := measure(b, b.N, 1, true, raw)
+		rate, cpu, bcpu := measure(b, benchMessages(b), 1, true, raw)
 		report(b, rate, cpu, bcpu)
 	})
-	// Each helper figure is paired with a raw run over as many messages
-	// right after it, so that x-raw compares like with like on a machine
-	// whose load drifts.
-	for _, handlers := range []int{1, 8} {
-		b.Run(fmt.Sprintf("helper-%d", handlers), func(b *testing.B) {
-			b.StopTimer()
-			r := newRetrier(b, e, retry.WithLogger(discardLogger()))
-			process := r.Handle(func(context.Context, amqp.Delivery) error { return errFail })
-			rate, cpu, bcpu := measure(b, b.N, handlers, true, func(d amqp.Delivery) {
-				if out, err := process(ctx, d); out != retry.Retried || err != nil {
-					b.Errorf("outcome %v, %v", out, err)
-				}
-			})
-			rawRate, _, _ := measure(b, b.N, 1, false, raw)
-			report(b, rate, cpu, bcpu)
-			b.ReportMetric(rawRate, "raw-msg/s")
-			b.ReportMetric(rate/rawRate, "x-raw")
-		})
+	// Each helper variant alternates, block by block, with the variant it
+	// is compared with (helper-1 with raw, helper-8 with helper-1), so that
+	// a machine whose load drifts from second to second weighs on both
+	// alike; the ratio is of their rates over all the blocks.
+	alternate := func(b *testing.B, n int, x func(amqp.Delivery), xHandlers int, ys ...func(amqp.Delivery)) (xRate float64, ratios []float64, cpu, bcpu time.Duration) {
+		const blocks = 6
+		per := max(n/blocks, 1)
+		xTime, yTimes := 0.0, make([]float64, len(ys))
+		runX := func() {
+			r, c, bc := measure(b, per, xHandlers, false, x)
+			xTime += float64(per) / r
+			cpu, bcpu = cpu+c/blocks, bcpu+bc/blocks
+		}
+		runYs := func() {
+			for i, y := range ys {
+				r, _, _ := measure(b, per, 1, false, y)
+				yTimes[i] += float64(per) / r
+			}
+		}
+		for i := range blocks { // who goes first alternates too
+			if i%2 == 0 {
+				runX()
+				runYs()
+			} else {
+				runYs()
+				runX()
+			}
+		}
+		for _, yt := range yTimes {
+			ratios = append(ratios, yt/xTime)
+		}
+		return float64(per*blocks) / xTime, ratios, cpu, bcpu
+	}
+	b.Run("helper-1", func(b *testing.B) {
+		b.StopTimer()
+		rate, ratios, cpu, bcpu := alternate(b, benchMessages(b), helperHandler(b, e), 1, raw, rawContract)
+		report(b, rate, cpu, bcpu)
+		b.ReportMetric(ratios[0], "x-raw")
+		b.ReportMetric(ratios[1], "x-raw-same-headers")
+	})
+	b.Run("helper-8", func(b *testing.B) {
+		b.StopTimer()
+		helper := helperHandler(b, e)
+		rate, ratios, cpu, bcpu := alternate(b, benchMessages(b), helper, 8, helper)
+		report(b, rate, cpu, bcpu)
+		b.ReportMetric(ratios[0], "x-helper-1")
+	})
+}
+
+// rawRetry is the raw amqp091 loop's settling of one delivery: a copy with
+// the next attempt (and extra headers) to the retry exchange, wait for the
+// confirm, ack.
+func rawRetry(b *testing.B, pub *amqp.Channel, d amqp.Delivery, extra amqp.Table) {
+	h := amqp.Table{}
+	for k, v := range d.Headers {
+		h[k] = v
+	}
+	for k, v := range extra {
+		h[k] = v
+	}
+	h[contract.HeaderAttempt] = contract.AttemptValue(2) // the first retry
+	dc, err := pub.PublishWithDeferredConfirmWithContext(context.Background(), contract.RetryExchange(workQueue), workQueue, true, false,
+		amqp.Publishing{Headers: h, ContentType: d.ContentType, DeliveryMode: d.DeliveryMode, MessageId: d.MessageId, Body: d.Body})
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	if !dc.Wait() {
+		b.Error("nack")
+		return
+	}
+	if err := d.Ack(false); err != nil {
+		b.Error(err)
+	}
+}
+
+// helperHandler settles each delivery as a failure through a Retrier.
+func helperHandler(b *testing.B, e *env) func(amqp.Delivery) {
+	r := newRetrier(b, e, retry.WithLogger(discardLogger()))
+	process := r.Handle(func(context.Context, amqp.Delivery) error { return errFail })
+	return func(d amqp.Delivery) {
+		if out, err := process(context.Background(), d); out != retry.Retried || err != nil {
+			b.Errorf("outcome %v, %v", out, err)
+		}
 	}
 }
 
@@ -252,11 +325,16 @@ func (e *env) purge(tb testing.TB, queue string) (int, error) {
 // alike. Each reports the median over rounds of its per-burst p50 and p99
 // lateness in ms, its overall max, its mean time to publish a burst (with
 // all confirms), and for the rmqtopo layouts p99-x-bare: the median over
-// rounds of its p99 over the bare per-queue-TTL p99 of the same round.
+// rounds of its p99 over the bare per-queue-TTL p99 of the same round; the
+// quorum layout p99-x-bare-quorum, the same over bare quorum queues.
 //
 //   - bare-queue-ttl: one classic queue per delay with x-message-ttl,
 //     published to through the default exchange, dead-lettering back to the
 //     work queue: the best a TTL wait queue can do.
+//   - bare-queue-ttl-quorum: the same with quorum queues carrying the
+//     arguments rmqtopo gives its quorum wait queues (at-least-once
+//     dead-lettering, reject-publish), so that the quorum layout is
+//     compared like for like.
 //   - message-ttl: one classic queue, each message with its own expiration:
 //     expiry happens only at the head of the queue, so short delays wait
 //     behind long ones.
@@ -285,6 +363,7 @@ func BenchmarkReturnLateness(b *testing.B) {
 		headers       func(k int) amqp.Table // k: 0-based delay index
 		expiration    func(k int) string
 		p50, p99, x   []float64 // per round; x: p99 over bare's p99 that round
+		xq            []float64 // per round: p99 over bare quorum's p99
 		max           float64
 		publish       time.Duration
 	}
@@ -294,13 +373,15 @@ func BenchmarkReturnLateness(b *testing.B) {
 			return amqp.Table{"bare-queue": "bare." + delays[k].String()} // routed by burst
 		},
 	}
-	ch := bare.e.channel(b)
-	for _, d := range delays {
-		args := amqp.Table{"x-message-ttl": d.Milliseconds(), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": workQueue}
-		if _, err := ch.QueueDeclare("bare."+d.String(), true, false, false, false, args); err != nil {
-			b.Fatal(err)
-		}
+	bare.e.declareBare(b, "bare.", delays, nil)
+	bareQ := &variant{name: "bare-queue-ttl-quorum",
+		e: newEnv(b, topo{layout: "per-attempt", queueType: "classic", delays: []string{"1h"}}, nil),
+		headers: func(k int) amqp.Table {
+			return amqp.Table{"bare-queue": "bareq." + delays[k].String()}
+		},
 	}
+	bareQ.e.declareBare(b, "bareq.", delays, amqp.Table{"x-queue-type": "quorum",
+		"x-dead-letter-strategy": "at-least-once", "x-overflow": "reject-publish"})
 	msgTTL := &variant{name: "message-ttl", key: "per-message-ttl",
 		e:          newEnv(b, topo{layout: "per-attempt", queueType: "classic", delays: []string{"1h"}}, nil),
 		expiration: func(k int) string { return strconv.FormatInt(delays[k].Milliseconds(), 10) },
@@ -309,7 +390,7 @@ func BenchmarkReturnLateness(b *testing.B) {
 	if _, err := msgTTL.e.channel(b).QueueDeclare("per-message-ttl", true, false, false, false, args); err != nil {
 		b.Fatal(err)
 	}
-	variants := []*variant{bare, msgTTL}
+	variants := []*variant{bare, bareQ, msgTTL}
 	for _, x := range []struct{ name, layout, waitType string }{
 		{"rmqtopo-shared", "shared", "classic"},
 		{"rmqtopo-per-attempt", "per-attempt", "classic"},
@@ -320,7 +401,7 @@ func BenchmarkReturnLateness(b *testing.B) {
 				delays: specDelays}, nil),
 			exchange: contract.RetryExchange(workQueue), key: workQueue,
 			headers: func(k int) amqp.Table {
-				return amqp.Table{contract.HeaderAttempt: contract.AttemptValue(k + 1)}
+				return amqp.Table{contract.HeaderAttempt: contract.AttemptValue(k + 2)} // retry k+1
 			},
 		})
 	}
@@ -341,6 +422,7 @@ func BenchmarkReturnLateness(b *testing.B) {
 		}
 		for _, v := range variants {
 			v.x = append(v.x, v.p99[r]/bare.p99[r])
+			v.xq = append(v.xq, v.p99[r]/bareQ.p99[r])
 		}
 	}
 	median := func(xs []float64) float64 {
@@ -362,8 +444,27 @@ func BenchmarkReturnLateness(b *testing.B) {
 			if v.exchange != "" {
 				b.ReportMetric(median(v.x), "p99-x-bare")
 			}
+			if strings.HasSuffix(v.name, "quorum") && v != bareQ {
+				b.ReportMetric(median(v.xq), "p99-x-bare-quorum")
+			}
 		})
-		b.Logf("%s: p99 per round %.0f ms; x bare %.2f", v.name, v.p99, v.x)
+		b.Logf("%s: p99 per round %.0f ms; x bare %.2f; x bare quorum %.2f", v.name, v.p99, v.x, v.xq)
+	}
+}
+
+// declareBare declares one wait queue per delay, named prefix+delay, with
+// a per-queue TTL and dead-lettering back to the work queue, and extra
+// arguments.
+func (e *env) declareBare(b *testing.B, prefix string, delays []time.Duration, extra amqp.Table) {
+	ch := e.channel(b)
+	for _, d := range delays {
+		args := amqp.Table{"x-message-ttl": d.Milliseconds(), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": workQueue}
+		for k, v := range extra {
+			args[k] = v
+		}
+		if _, err := ch.QueueDeclare(prefix+d.String(), true, false, false, false, args); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -30,7 +29,7 @@ import (
 //     exist and sends the one past the last to the DLQ.
 
 // Backoff gives the delay before retry number n (1 for the first retry,
-// immediate retries included, as contract.HeaderAttempt counts).
+// immediate retries included; the copy's contract.HeaderAttempt is n+1).
 type Backoff func(n int) time.Duration
 
 // Fixed waits d before every retry.
@@ -189,17 +188,14 @@ func NewDelayer(conn *amqp.Connection, ladder contract.Ladder, opts ...Option) (
 	if ladder.Levels < 1 || ladder.Resolution <= 0 {
 		return nil, fmt.Errorf("retry: invalid ladder %+v: use contract.NewLadder", ladder)
 	}
-	o := options{log: slog.Default(), confirmTimeout: 30 * time.Second}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := newOptions(opts)
 	what := "the delay " + ladder.String()
 	for _, x := range []string{ladder.EntryExchange(), ladder.DeliveryExchange()} {
 		if err := checkExchange(conn, x, "topic", what); err != nil {
 			return nil, err
 		}
 	}
-	return &Delayer{ladder: ladder, pub: newPublisher(conn, o.log, o.confirmTimeout)}, nil
+	return &Delayer{ladder: ladder, pub: newPublisher(conn, o.log, o.confirmTimeout, func(int) {})}, nil
 }
 
 // Ladder is the ladder d publishes through.

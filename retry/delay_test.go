@@ -67,7 +67,7 @@ queues:
 		tb.Fatal(err)
 	}
 	defer ch.Close()
-	declareTopology(tb, ch, tp)
+	brokertest.Declare(tb, ch, tp)
 	checkNoCycle(tb, b)
 	return &env{b: b, vhost: vhost, conn: conn, topo: tp}, ladder
 }
@@ -262,7 +262,7 @@ func TestRetryThroughLevels(t *testing.T) {
 	r := newRetrier(t, e, retry.WithLevels(l, backoff))
 	rec := e.consume(t, r, 4, func(_ context.Context, d amqp.Delivery) error {
 		if d.MessageId == "after" {
-			if n, _ := retry.Attempt(d); n == 0 {
+			if n, _ := retry.Attempt(d); n == 1 {
 				return retry.RetryAfter(700 * time.Millisecond)
 			}
 			return nil
@@ -285,7 +285,7 @@ func TestRetryThroughLevels(t *testing.T) {
 		// The copy was published after the handler of p started and before
 		// its settling returned.
 		atLeast, atMost := ev.at.Sub(p.at), ev.at.Sub(p.settled)
-		t.Logf("%s retry %d after %s..%s (%d levels in x-death)", ev.messageID, ev.attempt,
+		t.Logf("%s retry %d after %s..%s (%d levels in x-death)", ev.messageID, ev.attempt-1,
 			atMost.Round(time.Millisecond), atLeast.Round(time.Millisecond), deaths(amqp.Delivery{Headers: ev.headers}))
 		if ev.messageID == "after" {
 			if atLeast < 700*time.Millisecond || atMost > 700*time.Millisecond+levelsResolution+onTime {
@@ -293,8 +293,8 @@ func TestRetryThroughLevels(t *testing.T) {
 			}
 			continue
 		}
-		if limit := 200 * time.Millisecond << (ev.attempt - 1); atMost > limit+levelsResolution+onTime {
-			t.Errorf("retry %d came back after %s; its jittered delay is at most %s", ev.attempt, atMost, limit)
+		if limit := 200 * time.Millisecond << (ev.attempt - 2); atMost > limit+levelsResolution+onTime {
+			t.Errorf("retry %d came back after %s; its jittered delay is at most %s", ev.attempt-1, atMost, limit)
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)

@@ -16,7 +16,6 @@ import (
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/retry"
-	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 // TestNewChecksTopology: New fails fast, naming what is missing and saying
@@ -66,33 +65,25 @@ func TestNewChecksTopology(t *testing.T) {
 	}
 }
 
-// TestUnroutable: without the retry exchange's alternate exchange, a retry
-// past the schedule is returned by the broker; the helper sends it to the
-// DLQ with reason unroutable. Many handlers publish at once, routable and
-// unroutable copies interleaved, so returns must be told apart.
-func TestUnroutable(t *testing.T) {
-	e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, func(tp *topology.Topology) {
-		// No alternate exchange: it is the retry exchange's policy.
-		var kept []topology.Policy
-		for _, p := range tp.Policies {
-			if p.Name != contract.ExchangePolicy(contract.RetryExchange(workQueue)) {
-				kept = append(kept, p)
-			}
-		}
-		tp.Policies = kept
-	})
+// TestExhaustedReturned: a retry past the schedule is returned by the
+// retry exchange (it has no alternate exchange); the helper sends it to the
+// DLQ with reason exhausted and reports DeadLettered. Many handlers publish
+// at once, routable and returned copies interleaved, so returns must be
+// told apart.
+func TestExhaustedReturned(t *testing.T) {
+	e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
 	obs := newCounter()
 	r := newRetrier(t, e, retry.WithObserver(obs))
 	e.consume(t, r, 8, func(context.Context, amqp.Delivery) error { return errors.New("always fails") })
 
-	// Half the messages start at attempt 1 and become unroutable at once;
-	// the others are retried once (routable) first.
+	// Half the messages start at attempt 2, the last, and are returned at
+	// once; the others are retried once (routable) first.
 	const n = 40
 	msgs := make([]amqp.Publishing, n)
 	for i := range msgs {
 		msgs[i] = amqp.Publishing{MessageId: fmt.Sprintf("m%02d", i), Body: []byte("same body")}
 		if i%2 == 1 {
-			msgs[i].Headers = amqp.Table{contract.HeaderAttempt: "1"}
+			msgs[i].Headers = amqp.Table{contract.HeaderAttempt: "2"}
 		}
 	}
 	e.publishMany(t, bizExchange, bizKey, msgs)
@@ -103,16 +94,16 @@ func TestUnroutable(t *testing.T) {
 	}
 	want := map[string]string{}
 	for _, m := range msgs {
-		want[m.MessageId] = contract.ReasonUnroutable + "/1"
+		want[m.MessageId] = contract.ReasonExhausted + "/2" // the last attempt made
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("DLQ: reason/attempt per message (-want +got):\n%s", diff)
 	}
 	retried, dead := obs.counts()
-	if diff := cmp.Diff(map[int]int{1: n / 2}, retried); diff != "" {
+	if diff := cmp.Diff(map[int]int{2: n / 2}, retried); diff != "" {
 		t.Errorf("retries per attempt (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]int{contract.ReasonUnroutable: n}, dead); diff != "" {
+	if diff := cmp.Diff(map[string]int{contract.ReasonExhausted: n}, dead); diff != "" {
 		t.Errorf("dead-letters per reason (-want +got):\n%s", diff)
 	}
 }
@@ -128,7 +119,7 @@ func TestRetryExchangeDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := e.consume(t, r, 2, func(_ context.Context, d amqp.Delivery) error {
-		if n, _ := retry.Attempt(d); n == 0 {
+		if n, _ := retry.Attempt(d); n == 1 {
 			return errors.New("first attempt fails")
 		}
 		return nil
@@ -140,7 +131,7 @@ func TestRetryExchangeDeleted(t *testing.T) {
 	if n := e.depth(t, contract.DeadLetterQueue(workQueue)); n != 0 {
 		t.Fatalf("DLQ holds %d messages while the retry exchange is missing", n)
 	}
-	declareTopology(t, ch, e.topo) // the operator runs rmqtopo apply
+	brokertest.Declare(t, ch, e.topo) // the operator runs rmqtopo apply
 	evs := rec.waitFor(t, 10*time.Second, "an ack", func(evs []event) bool {
 		return count(evs, func(ev event) bool { return ev.outcome == retry.Acked }) > 0
 	})
@@ -151,10 +142,10 @@ func TestRetryExchangeDeleted(t *testing.T) {
 			t.Errorf("requeue error %v; want the broker's 404", ev.err)
 		}
 	}
-	// Some requeues of attempt 0, one retry, one ack of attempt 1.
+	// Some requeues of attempt 1, one retry, one ack of attempt 2.
 	last := got[len(got)-2:]
-	if diff := cmp.Diff([]string{"0:retry", "1:ack"}, last); diff != "" || len(got) < 4 {
-		t.Errorf("deliveries %v; want requeues of attempt 0, then 0:retry, 1:ack", got)
+	if diff := cmp.Diff([]string{"1:retry", "2:ack"}, last); diff != "" || len(got) < 4 {
+		t.Errorf("deliveries %v; want requeues of attempt 1, then 1:retry, 2:ack", got)
 	}
 	time.Sleep(200 * time.Millisecond)
 	if evs := rec.snapshot(); len(evs) != len(got) {
@@ -174,7 +165,7 @@ func TestRetryPublishNacked(t *testing.T) {
 
 	r := newRetrier(t, e)
 	rec := e.consume(t, r, 1, func(_ context.Context, d amqp.Delivery) error {
-		if n, _ := retry.Attempt(d); n == 0 {
+		if n, _ := retry.Attempt(d); n == 1 {
 			return errors.New("first attempt fails")
 		}
 		return nil
@@ -196,8 +187,8 @@ func TestRetryPublishNacked(t *testing.T) {
 			t.Errorf("requeue error %v; want a nack", ev.err)
 		}
 	}
-	if last := evs[len(evs)-1]; last.attempt != 1 || count(evs, func(ev event) bool { return ev.outcome == retry.Retried }) != 1 {
-		t.Errorf("deliveries: %s; want requeues, one retry, an ack of attempt 1", describe(evs))
+	if last := evs[len(evs)-1]; last.attempt != 2 || count(evs, func(ev event) bool { return ev.outcome == retry.Retried }) != 1 {
+		t.Errorf("deliveries: %s; want requeues, one retry, an ack of attempt 2", describe(evs))
 	}
 }
 

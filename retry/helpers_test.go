@@ -12,7 +12,6 @@ import (
 	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/retry"
 	"github.com/rmqtopo/rmqtopo/spec"
@@ -64,7 +63,12 @@ type env struct {
 // topology before it is declared.
 func newEnv(tb testing.TB, t topo, edit func(*topology.Topology)) *env {
 	tb.Helper()
-	b := brokertest.Get(tb)
+	return newEnvOn(tb, brokertest.Get(tb), t, edit)
+}
+
+// newEnvOn is newEnv on broker b.
+func newEnvOn(tb testing.TB, b *brokertest.Broker, t topo, edit func(*topology.Topology)) *env {
+	tb.Helper()
 	vhost := b.NewVhost(tb)
 	f, err := spec.Parse("test.yaml", []byte(t.yaml(vhost)))
 	if err != nil {
@@ -81,7 +85,7 @@ func newEnv(tb testing.TB, t topo, edit func(*topology.Topology)) *env {
 	}
 	defer ch.Close()
 	putPolicies(tb, b, tp)
-	declareTopology(tb, ch, tp)
+	brokertest.Declare(tb, ch, tp)
 	return &env{b: b, vhost: vhost, conn: conn, topo: tp}
 }
 
@@ -98,33 +102,6 @@ func putPolicies(tb testing.TB, b *brokertest.Broker, t topology.Topology) {
 			tb.Fatalf("writing policy %q: %v", p.Name, err)
 		}
 		_ = res.Body.Close()
-	}
-}
-
-// declareTopology declares t's exchanges, queues and bindings over AMQP;
-// their policies stay in the vhost (putPolicies).
-func declareTopology(tb testing.TB, ch *amqp.Channel, t topology.Topology) {
-	tb.Helper()
-	for _, e := range t.Exchanges {
-		if err := ch.ExchangeDeclare(e.Name, e.Type, e.Durable, e.AutoDelete, e.Internal, false, broker.AMQPTable(e.Arguments)); err != nil {
-			tb.Fatalf("declaring exchange %q: %v", e.Name, err)
-		}
-	}
-	for _, q := range t.Queues {
-		if _, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, false, false, broker.AMQPTable(q.Arguments)); err != nil {
-			tb.Fatalf("declaring queue %q: %v", q.Name, err)
-		}
-	}
-	for _, bd := range t.Bindings {
-		var err error
-		if bd.DestinationType == topology.DestExchange {
-			err = ch.ExchangeBind(bd.Destination, bd.RoutingKey, bd.Source, false, broker.AMQPTable(bd.Arguments))
-		} else {
-			err = ch.QueueBind(bd.Destination, bd.RoutingKey, bd.Source, false, broker.AMQPTable(bd.Arguments))
-		}
-		if err != nil {
-			tb.Fatalf("declaring binding %s: %v", bd.Addr(), err)
-		}
 	}
 }
 
@@ -227,17 +204,25 @@ func (r *recorder) snapshot() []event {
 // waitFor waits until cond holds for the events seen so far.
 func (r *recorder) waitFor(tb testing.TB, timeout time.Duration, what string, cond func([]event) bool) []event {
 	tb.Helper()
+	return waitUntil(tb, timeout, what, r.notify, r.snapshot, cond, describe)
+}
+
+// waitUntil waits until cond holds for snapshot(), looking again at each
+// notify, and fails the test after timeout, showing what it saw.
+func waitUntil[T any](tb testing.TB, timeout time.Duration, what string, notify <-chan struct{},
+	snapshot func() []T, cond func([]T) bool, show func([]T) string) []T {
+	tb.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
-		evs := r.snapshot()
-		if cond(evs) {
-			return evs
+		xs := snapshot()
+		if cond(xs) {
+			return xs
 		}
 		select {
-		case <-r.notify:
+		case <-notify:
 		case <-deadline.C:
-			tb.Fatalf("timed out after %v waiting for %s; %d events: %s", timeout, what, len(evs), describe(evs))
+			tb.Fatalf("timed out after %v waiting for %s; %d seen: %s", timeout, what, len(xs), show(xs))
 		}
 	}
 }
@@ -297,6 +282,7 @@ func newRetrier(tb testing.TB, e *env, opts ...retry.Option) *retry.Retrier {
 // counter is an Observer counting retries per attempt and dead-letters
 // per reason.
 type counter struct {
+	retry.NopObserver
 	mu           sync.Mutex
 	retried      map[int]int
 	deadLettered map[string]int

@@ -25,7 +25,7 @@ func TestThousandMessages(t *testing.T) {
 	const (
 		n        = 1000
 		handlers = 4
-		retries  = 3 // 1 immediate + 2 delayed
+		attempts = 4 // the first, 1 immediate retry, 2 delayed
 	)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -46,22 +46,22 @@ func TestThousandMessages(t *testing.T) {
 	wantDead := map[string]int{}
 	for i := range n {
 		id := fmt.Sprintf("m%04d", i)
-	attempts:
-		for a := 0; ; a++ {
-			switch decide(id, a) {
-			case "ok":
+	tries:
+		for a := 1; ; a++ {
+			switch v := decide(id, a); {
+			case v == "ok":
 				want[id] = "ack"
-				break attempts
-			case "reject":
+				break tries
+			case v == "reject":
 				want[id] = "dlq:" + contract.ReasonRejected
 				wantDead[contract.ReasonRejected]++
-				break attempts
+				break tries
+			case a == attempts:
+				want[id] = "dlq:" + contract.ReasonExhausted // returned by the retry exchange
+				wantDead[contract.ReasonExhausted]++
+				break tries
 			default:
 				wantRetried[a+1]++
-				if a == retries {
-					want[id] = "dlq:exhausted-by-broker" // via the alternate exchange: no reason header
-					break attempts
-				}
 			}
 		}
 	}
@@ -115,11 +115,8 @@ func TestThousandMessages(t *testing.T) {
 	}
 	for _, d := range dlq {
 		reason, _ := d.Headers[contract.HeaderDeadLetterReason].(string)
-		if reason == "" {
-			reason = "exhausted-by-broker"
-			if d.Headers[contract.HeaderAttempt] != contract.AttemptValue(retries+1) {
-				t.Errorf("%s exhausted with attempt %v", d.MessageId, d.Headers[contract.HeaderAttempt])
-			}
+		if reason == contract.ReasonExhausted && d.Headers[contract.HeaderAttempt] != contract.AttemptValue(attempts) {
+			t.Errorf("%s exhausted with attempt %v", d.MessageId, d.Headers[contract.HeaderAttempt])
 		}
 		note(d.MessageId, "dlq:"+reason)
 	}

@@ -41,6 +41,7 @@ type publisher struct {
 	conn    *amqp.Connection
 	log     *slog.Logger
 	timeout time.Duration
+	pending func(delta int) // told of each copy waiting for its answer
 
 	cur atomic.Pointer[confirmChannel] // the live channel, or nil
 
@@ -49,8 +50,8 @@ type publisher struct {
 	closed   bool
 }
 
-func newPublisher(conn *amqp.Connection, log *slog.Logger, timeout time.Duration) *publisher {
-	return &publisher{conn: conn, log: log, timeout: timeout}
+func newPublisher(conn *amqp.Connection, log *slog.Logger, timeout time.Duration, pending func(delta int)) *publisher {
+	return &publisher{conn: conn, log: log, timeout: timeout, pending: pending}
 }
 
 // channel returns the live confirm channel, opening one if there is none.
@@ -101,6 +102,8 @@ func (p *publisher) publish(ctx context.Context, exchange, key string, msg amqp.
 	if err != nil {
 		return publishResult{err: err}
 	}
+	p.pending(1)
+	defer p.pending(-1)
 	return cc.publish(ctx, exchange, key, msg)
 }
 

@@ -71,13 +71,17 @@ func TestSchedule(t *testing.T) {
 
 			evs := rec.waitFor(t, 10*time.Second, "four deliveries", func(evs []event) bool { return len(evs) >= 4 })
 			var attempts []int
-			for _, ev := range evs {
+			for i, ev := range evs {
 				attempts = append(attempts, ev.attempt)
-				if ev.outcome != retry.Retried || ev.err != nil {
-					t.Errorf("attempt %d: outcome %v, %v; want retry", ev.attempt, ev.outcome, ev.err)
+				want := retry.Retried
+				if i == 3 {
+					want = retry.DeadLettered // the retry exchange returned attempt 5
+				}
+				if ev.outcome != want || ev.err != nil {
+					t.Errorf("attempt %d: outcome %v, %v; want %v", ev.attempt, ev.outcome, ev.err, want)
 				}
 			}
-			if diff := cmp.Diff([]int{0, 1, 2, 3}, attempts); diff != "" {
+			if diff := cmp.Diff([]int{1, 2, 3, 4}, attempts); diff != "" {
 				t.Fatalf("attempts (-want +got):\n%s", diff)
 			}
 			for k := 1; k < len(evs); k++ {
@@ -102,8 +106,9 @@ func TestSchedule(t *testing.T) {
 				"outbox-id":                       int64(42),
 				"x-custom":                        "kept",
 				"nested":                          amqp.Table{"a": "b"},
-				contract.HeaderAttempt:            "4", // the retry past the schedule, dead-lettered by the alternate exchange
-				contract.HeaderLastError:          "boom 3",
+				contract.HeaderAttempt:            "4", // the last attempt made
+				contract.HeaderDeadLetterReason:   contract.ReasonExhausted,
+				contract.HeaderLastError:          "boom 4",
 				contract.HeaderOriginalExchange:   bizExchange,
 				contract.HeaderOriginalRoutingKey: bizKey,
 			}
@@ -122,11 +127,11 @@ func TestSchedule(t *testing.T) {
 			}
 
 			retried, dead := obs.counts()
-			if diff := cmp.Diff(map[int]int{1: 1, 2: 1, 3: 1, 4: 1}, retried); diff != "" {
+			if diff := cmp.Diff(map[int]int{2: 1, 3: 1, 4: 1}, retried); diff != "" {
 				t.Errorf("Observer.Retried counts (-want +got):\n%s", diff)
 			}
-			if len(dead) != 0 {
-				t.Errorf("Observer.DeadLettered %v, want none (the broker dead-letters after the last retry)", dead)
+			if diff := cmp.Diff(map[string]int{contract.ReasonExhausted: 1}, dead); diff != "" {
+				t.Errorf("Observer.DeadLettered counts (-want +got):\n%s", diff)
 			}
 			for _, q := range e.topo.Queues {
 				if q.Name == contract.DeadLetterQueue(workQueue) {
@@ -188,7 +193,7 @@ func TestPanicIsRetried(t *testing.T) {
 	e := newEnv(t, topo{layout: "shared", queueType: "classic", waitType: "classic", delays: []string{"100ms"}}, nil)
 	r := newRetrier(t, e)
 	rec := e.consume(t, r, 2, func(_ context.Context, d amqp.Delivery) error {
-		if n, _ := retry.Attempt(d); n == 0 {
+		if n, _ := retry.Attempt(d); n == 1 {
 			var m map[string]int
 			m["boom"]++ // nil map write: a runtime panic
 		}
@@ -198,8 +203,8 @@ func TestPanicIsRetried(t *testing.T) {
 	evs := rec.waitFor(t, 5*time.Second, "an ack", func(evs []event) bool {
 		return count(evs, func(ev event) bool { return ev.outcome == retry.Acked }) > 0
 	})
-	if len(evs) != 2 || evs[0].outcome != retry.Retried || evs[1].attempt != 1 {
-		t.Fatalf("deliveries: %s; want a retry, then an ack of attempt 1", describe(evs))
+	if len(evs) != 2 || evs[0].outcome != retry.Retried || evs[1].attempt != 2 {
+		t.Fatalf("deliveries: %s; want a retry, then an ack of attempt 2", describe(evs))
 	}
 	if msg, _ := evs[1].headers[contract.HeaderLastError].(string); !strings.Contains(msg, "handler panicked") {
 		t.Errorf("last error %q; want the panic", msg)

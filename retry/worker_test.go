@@ -153,8 +153,8 @@ func TestWorker(t *testing.T) {
 			got = append(got, l)
 		}
 		want := []workerLine{
-			{Queue: workQueue, MessageID: "w1", Attempt: 0, Outcome: "retry"},
-			{Queue: workQueue, MessageID: "w1", Attempt: 1, Outcome: "ack"},
+			{Queue: workQueue, MessageID: "w1", Attempt: 1, Outcome: "retry"},
+			{Queue: workQueue, MessageID: "w1", Attempt: 2, Outcome: "ack"},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("worker output (-want +got):\n%s", diff)
@@ -218,7 +218,7 @@ func TestWorker(t *testing.T) {
 				a[0], a[1] = a[1], a[0]
 			}
 		}
-		want := map[string][]int{"c1": {0, 1}, "c2": {0}, "c3": {0}} // c1: the original and its retry
+		want := map[string][]int{"c1": {1, 2}, "c2": {1}, "c3": {1}} // c1: the original and its retry
 		if diff := cmp.Diff(want, acks); diff != "" {
 			t.Errorf("acked attempts per message (-want +got):\n%s", diff)
 		}
@@ -229,60 +229,91 @@ func TestWorker(t *testing.T) {
 		}
 	})
 
-	// SIGTERM while busy: the worker stops consuming, finishes in-flight
-	// deliveries and exits 0; every message is acked exactly once or still
-	// in the queue.
+	// SIGTERM mid-batch, every handler busy (--work): the worker cancels
+	// them, requeues their deliveries unchanged and exits 0; a second worker
+	// finishes the batch. Every message is then delivered as attempt 1
+	// (failed, retried) and attempt 2 (acked), whatever the shutdown
+	// requeued: it consumed no attempt.
 	t.Run("sigterm", func(t *testing.T) {
-		const n = 300
-		e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
+		const n = 200
+		e := newEnv(t, topo{layout: "per-attempt", queueType: "quorum", delays: []string{"100ms"}}, nil)
 		msgs := make([]amqp.Publishing, n)
 		for i := range msgs {
 			msgs[i] = amqp.Publishing{MessageId: fmt.Sprintf("s%03d", i), Body: []byte("x")}
 		}
 		e.publishMany(t, bizExchange, bizKey, msgs)
-		w := startWorker(t, bin, e, nil, "--prefetch", "8", "--fail-first", "1")
-		// Signal once retries are coming back and being acked, with more
-		// in flight.
-		for deadline := time.Now().Add(10 * time.Second); ; {
-			ls := w.waitLines(t, 1, 10*time.Second)
-			if ls[len(ls)-1].Outcome == "ack" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no ack after 10s")
-			}
-			select {
-			case <-w.more:
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
+		args := []string{"--prefetch", "8", "--fail-first", "1", "--work", "100ms"}
+		w := startWorker(t, bin, e, nil, args...)
+		waitOutcome(t, w, "ack", 1, 20*time.Second) // retries are coming back
+		time.Sleep(50 * time.Millisecond)           // into the next deliveries' 100ms of work
 		if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.wait(t, 10*time.Second); err != nil {
 			t.Fatalf("worker exit after SIGTERM: %v; stderr:\n%s", err, w.stderr.String())
 		}
-		// Every message is now exactly once: acked, or waiting to be
-		// retried, or never delivered.
-		time.Sleep(300 * time.Millisecond) // let retries come back from the wait queue
-		state := map[string]int{}
-		for _, l := range w.snapshot() {
+		first := w.snapshot()
+		w2 := startWorker(t, bin, e, nil, args...)
+		acked := 0
+		for _, l := range first {
 			if l.Outcome == "ack" {
-				state[l.MessageID]++
+				acked++
 			}
 		}
-		acked := len(state)
-		left := e.depth(t, workQueue)
-		for _, d := range drainAll(t, e, workQueue, left) {
-			state[d.MessageId]++
+		waitOutcome(t, w2, "ack", n-acked, time.Minute)
+		time.Sleep(300 * time.Millisecond) // anything more would show by now
+
+		seen := map[string][]string{}
+		requeued := 0
+		for _, l := range append(first, w2.snapshot()...) {
+			if l.Outcome == "requeue" {
+				requeued++
+				continue
+			}
+			seen[l.MessageID] = append(seen[l.MessageID], fmt.Sprintf("%d:%s", l.Attempt, l.Outcome))
 		}
+		want := map[string][]string{}
 		for _, m := range msgs {
-			if state[m.MessageId] != 1 {
-				t.Errorf("%s: acked or queued %d times, want 1", m.MessageId, state[m.MessageId])
+			want[m.MessageId] = []string{"1:retry", "2:ack"}
+		}
+		if diff := cmp.Diff(want, seen); diff != "" {
+			t.Errorf("attempt:outcome per message, requeues left out (-want +got):\n%s", diff)
+		}
+		if requeued == 0 {
+			t.Errorf("the SIGTERM cancelled no handler; want the deliveries in flight requeued")
+		}
+		t.Logf("%d acked before the SIGTERM, %d requeued unchanged by it", acked, requeued)
+		for _, q := range []string{workQueue, contract.DeadLetterQueue(workQueue)} {
+			if d := e.depth(t, q); d != 0 {
+				t.Errorf("queue %s holds %d", q, d)
 			}
 		}
-		t.Logf("acked %d, left in the queue %d", acked, left)
 	})
+}
+
+// waitOutcome waits until w printed k lines with outcome.
+func waitOutcome(t *testing.T, w *worker, outcome string, k int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		got := 0
+		for _, l := range w.snapshot() {
+			if l.Outcome == outcome {
+				got++
+			}
+		}
+		if got >= k {
+			return
+		}
+		select {
+		case <-w.more:
+		case <-time.After(100 * time.Millisecond):
+		case <-w.exited:
+			t.Fatalf("worker exited (%v) after %d of %d %s lines; stderr:\n%s", w.err, got, k, outcome, w.stderr.String())
+		case <-deadline:
+			t.Fatalf("worker printed %d of %d %s lines in %v; stderr:\n%s", got, k, outcome, timeout, w.stderr.String())
+		}
+	}
 }
 
 func drainAll(t *testing.T, e *env, queue string, n int) []amqp.Delivery {

@@ -345,21 +345,21 @@ func (b *builder) native(q Queue) {
 	retry := contract.RetryExchange(q.Name)
 	dlx := contract.DeadLetterExchange(q.Name)
 	if q.DLQ {
-		// By policy, so that turning the DLQ on or off leaves the exchange
-		// in place.
-		b.addPolicy(contract.ExchangePolicy(retry), contract.ExactPattern(retry), "exchanges",
-			map[string]any{keyAlternateExchange: dlx})
 		b.addExchange(topology.Exchange{Name: dlx, Type: "fanout", Durable: true}, b.generated(q, "dead-letter exchange"))
 		b.bind(dlx, topology.DestQueue, contract.DeadLetterQueue(q.Name), "", nil)
 	}
+	// No alternate exchange: a copy past the last binding must come back to
+	// its (mandatory) publisher as a return, which is how the service learns
+	// that the schedule is exhausted (see package contract).
 	b.addExchange(topology.Exchange{Name: retry, Type: "headers", Durable: true}, b.generated(q, "retry exchange"))
 	b.deadEnds(q)
 	b.queuePolicy(q.Name, workQueuePolicy(q, func(def map[string]any) {
 		deadLetterPolicy(def, q.Type, dlx, nil)
 	}))
 	layout := b.s.layoutOf(q)
+	// Retry k becomes delivery attempt k+1.
 	for k := 1; k <= q.ImmediateRetries; k++ {
-		b.bind(retry, topology.DestQueue, q.Name, "", contract.AttemptBindingArgs(k))
+		b.bind(retry, topology.DestQueue, q.Name, "", contract.AttemptBindingArgs(k+1))
 	}
 	if layout == LayoutLevels {
 		b.levelsRetries(q)
@@ -382,6 +382,6 @@ func (b *builder) native(q Queue) {
 			deadLetterTo(args, "", nil)
 		}
 		b.addQueue(topology.Queue{Name: name, Arguments: args}, o)
-		b.bind(retry, topology.DestQueue, name, "", contract.AttemptBindingArgs(k))
+		b.bind(retry, topology.DestQueue, name, "", contract.AttemptBindingArgs(k+1))
 	}
 }

@@ -98,8 +98,8 @@ func TestExpand(t *testing.T) {
 				Bindings: []topology.Binding{
 					bindIn("work"),
 					{Vhost: "/", Source: "work.dlx", Destination: "work.dlq", DestinationType: "queue"},
-					{Vhost: "/", Source: "work.retry", Destination: "rmqtopo.wait.1s", DestinationType: "queue", Arguments: attempt(1)},
-					{Vhost: "/", Source: "work.retry", Destination: "rmqtopo.wait.5s", DestinationType: "queue", Arguments: attempt(2)},
+					{Vhost: "/", Source: "work.retry", Destination: "rmqtopo.wait.1s", DestinationType: "queue", Arguments: attempt(2)},
+					{Vhost: "/", Source: "work.retry", Destination: "rmqtopo.wait.5s", DestinationType: "queue", Arguments: attempt(3)},
 				},
 				Policies: []topology.Policy{aepol("/", "work"), qpol("work", "^work$", topology.Args{"dead-letter-exchange": "work.dlx"})},
 			},
@@ -123,8 +123,8 @@ func TestExpand(t *testing.T) {
 				Bindings: []topology.Binding{
 					bindIn("work"),
 					{Vhost: "/", Source: "work.dlx", Destination: "work.dlq", DestinationType: "queue"},
-					{Vhost: "/", Source: "work.retry", Destination: "work.wait.1.5s", DestinationType: "queue", Arguments: attempt(1)},
-					{Vhost: "/", Source: "work.retry", Destination: "work.wait.2.5s", DestinationType: "queue", Arguments: attempt(2)},
+					{Vhost: "/", Source: "work.retry", Destination: "work.wait.1.5s", DestinationType: "queue", Arguments: attempt(2)},
+					{Vhost: "/", Source: "work.retry", Destination: "work.wait.2.5s", DestinationType: "queue", Arguments: attempt(3)},
 				},
 				Policies: []topology.Policy{aepol("/", "work"), qpol("work", "^work$", merge(atLeastOncePolicy, topology.Args{"dead-letter-exchange": "work.dlx", "delivery-limit": int64(7)}))},
 			},
@@ -143,8 +143,8 @@ func TestExpand(t *testing.T) {
 					{Vhost: "/", Name: "w.wait.2.1500ms", Durable: true, Arguments: topology.Args{"x-message-ttl": int64(1500), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "w"}},
 				},
 				Bindings: []topology.Binding{
-					{Vhost: "/", Source: "w.retry", Destination: "w", DestinationType: "queue", Arguments: attempt(1)},
-					{Vhost: "/", Source: "w.retry", Destination: "w.wait.2.1500ms", DestinationType: "queue", Arguments: attempt(2)},
+					{Vhost: "/", Source: "w.retry", Destination: "w", DestinationType: "queue", Arguments: attempt(2)},
+					{Vhost: "/", Source: "w.retry", Destination: "w.wait.2.1500ms", DestinationType: "queue", Arguments: attempt(3)},
 				},
 				Policies: []topology.Policy{qpol("w", "^w$", topology.Args{"message-ttl": int64(60000), "max-length": int64(10)})},
 			},
@@ -288,14 +288,15 @@ func TestSharedWaitQueuesArePerVhost(t *testing.T) {
 	if diff := cmp.Diff([]string{"a rmqtopo.wait.10s", "b rmqtopo.wait.10s"}, got); diff != "" {
 		t.Errorf("shared wait queues (-want +got):\n%s", diff)
 	}
-	// x and y in vhost a share it: one binding per retry of each queue.
+	// x and y in vhost a share it: one binding per retry of each queue, on
+	// the attempt the retry becomes.
 	var into []string
 	for _, bd := range top.Bindings {
 		if bd.Vhost == "a" && bd.Destination == "rmqtopo.wait.10s" {
 			into = append(into, bd.Source+" "+bd.Arguments["rmqtopo-attempt"].(string))
 		}
 	}
-	if diff := cmp.Diff([]string{"x.retry 1", "y.retry 1", "y.retry 2", "y.retry 3"}, into); diff != "" {
+	if diff := cmp.Diff([]string{"x.retry 2", "y.retry 2", "y.retry 3", "y.retry 4"}, into); diff != "" {
 		t.Errorf("bindings into the shared wait queue (-want +got):\n%s", diff)
 	}
 }

@@ -146,7 +146,7 @@ func (b *builder) levelsRetries(q Queue) {
 		if d > l.MaxDelay() {
 			b.errorf(q.retryAt, "delay %d (%s) is beyond the delay ladder's maximum %s; raise levels.max", i+1, d, l.MaxDelay())
 		}
-		b.bind(retry, topology.DestExchange, l.EntryExchange(), "", contract.AttemptBindingArgs(k))
+		b.bind(retry, topology.DestExchange, l.EntryExchange(), "", contract.AttemptBindingArgs(k+1)) // retry k is attempt k+1
 	}
 }
 

@@ -60,10 +60,10 @@ func TestExpandLevels(t *testing.T) {
 		}
 	}
 	want := []string{
-		"orders.retry -> orders  1",
-		"orders.retry -> rmqtopo.levels.100ms.5.x5  2",
+		"orders.retry -> orders  2", // retry 1 is attempt 2
 		"orders.retry -> rmqtopo.levels.100ms.5.x5  3",
 		"orders.retry -> rmqtopo.levels.100ms.5.x5  4",
+		"orders.retry -> rmqtopo.levels.100ms.5.x5  5",
 		"rmqtopo.levels.100ms.5.deliver -> audit *.*.*.*.*.audit ",
 		"rmqtopo.levels.100ms.5.deliver -> orders *.*.*.*.*.orders ",
 		"rmqtopo.levels.100ms.5.dlx -> rmqtopo.levels.100ms.5.dlq  ",

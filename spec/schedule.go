@@ -43,7 +43,7 @@ func repeat(n int, f func(int) time.Duration) []time.Duration {
 // Step is one row of a queue's retry schedule.
 type Step struct {
 	// Attempt is the delivery number: 1 is the first delivery, 2 the first
-	// retry. The contract's HeaderAttempt on that delivery is Attempt-1.
+	// retry; the contract's HeaderAttempt on that delivery says the same.
 	Attempt int `json:"attempt"`
 	// Delay is the wait before this delivery; Elapsed is the total wait
 	// since the first delivery (ignoring processing time).

@@ -1,32 +1,38 @@
 // Command worker is a runnable consumer of one rmqtopo work queue, built on
-// the retry package. Tests and tooling use it to drive messages through a
-// provisioned topology, so its flags and output are kept stable.
+// the retry package's Consume. Tests and tooling use it to drive messages
+// through a provisioned topology, so its flags and output are kept stable.
 //
 //	worker --queue NAME [--amqp-url URL] [--fail-first N] [--reject] [--prefetch N]
+//	       [--work DURATION] [--grace DURATION] [--metrics-addr ADDR]
 //
 // The AMQP URL comes from --amqp-url or else RMQTOPO_AMQP_URL. Each delivery
-// runs a handler that fails the first N attempts of every message
+// runs a handler that takes --work (returning early if its context is
+// cancelled), then fails the first N attempts of every message
 // (--fail-first; a large N fails always, so messages end in the DLQ) or
-// fails permanently (--reject), and succeeds otherwise. Up to --prefetch
-// deliveries are handled concurrently.
+// fails permanently (--reject), and succeeds otherwise. --prefetch
+// deliveries are handled concurrently (retry.WithPrefetch). With
+// --metrics-addr it serves Prometheus metrics (package retry/retrymetrics)
+// at /metrics on that address.
 //
 // For every delivery the worker prints one JSON line to stdout:
 //
-//	{"time":"2025-01-02T15:04:05.123456789Z","queue":"work","message_id":"m1","attempt":0,"outcome":"ack"}
+//	{"time":"2025-01-02T15:04:05.123456789Z","queue":"work","message_id":"m1","attempt":1,"outcome":"ack"}
 //
-// attempt is the delivery's retry number (0 for a first delivery, -1 if its
-// attempt header is malformed). outcome is "ack", "retry" (handed to the
-// retry exchange, which dead-letters it past the last retry) or
-// "dead-letter" (sent to the DLQ by the worker: rejected, unroutable or
-// malformed), or "requeue" when the copy could not be confirmed and the
-// broker will deliver the message again. Logs go to stderr.
+// attempt is the delivery's attempt number (1 for a first delivery, 0 if
+// its attempt header is malformed). outcome is "ack", "retry" (routed by the
+// retry exchange to its next attempt), "dead-letter" (sent to the DLQ, with
+// "reason": rejected, exhausted or malformed-attempt), or "requeue" (given
+// back to the broker unchanged: a copy could not be confirmed, or the
+// handler was cancelled by a shutdown). Logs go to stderr.
 //
-// On SIGTERM or SIGINT the worker stops consuming, lets in-flight handlers
-// finish, closes and exits 0.
+// The worker reconnects when its connection is lost. On SIGTERM or SIGINT
+// it stops consuming, requeues what it prefetched, cancels running
+// handlers after --grace (their deliveries are requeued unchanged), and
+// exits 0.
 //
 // It parses flags with the standard library's flag package rather than kong,
 // like the rest of the CLI: it belongs with the retry helper, whose
-// dependency tree must stay light (amqp091-go and the standard library).
+// dependency tree must stay light.
 package main
 
 import (
@@ -37,15 +43,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/retry"
+	"github.com/rmqtopo/rmqtopo/retry/retrymetrics"
 )
 
 // Environment variables the worker reads.
@@ -65,12 +76,14 @@ func main() {
 }
 
 type config struct {
-	url       string
-	queue     string
-	failFirst int
-	reject    bool
-	prefetch  int
-	crash     bool
+	url         string
+	queue       string
+	failFirst   int
+	reject      bool
+	prefetch    int
+	work, grace time.Duration
+	metrics     string
+	crash       bool
 }
 
 // parseFlags reads the command line and environment. It returns an error
@@ -83,7 +96,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&c.queue, "queue", "", "work queue to consume (required)")
 	fs.IntVar(&c.failFirst, "fail-first", 0, "fail the first `N` attempts of each message, then succeed")
 	fs.BoolVar(&c.reject, "reject", false, "fail every message permanently (straight to the DLQ)")
-	fs.IntVar(&c.prefetch, "prefetch", 10, "deliveries handled concurrently (consumer prefetch)")
+	fs.IntVar(&c.prefetch, "prefetch", retry.DefaultPrefetch, "consumer prefetch, and deliveries handled concurrently")
+	fs.DurationVar(&c.work, "work", 0, "how long the handler works on each delivery")
+	fs.DurationVar(&c.grace, "grace", 0, "on SIGTERM, how long running handlers may go on before they are cancelled")
+	fs.StringVar(&c.metrics, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -99,8 +115,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 		return c, errors.New("--queue is required")
 	case c.failFirst < 0:
 		return c, errors.New("--fail-first must not be negative")
-	case c.prefetch < 1:
-		return c, errors.New("--prefetch must be at least 1")
+	case retry.CheckPrefetch(c.prefetch) != nil:
+		return c, fmt.Errorf("--prefetch: %v", retry.CheckPrefetch(c.prefetch))
+	case c.work < 0 || c.grace < 0:
+		return c, errors.New("--work and --grace must not be negative")
 	}
 	c.crash = getenv(envCrashAfterConfirm) == "1"
 	return c, nil
@@ -113,11 +131,21 @@ type line struct {
 	MessageID string `json:"message_id"`
 	Attempt   int    `json:"attempt"`
 	Outcome   string `json:"outcome"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // handler returns the worker's test handler for c.
 func handler(c config) retry.Handler {
-	return func(_ context.Context, d amqp.Delivery) error {
+	return func(ctx context.Context, d amqp.Delivery) error {
+		if c.work > 0 {
+			t := time.NewTimer(c.work)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
 		attempt, ok := retry.Attempt(d)
 		switch {
 		case c.reject:
@@ -126,15 +154,34 @@ func handler(c config) retry.Handler {
 			if c.failFirst > 0 {
 				return errors.New("failing a message with a malformed attempt header (--fail-first)")
 			}
-		case attempt < c.failFirst:
+		case attempt <= c.failFirst:
 			return fmt.Errorf("failing attempt %d of the first %d (--fail-first)", attempt, c.failFirst)
 		}
 		return nil
 	}
 }
 
+// printer writes one line per settled delivery.
+type printer struct {
+	retry.NopObserver
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (p *printer) Settled(s retry.Settlement) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = p.enc.Encode(line{
+		Time: time.Now().UTC().Format(time.RFC3339Nano), Queue: s.Queue, MessageID: s.MessageID,
+		Attempt: s.Attempt, Outcome: s.Outcome.String(), Reason: s.Reason,
+	})
+}
+
 // crashObserver kills the process at the first confirmed copy.
-type crashObserver struct{ stderr io.Writer }
+type crashObserver struct {
+	retry.NopObserver
+	stderr io.Writer
+}
 
 func (o crashObserver) Retried(string, int)         { o.crash() }
 func (o crashObserver) DeadLettered(string, string) { o.crash() }
@@ -162,93 +209,42 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 func consume(ctx context.Context, c config, log *slog.Logger, stdout, stderr io.Writer) error {
+	opts := []retry.Option{
+		retry.WithLogger(log), retry.WithPrefetch(c.prefetch), retry.WithShutdownGrace(c.grace),
+		retry.WithObserver(&printer{enc: json.NewEncoder(stdout)}),
+	}
+	if c.crash {
+		opts = append(opts, retry.WithObserver(crashObserver{stderr: stderr}))
+	}
+	if c.metrics != "" {
+		m := retrymetrics.New()
+		stop, err := serveMetrics(c.metrics, m, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		opts = append(opts, retry.WithObserver(m))
+	}
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName("rmqtopo worker " + c.queue)
-	conn, err := amqp.DialConfig(c.url, amqp.Config{Heartbeat: 10 * time.Second, Properties: props})
+	dial := retry.DialURL(c.url, amqp.Config{Heartbeat: 10 * time.Second, Properties: props})
+	return retry.Consume(ctx, dial, c.queue, handler(c), opts...)
+}
+
+// serveMetrics serves m at http://addr/metrics until stop is called.
+func serveMetrics(addr string, m prometheus.Collector, log *slog.Logger) (stop func(), err error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(m); err != nil {
+		return nil, fmt.Errorf("registering the metrics: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("connecting: %w", err)
+		return nil, fmt.Errorf("serving metrics: %w", err)
 	}
-	defer conn.Close()
-
-	opts := []retry.Option{retry.WithLogger(log)}
-	if c.crash {
-		opts = append(opts, retry.WithObserver(crashObserver{stderr}))
-	}
-	r, err := retry.New(conn, c.queue, opts...)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-
-	ch, err := conn.Channel()
-	if err != nil {
-		return fmt.Errorf("opening the consumer channel: %w", err)
-	}
-	defer ch.Close()
-	if err := ch.Qos(c.prefetch, 0, false); err != nil {
-		return fmt.Errorf("setting prefetch: %w", err)
-	}
-	const tag = "rmqtopo-worker"
-	deliveries, err := ch.Consume(c.queue, tag, false, false, false, false, nil)
-	if err != nil {
-		return fmt.Errorf("consuming %q: %w", c.queue, err)
-	}
-	lost := conn.NotifyClose(make(chan *amqp.Error, 1))
-
-	process := r.Handle(handler(c))
-	var (
-		outMu sync.Mutex
-		enc   = json.NewEncoder(stdout)
-		wg    sync.WaitGroup
-	)
-	// Handlers run to completion even after a signal: only consuming stops.
-	work := context.WithoutCancel(ctx)
-	for range c.prefetch {
-		wg.Go(func() {
-			for d := range deliveries {
-				attempt, ok := retry.Attempt(d)
-				if !ok {
-					attempt = -1
-				}
-				out, err := process(work, d)
-				if err != nil {
-					log.Error("settling a delivery failed", "message_id", d.MessageId, "outcome", out, "error", err)
-				}
-				outMu.Lock()
-				_ = enc.Encode(line{
-					Time:      time.Now().UTC().Format(time.RFC3339Nano),
-					Queue:     c.queue,
-					MessageID: d.MessageId,
-					Attempt:   attempt,
-					Outcome:   out.String(),
-				})
-				outMu.Unlock()
-			}
-		})
-	}
-
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-
-	var runErr error
-	select {
-	case <-finished:
-		select {
-		case e := <-lost:
-			runErr = fmt.Errorf("connection lost: %v", e)
-		default:
-			runErr = errors.New("the broker stopped the consumer (queue deleted, or channel closed)")
-		}
-	case <-ctx.Done():
-		log.Info("stopping: cancelling the consumer and letting in-flight handlers finish")
-		// Deliveries already prefetched are still handed out, then the
-		// channel of deliveries closes and the handlers return.
-		if err := ch.Cancel(tag, false); err != nil {
-			runErr = fmt.Errorf("cancelling the consumer: %w", err)
-		}
-	case e := <-lost:
-		runErr = fmt.Errorf("connection lost: %v", e)
-	}
-	<-finished
-	return runErr
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	go func() { _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close() }, nil
 }

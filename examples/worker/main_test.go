@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -36,14 +37,16 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{name: "env url", args: []string{"--queue", "q"}, url: "amqp://e/",
 			want: config{url: "amqp://e/", queue: "q", prefetch: 10}},
-		{name: "flag beats env", args: []string{"--queue", "q", "--amqp-url", "amqp://f/", "--fail-first", "3", "--reject", "--prefetch", "4"}, url: "amqp://e/",
-			want: config{url: "amqp://f/", queue: "q", failFirst: 3, reject: true, prefetch: 4}},
+		{name: "flag beats env", args: []string{"--queue", "q", "--amqp-url", "amqp://f/", "--fail-first", "3", "--reject", "--prefetch", "4",
+			"--work", "1s", "--grace", "2s", "--metrics-addr", "127.0.0.1:0"}, url: "amqp://e/",
+			want: config{url: "amqp://f/", queue: "q", failFirst: 3, reject: true, prefetch: 4, work: time.Second, grace: 2 * time.Second, metrics: "127.0.0.1:0"}},
 		{name: "single dash", args: []string{"-queue=q", "-amqp-url=amqp://f/"},
 			want: config{url: "amqp://f/", queue: "q", prefetch: 10}},
 		{name: "no url", args: []string{"--queue", "q"}, wantErr: "RMQTOPO_AMQP_URL"},
 		{name: "no queue", args: nil, url: "amqp://e/", wantErr: "--queue is required"},
 		{name: "negative", args: []string{"--queue", "q", "--fail-first", "-1"}, url: "amqp://e/", wantErr: "negative"},
 		{name: "prefetch 0", args: []string{"--queue", "q", "--prefetch", "0"}, url: "amqp://e/", wantErr: "--prefetch"},
+		{name: "prefetch past 16 bits", args: []string{"--queue", "q", "--prefetch", "65536"}, url: "amqp://e/", wantErr: "from 1 to 65535"},
 		{name: "stray argument", args: []string{"--queue", "q", "extra"}, url: "amqp://e/", wantErr: "unexpected"},
 		{name: "unknown flag", args: []string{"--queue", "q", "--retries", "3"}, url: "amqp://e/", wantErr: "not defined"},
 	} {
@@ -91,7 +94,7 @@ func TestHandler(t *testing.T) {
 		want []verdict
 	}{
 		{config{}, []any{nil, "1", "bad"}, []verdict{"ok", "ok", "ok"}},
-		{config{failFirst: 2}, []any{nil, "1", "2", "3", "bad"}, []verdict{"fail", "fail", "ok", "ok", "fail"}},
+		{config{failFirst: 2}, []any{nil, "1", "2", "3", "bad"}, []verdict{"fail", "fail", "fail", "ok", "fail"}},
 		{config{failFirst: 1_000_000}, []any{nil, "999"}, []verdict{"fail", "fail"}},
 		{config{reject: true}, []any{nil, "1"}, []verdict{"reject", "reject"}},
 	} {

@@ -154,9 +154,11 @@ func queueAddr(vhost, name string) topology.Address {
 	return topology.Address{Kind: topology.KindQueue, Vhost: vhost, Name: name}
 }
 
-func retryBinding(vhost, queue, dest string, attempt int) string {
+// retryBinding is the address of the binding of retry number retry, which
+// routes the copies becoming delivery attempt retry+1.
+func retryBinding(vhost, queue, dest string, retry int) string {
 	b := topology.Binding{Vhost: vhost, Source: contract.RetryExchange(queue), Destination: dest,
-		DestinationType: topology.DestQueue, Arguments: topology.NormalizeArgs(contract.AttemptBindingArgs(attempt))}
+		DestinationType: topology.DestQueue, Arguments: topology.NormalizeArgs(contract.AttemptBindingArgs(retry + 1))}
 	return b.Addr().Name + " " + b.Addr().Key
 }
 
@@ -620,7 +622,7 @@ func TestScheduleChangeLosesNothing(t *testing.T) {
 	l.converge(t, before, false)
 
 	conn := l.b.Dial(t, l.vhost)
-	retry := amqp.Table{contract.HeaderAttempt: contract.AttemptValue(1)}
+	retry := amqp.Table{contract.HeaderAttempt: contract.AttemptValue(2)} // the first retry
 	const early, late = 20, 5
 	publish(t, conn, contract.RetryExchange("work"), "work", retry, early)
 	start := time.Now()

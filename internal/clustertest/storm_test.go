@@ -16,8 +16,9 @@ import (
 
 // The storm's workers and publisher are raw amqp091 clients that act per
 // package contract, not the retry package: a failed delivery is
-// republished, confirmed, to the queue's retry exchange with the next
-// attempt number, and only then acked; a publish the broker nacks or
+// republished, mandatory and confirmed, to the queue's retry exchange with
+// the next attempt number (or, returned past the schedule, to the DLX as
+// exhausted), and only then acked; a publish the broker nacks or
 // leaves unconfirmed is retried after a pause; a connection lost is
 // re-made to the next node. So what the test measures is the broker's and
 // the topology's behaviour under node loss, not one client library's.
@@ -85,26 +86,33 @@ func pause(ctx context.Context, d time.Duration) error {
 
 // publishConfirmed publishes msg until the broker acks it: a nack or a
 // confirm that does not come within 10s is retried after a pause; a
-// closed channel is an error (the caller re-dials).
-func (s *storm) publishConfirmed(ctx context.Context, ch *amqp.Channel, exchange, key string, msg amqp.Publishing) error {
+// closed channel is an error (the caller re-dials). With returns (ch's
+// return listener, buffered) the publish is mandatory, and returned says
+// whether the broker returned it as unroutable before acking it.
+func (s *storm) publishConfirmed(ctx context.Context, ch *amqp.Channel, returns <-chan amqp.Return, exchange, key string, msg amqp.Publishing) (returned bool, err error) {
 	for {
+		for len(returns) > 0 {
+			<-returns // a stale return of a publish given up on
+		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		dc, err := ch.PublishWithDeferredConfirmWithContext(cctx, exchange, key, false, false, msg)
+		dc, err := ch.PublishWithDeferredConfirmWithContext(cctx, exchange, key, returns != nil, false, msg)
 		if err == nil {
 			var ok bool
 			ok, err = dc.WaitContext(cctx)
 			if err == nil && ok {
 				cancel()
-				return nil
+				// A return precedes its ack, and the reader hands it over
+				// before it resolves the confirm.
+				return len(returns) > 0, nil
 			}
 		}
 		cancel()
 		if ch.IsClosed() || ctx.Err() != nil {
-			return fmt.Errorf("publish: channel closed: %v", err)
+			return false, fmt.Errorf("publish: channel closed: %v", err)
 		}
 		s.nacks.Add(1)
 		if err := pause(ctx, 200*time.Millisecond); err != nil {
-			return err
+			return false, err
 		}
 	}
 }
@@ -146,7 +154,7 @@ func (s *storm) publishEvery(ctx context.Context, from, step, n, rate int) error
 		}
 		for err == nil && next < n {
 			<-tick.C
-			err = s.publishConfirmed(ctx, ch, "", stormQueue, amqp.Publishing{DeliveryMode: amqp.Persistent,
+			_, err = s.publishConfirmed(ctx, ch, nil, "", stormQueue, amqp.Publishing{DeliveryMode: amqp.Persistent,
 				Headers: amqp.Table{"id": strconv.Itoa(next)}, Body: []byte(strconv.Itoa(next))})
 			if err == nil {
 				s.mu.Lock()
@@ -188,6 +196,7 @@ func (s *storm) consume(ctx context.Context, conn *amqp.Connection) error {
 	if err != nil {
 		return err
 	}
+	returns := pub.NotifyReturn(make(chan amqp.Return, 1))
 	ch, err := conn.Channel()
 	if err == nil {
 		err = ch.Qos(20, 0, false)
@@ -207,7 +216,7 @@ func (s *storm) consume(ctx context.Context, conn *amqp.Connection) error {
 			if !ok {
 				return errors.New("deliveries closed")
 			}
-			if err := s.handle(ctx, pub, d); err != nil {
+			if err := s.handle(ctx, pub, returns, d); err != nil {
 				return err
 			}
 		}
@@ -215,47 +224,61 @@ func (s *storm) consume(ctx context.Context, conn *amqp.Connection) error {
 }
 
 // handle is the contract's worker: succeed and ack, or republish to the
-// retry exchange with the next attempt, confirmed, then ack.
-func (s *storm) handle(ctx context.Context, pub *amqp.Channel, d amqp.Delivery) error {
+// retry exchange with the next attempt, confirmed, then ack; a copy the
+// retry exchange returns (past the schedule) goes to the DLX instead.
+func (s *storm) handle(ctx context.Context, pub *amqp.Channel, returns <-chan amqp.Return, d amqp.Delivery) error {
 	id, _ := strconv.Atoi(string(d.Body))
-	attempt := 0
-	if v, ok := d.Headers[contract.HeaderAttempt].(string); ok {
-		attempt, _ = strconv.Atoi(v)
+	attempt, _ := contract.ParseAttempt(d.Headers[contract.HeaderAttempt]) // 1: a first delivery
+	s.noteArrival(id, attempt)
+	if !alwaysFails(id) && !(failsOnce(id) && attempt == contract.FirstAttempt) {
+		if err := d.Ack(false); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.handled[id]++
+		s.mu.Unlock()
+		return nil
 	}
+	next := attempt + 1
+	returned, err := s.publishConfirmed(ctx, pub, returns, contract.RetryExchange(stormQueue), stormQueue, amqp.Publishing{
+		DeliveryMode: amqp.Persistent, Body: d.Body,
+		Headers: amqp.Table{contract.HeaderAttempt: contract.AttemptValue(next), "id": strconv.Itoa(id)}})
+	if err != nil {
+		return err // unacked: the broker redelivers it
+	}
+	if returned {
+		_, err := s.publishConfirmed(ctx, pub, nil, contract.DeadLetterExchange(stormQueue), stormQueue, amqp.Publishing{
+			DeliveryMode: amqp.Persistent, Body: d.Body,
+			Headers: amqp.Table{contract.HeaderAttempt: contract.AttemptValue(attempt), "id": strconv.Itoa(id),
+				contract.HeaderDeadLetterReason: contract.ReasonExhausted}})
+		if err != nil {
+			return err
+		}
+		return d.Ack(false)
+	}
+	s.mu.Lock()
+	if _, ok := s.retried[[2]int{id, next}]; !ok {
+		s.retried[[2]int{id, next}] = time.Now()
+	}
+	s.mu.Unlock()
+	return d.Ack(false)
+}
+
+// noteArrival counts a delivery of (id, attempt) and, for a retry, how
+// late it came after its delay.
+func (s *storm) noteArrival(id, attempt int) {
 	now := time.Now()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.arrivals[[2]int{id, attempt}]++
-	if attempt > 0 && attempt <= len(stormDelays) {
+	if retry := attempt - 1; retry >= 1 && retry <= len(stormDelays) {
 		if at, ok := s.retried[[2]int{id, attempt}]; ok {
-			if late := now.Sub(at) - stormDelays[attempt-1]; late > s.late {
+			if late := now.Sub(at) - stormDelays[retry-1]; late > s.late {
 				s.late, s.lateAt = late, [2]int{id, attempt}
 			}
 		}
 	}
-	s.mu.Unlock()
 	s.progress.Add(1)
-	if alwaysFails(id) || (failsOnce(id) && attempt == 0) {
-		next := strconv.Itoa(attempt + 1)
-		err := s.publishConfirmed(ctx, pub, contract.RetryExchange(stormQueue), stormQueue, amqp.Publishing{
-			DeliveryMode: amqp.Persistent, Body: d.Body,
-			Headers: amqp.Table{contract.HeaderAttempt: next, "id": strconv.Itoa(id)}})
-		if err != nil {
-			return err // unacked: the broker redelivers it
-		}
-		s.mu.Lock()
-		if _, ok := s.retried[[2]int{id, attempt + 1}]; !ok {
-			s.retried[[2]int{id, attempt + 1}] = time.Now()
-		}
-		s.mu.Unlock()
-		return d.Ack(false)
-	}
-	if err := d.Ack(false); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.handled[id]++
-	s.mu.Unlock()
-	return nil
 }
 
 // event records a kill or restart, with the storm's progress then.

@@ -226,7 +226,7 @@ func (c *chain) wantRoute(k int, step spec.Step) route {
 // before the publish, from which the delay runs.
 func (c *chain) retry(d amqp.Delivery, n int, delay time.Duration) time.Time {
 	c.t.Helper()
-	msg := amqp.Publishing{Headers: republishHeaders(d, n)}
+	msg := amqp.Publishing{Headers: republishHeaders(d, n+1)}
 	q := c.q.Name
 	var exchange, key string
 	switch c.q.Preset {
@@ -257,25 +257,25 @@ func (c *chain) retry(d amqp.Delivery, n int, delay time.Duration) time.Time {
 }
 
 // republishHeaders are d's headers without the broker's death bookkeeping
-// (see package contract on cycles), with the attempt counter set to n. The
-// preset services keep counters of their own; the test reuses the
-// contract's header to follow the message.
-func republishHeaders(d amqp.Delivery, n int) amqp.Table {
+// (see package contract on cycles), with the attempt counter set to
+// attempt (2 for the first retry). The preset services keep counters of
+// their own; the test reuses the contract's header to follow the message.
+func republishHeaders(d amqp.Delivery, attempt int) amqp.Table {
 	h := amqp.Table{}
 	for k, v := range d.Headers {
 		if !contract.DeathHeaders(k) {
 			h[k] = v
 		}
 	}
-	h[contract.HeaderAttempt] = contract.AttemptValue(n)
+	h[contract.HeaderAttempt] = contract.AttemptValue(attempt)
 	return h
 }
 
 // giveUp fails delivery d for good, after its last attempt: a native
-// service republishes it as retry n, which no binding routes, so the retry
-// exchange's alternate exchange takes it to the DLQ (or, without a DLQ, the
-// broker returns it); a preset's service rejects it, and the work queue
-// dead-letters it.
+// service republishes it as retry n, which no binding routes, so the broker
+// returns the mandatory copy, and the service sends d to the DLX with
+// reason exhausted (package retry's way; a queue without DLQ has no DLX);
+// a preset's service rejects it, and the work queue dead-letters it.
 func (c *chain) giveUp(d amqp.Delivery, n int) {
 	c.t.Helper()
 	q := c.q.Name
@@ -286,13 +286,15 @@ func (c *chain) giveUp(d amqp.Delivery, n int) {
 		return
 	}
 	exchange := contract.RetryExchange(q)
-	returned := c.publish(exchange, q, amqp.Publishing{Headers: republishHeaders(d, n)})
-	switch {
-	case c.q.DLQ && returned:
-		c.t.Errorf("retry %d of %q, past the last attempt, was returned unroutable instead of going to %s",
-			n, q, contract.DeadLetterQueue(q))
-	case !c.q.DLQ && !returned:
-		c.t.Errorf("retry %d of %q, past the last attempt of a queue without DLQ, was routed somewhere", n, q)
+	if !c.publish(exchange, q, amqp.Publishing{Headers: republishHeaders(d, n+1)}) {
+		c.t.Errorf("retry %d of %q, past the last attempt, was routed somewhere instead of returned", n, q)
+	}
+	if c.q.DLQ {
+		h := republishHeaders(d, n)
+		h[contract.HeaderDeadLetterReason] = contract.ReasonExhausted
+		if c.publish(contract.DeadLetterExchange(q), q, amqp.Publishing{Headers: h}) {
+			c.t.Errorf("the exhausted message %q was returned by %s", c.id, contract.DeadLetterExchange(q))
+		}
 	}
 	if err := d.Ack(false); err != nil {
 		c.t.Fatalf("ack: %v", err)
@@ -319,8 +321,8 @@ func (x *example) driveChain(t *testing.T, q spec.Queue) {
 	}
 	for k := 0; k <= total; k++ {
 		d := c.receive(steps[k].Delay, sent)
-		if got, ok := contract.ParseAttempt(d.Headers[contract.HeaderAttempt]); !ok || got != k {
-			t.Errorf("delivery %d of %q carries %s, want attempt %d", k+1, q.Name, attemptOf(d), k)
+		if got, ok := contract.ParseAttempt(d.Headers[contract.HeaderAttempt]); !ok || got != steps[k].Attempt {
+			t.Errorf("delivery %d of %q carries %s, want attempt %d", k+1, q.Name, attemptOf(d), steps[k].Attempt)
 		}
 		if diff := cmp.Diff(c.wantRoute(k, steps[k]), routeOf(d)); diff != "" {
 			t.Errorf("delivery %d of %q (attempt %d, scheduled via %s) came by another route (-want +got):\n%s",
@@ -350,14 +352,18 @@ func (x *example) driveChain(t *testing.T, q spec.Queue) {
 		t.Errorf("%s holds message %q, want %q", dlq, m.MessageId, c.id)
 	}
 	if q.Preset == spec.PresetNone {
-		// Through the retry exchange's alternate exchange: no dead-lettering,
-		// so no x-death, and the attempt past the last binding.
-		want := route{Exchange: contract.RetryExchange(q.Name), RoutingKey: q.Name}
+		// Sent by the service through the DLX once the retry exchange
+		// returned it: no dead-lettering, so no x-death, and the attempt of
+		// the last delivery.
+		want := route{Exchange: contract.DeadLetterExchange(q.Name), RoutingKey: q.Name}
 		if diff := cmp.Diff(want, routeOf(m)); diff != "" {
 			t.Errorf("the message reached %s by another route (-want +got):\n%s", dlq, diff)
 		}
 		if got, _ := contract.ParseAttempt(m.Headers[contract.HeaderAttempt]); got != total+1 {
 			t.Errorf("the message in %s carries %s, want attempt %d", dlq, attemptOf(m), total+1)
+		}
+		if r := m.Headers[contract.HeaderDeadLetterReason]; r != contract.ReasonExhausted {
+			t.Errorf("the message in %s carries reason %v, want %s", dlq, r, contract.ReasonExhausted)
 		}
 		return
 	}

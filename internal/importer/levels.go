@@ -121,8 +121,9 @@ func attemptOf(b topology.Binding) (int, bool) {
 	if len(b.Arguments) != 2 || b.Arguments["x-match"] != "all" {
 		return 0, false
 	}
+	// The binding of retry k matches the attempt it becomes, k+1.
 	n, ok := contract.ParseAttempt(b.Arguments[contract.HeaderAttempt])
-	return n, ok && n > 0
+	return n - 1, ok && n > contract.FirstAttempt
 }
 
 // ladderShared is what the spec's ladder generates beyond any queue: its

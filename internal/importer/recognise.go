@@ -152,8 +152,8 @@ func (l *live) ttl(queue string) (time.Duration, bool) {
 }
 
 // native recognises rmqtopo's own layouts: the retry exchange Q.retry
-// routes retry n, by the attempt header, back to Q (immediate) or to a
-// wait queue whose TTL is the delay.
+// routes retry n (attempt header n+1) back to Q (immediate) or to a wait
+// queue whose TTL is the delay.
 func native(l *live, q topology.Queue) *candidate {
 	retry := contract.RetryExchange(q.Name)
 	if _, ok := l.exchanges[retry]; !ok {

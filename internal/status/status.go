@@ -56,7 +56,8 @@ type QueueStatus struct {
 	Name string `json:"name"`
 	Role string `json:"role"`
 	// Delay and Retries describe a wait queue: the delay, and the retry
-	// numbers (contract.HeaderAttempt values) that wait in it.
+	// numbers that wait in it (1 for the first retry, whose messages carry
+	// contract.HeaderAttempt "2").
 	Delay   string `json:"delay,omitempty"`
 	Retries []int  `json:"retries,omitempty"`
 	// Shared is set on a wait queue other work queues of the vhost also use,

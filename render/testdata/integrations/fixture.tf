@@ -156,14 +156,14 @@ resource "rabbitmq_binding" "Invoices_Due_dlx_to_Invoices_Due_dlq__cd2951b0" {
   routing_key      = ""
 }
 
-resource "rabbitmq_binding" "Invoices_Due_retry_to_rmqtopo_wait_1s__83f53108" {
+resource "rabbitmq_binding" "Invoices_Due_retry_to_rmqtopo_wait_1s__b2855c2a" {
   source           = rabbitmq_exchange.billing_Invoices_Due_retry__aa449627.name
   vhost            = "billing"
   destination      = rabbitmq_queue.billing_rmqtopo_wait_1s__682cd5ae.name
   destination_type = "queue"
   routing_key      = ""
   arguments_json = jsonencode({
-    "rmqtopo-attempt" = "1"
+    "rmqtopo-attempt" = "2"
     "x-match"         = "all"
   })
 }
@@ -203,36 +203,6 @@ resource "rabbitmq_policy" "billing_empty__e0fff20b" {
 
     definition = {
       "alternate-exchange" = "!!!"
-    }
-  }
-}
-
-resource "rabbitmq_policy" "billing_rmqtopo_exchange_Invoices_Due_retry__eccab498" {
-  name  = "rmqtopo.exchange.Invoices_Due.retry"
-  vhost = "billing"
-
-  policy {
-    pattern  = "^Invoices_Due\\.retry$"
-    priority = 100
-    apply_to = "exchanges"
-
-    definition = {
-      "alternate-exchange" = "Invoices_Due.dlx"
-    }
-  }
-}
-
-resource "rabbitmq_policy" "billing_rmqtopo_exchange_Ledger_Archive_retry__530ee455" {
-  name  = "rmqtopo.exchange.Ledger Archive.retry"
-  vhost = "billing"
-
-  policy {
-    pattern  = "^Ledger Archive\\.retry$"
-    priority = 100
-    apply_to = "exchanges"
-
-    definition = {
-      "alternate-exchange" = "Ledger Archive.dlx"
     }
   }
 }

@@ -1,0 +1,244 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// DefaultPrefetch is Consume's prefetch unless WithPrefetch says otherwise.
+const DefaultPrefetch = 10
+
+// MaxPrefetch is the largest prefetch: AMQP's prefetch-count is 16 bits.
+const MaxPrefetch = 65535
+
+// WithPrefetch sets Consume's consumer prefetch, which is also the number
+// of handlers it runs in parallel: each unacked delivery has a handler
+// (default DefaultPrefetch). CheckPrefetch says which values Consume takes.
+func WithPrefetch(n int) Option { return func(o *options) { o.prefetch = n } }
+
+// CheckPrefetch returns an error unless n is a prefetch Consume accepts,
+// 1 to MaxPrefetch. (0, which AMQP reads as no limit, would mean as many
+// handlers as deliveries.) It is the one rule, for Consume and for
+// services that read the prefetch from their configuration.
+func CheckPrefetch(n int) error {
+	if n < 1 || n > MaxPrefetch {
+		return fmt.Errorf("prefetch %d: must be from 1 to %d", n, MaxPrefetch)
+	}
+	return nil
+}
+
+// WithShutdownGrace sets how long Consume lets running handlers go on
+// after its context is cancelled before it cancels their context too
+// (default 0: at once). A handler that then returns its context's error
+// has its delivery requeued unchanged.
+func WithShutdownGrace(d time.Duration) Option { return func(o *options) { o.grace = max(d, 0) } }
+
+// WithReconnectBackoff sets Consume's wait before reconnecting: it starts
+// at lo and doubles up to hi after each failed attempt, with jitter
+// (default 100ms to 10s).
+func WithReconnectBackoff(lo, hi time.Duration) Option {
+	return func(o *options) { o.backoffMin, o.backoffMax = max(lo, time.Millisecond), max(hi, lo) }
+}
+
+// Dialer opens a new connection to the broker, for Consume's first start
+// and every reconnection.
+type Dialer func(ctx context.Context) (*amqp.Connection, error)
+
+// DialURL returns a Dialer that dials url with config (name the
+// connection in config.Properties to find it in the management UI).
+func DialURL(url string, config amqp.Config) Dialer {
+	return func(context.Context) (*amqp.Connection, error) { return amqp.DialConfig(url, config) }
+}
+
+// Consume consumes queue with h until ctx is cancelled, and returns nil
+// then. It runs the whole loop a service needs: it dials, checks the
+// topology (New), sets the prefetch (WithPrefetch), runs that many
+// handlers in parallel, each settling its delivery through a Retrier, and
+// when the connection or the consumer is lost it reconnects with backoff
+// (WithReconnectBackoff) and resumes. It declares nothing.
+//
+// Only bad arguments (see CheckPrefetch) and a missing topology at the
+// first start are returned as errors (a service pointed at a queue that
+// `rmqtopo apply` never provisioned); afterwards, and for every connection
+// error, Consume logs and retries.
+//
+// When ctx is cancelled, Consume cancels its consumer, requeues deliveries
+// that were prefetched but not started, cancels the handlers' context
+// after the grace period (WithShutdownGrace), waits for every handler to
+// settle, and closes its connection.
+//
+// Deliveries that may be seen twice: any delivery unacked when a
+// connection is lost is delivered again (Redelivered set), including one
+// whose retry or dead-letter copy the broker had already confirmed, which
+// then exists twice. Handlers must be idempotent.
+func Consume(ctx context.Context, dial Dialer, queue string, h Handler, opts ...Option) error {
+	if dial == nil || queue == "" || h == nil {
+		return errors.New("retry: Consume needs a dialer, a queue and a handler")
+	}
+	c := &consumer{queue: queue, h: h, o: newOptions(opts)}
+	if err := CheckPrefetch(c.o.prefetch); err != nil {
+		return fmt.Errorf("retry: %w", err)
+	}
+	c.log = c.o.log.With("queue", queue)
+	return c.loop(ctx, dial)
+}
+
+type consumer struct {
+	queue string
+	h     Handler
+	o     options
+	log   *slog.Logger
+}
+
+// loop runs sessions until ctx is cancelled.
+func (c *consumer) loop(ctx context.Context, dial Dialer) error {
+	wait := c.o.backoffMin
+	for started := false; ; {
+		consumed, err := c.session(ctx, dial)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !started && !consumed && errors.Is(err, errTopology) {
+			return err
+		}
+		started = started || consumed
+		if consumed {
+			wait = c.o.backoffMin
+		}
+		d := jitter(wait)
+		c.log.Warn("retry: consumer lost; reconnecting", "in", d.Round(time.Millisecond), "error", err)
+		if !sleep(ctx, d) {
+			return nil
+		}
+		wait = min(2*wait, c.o.backoffMax)
+	}
+}
+
+// session is one connection's life: it reports whether it got as far as
+// consuming, and why it ended.
+func (c *consumer) session(ctx context.Context, dial Dialer) (consumed bool, err error) {
+	conn, err := dial(ctx)
+	if err != nil {
+		return false, fmt.Errorf("retry: connecting: %w", err)
+	}
+	defer conn.Close()
+	lost := conn.NotifyClose(make(chan *amqp.Error, 1))
+	r, err := newRetrier(conn, c.queue, c.o)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	ch, deliveries, err := c.subscribe(conn)
+	if err != nil {
+		return false, err
+	}
+	defer ch.Close()
+	c.log.Info("retry: consuming", "prefetch", c.o.prefetch)
+	return true, c.serve(ctx, ch, deliveries, r, lost)
+}
+
+// consumerTag names Consume's consumer on its channel.
+const consumerTag = "rmqtopo-retry"
+
+func (c *consumer) subscribe(conn *amqp.Connection) (*amqp.Channel, <-chan amqp.Delivery, error) {
+	ch, err := conn.Channel()
+	if err != nil {
+		return nil, nil, fmt.Errorf("retry: opening the consumer channel: %w", err)
+	}
+	if err := ch.Qos(c.o.prefetch, 0, false); err != nil {
+		return nil, nil, fmt.Errorf("retry: setting the prefetch: %w", err)
+	}
+	deliveries, err := ch.Consume(c.queue, consumerTag, false, false, false, false, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("retry: consuming %q: %w", c.queue, err)
+	}
+	return ch, deliveries, nil
+}
+
+// serve runs the handlers on deliveries until the consumer ends (an error)
+// or ctx is cancelled (nil, once every handler settled).
+func (c *consumer) serve(ctx context.Context, ch *amqp.Channel, deliveries <-chan amqp.Delivery, r *Retrier, lost <-chan *amqp.Error) error {
+	hctx, cancel := c.handlerContext(ctx)
+	defer cancel()
+	var stopping atomic.Bool
+	process := r.Handle(c.h)
+	var wg sync.WaitGroup
+	for range c.o.prefetch {
+		wg.Go(func() {
+			for d := range deliveries {
+				if stopping.Load() {
+					r.giveBack(d) // prefetched, never started
+					continue
+				}
+				_, _ = process(hctx, d)
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+
+	select {
+	case <-finished:
+		return c.lostReason(lost)
+	case <-ctx.Done():
+		stopping.Store(true)
+		c.log.Info("retry: stopping: cancelling the consumer and settling in-flight deliveries", "grace", c.o.grace)
+		if err := ch.Cancel(consumerTag, false); err != nil {
+			c.log.Warn("retry: cancelling the consumer", "error", err)
+		}
+		<-finished
+		return nil
+	}
+}
+
+// handlerContext is the handlers' context: it keeps ctx's values and is
+// cancelled the grace period after ctx.
+func (c *consumer) handlerContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		if c.o.grace > 0 {
+			t := time.AfterFunc(c.o.grace, cancel)
+			context.AfterFunc(hctx, func() { t.Stop() })
+			return
+		}
+		cancel()
+	})
+	return hctx, func() { stop(); cancel() }
+}
+
+// lostReason says why the deliveries stopped while ctx was live.
+func (c *consumer) lostReason(lost <-chan *amqp.Error) error {
+	select {
+	case e := <-lost:
+		return fmt.Errorf("retry: connection lost: %v", e)
+	case <-time.After(100 * time.Millisecond):
+		return errors.New("retry: the broker ended the consumer (queue deleted, or channel closed)")
+	}
+}
+
+// jitter returns d give or take a fifth, so that many consumers losing one
+// broker do not come back in step.
+func jitter(d time.Duration) time.Duration {
+	f := 0.8 + 0.4*rand.Float64()
+	return time.Duration(float64(d) * f)
+}
+
+// sleep waits d or until ctx is done; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

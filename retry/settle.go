@@ -1,0 +1,210 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+)
+
+// result is what settling did: the outcome, the dead-letter reason, and
+// the settling error.
+type result struct {
+	outcome Outcome
+	reason  string
+	err     error
+}
+
+// Handle wraps h: the returned function runs h on a delivery, recovering a
+// panic as an error, and settles the delivery by h's result (see Settle).
+// Settling ignores the cancellation of ctx, so that stopping a consumer
+// does not abandon a retry half-way; it is bounded by the confirm timeout.
+func (r *Retrier) Handle(h Handler) func(ctx context.Context, d amqp.Delivery) (Outcome, error) {
+	return func(ctx context.Context, d amqp.Delivery) (Outcome, error) {
+		start := time.Now()
+		err := r.run(ctx, h, d)
+		return r.settle(ctx, d, err, time.Since(start))
+	}
+}
+
+func (r *Retrier) run(ctx context.Context, h Handler, d amqp.Delivery) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.log.Error("retry: handler panicked", "message_id", d.MessageId, "panic", v, "stack", string(debug.Stack()))
+			err = fmt.Errorf("handler panicked: %v", v)
+		}
+	}()
+	return h(ctx, d)
+}
+
+// Settle settles d by a handler's result err: nil acks it; an error that
+// is ctx's own cancellation (the service is stopping) requeues d unchanged,
+// consuming no attempt; an error that errors.Is ErrReject dead-letters it
+// (Reject); any other error retries it (Retry). The error returned is about
+// settling, not err: nil means d is where the Outcome says.
+func (r *Retrier) Settle(ctx context.Context, d amqp.Delivery, err error) (Outcome, error) {
+	return r.settle(ctx, d, err, 0)
+}
+
+func (r *Retrier) settle(ctx context.Context, d amqp.Delivery, herr error, took time.Duration) (Outcome, error) {
+	var res result
+	switch {
+	case herr == nil:
+		res = r.ack(d)
+	case cancelled(ctx, herr):
+		res = r.requeueUnchanged(d, herr)
+	case errors.Is(herr, ErrReject):
+		res = r.deadLetter(context.WithoutCancel(ctx), d, herr, contract.ReasonRejected)
+	default:
+		res = r.retry(context.WithoutCancel(ctx), d, herr)
+	}
+	return r.report(d, res, took)
+}
+
+// cancelled reports whether a handler's error is its own context being
+// cancelled: the handler was stopped, it did not fail. A deadline is a
+// failure like any other.
+func cancelled(ctx context.Context, err error) bool {
+	return errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled)
+}
+
+// report tells the observers about a settled delivery and returns its
+// outcome.
+func (r *Retrier) report(d amqp.Delivery, res result, took time.Duration) (Outcome, error) {
+	attempt, _ := Attempt(d)
+	r.obs.Settled(Settlement{
+		Queue: r.queue, MessageID: d.MessageId, Attempt: attempt,
+		Outcome: res.outcome, Reason: res.reason, Handled: took, Err: res.err,
+	})
+	return res.outcome, res.err
+}
+
+// Ack acknowledges d: it was handled.
+func (r *Retrier) Ack(d amqp.Delivery) error {
+	_, err := r.report(d, r.ack(d), 0)
+	return err
+}
+
+func (r *Retrier) ack(d amqp.Delivery) result {
+	if err := d.Ack(false); err != nil {
+		return result{outcome: Acked, err: fmt.Errorf("retry: acking message %q: %w", d.MessageId, err)}
+	}
+	return result{outcome: Acked}
+}
+
+// Retry republishes d to the queue's retry exchange as the next attempt,
+// with cause as its last error, and acks d once the broker confirmed. The
+// topology decides when it comes back. When the retry exchange returns the
+// copy (no binding for that attempt: the schedule is exhausted), d goes to
+// the DLQ with reason contract.ReasonExhausted instead (Outcome
+// DeadLettered), as does a delivery with a malformed attempt header
+// (ReasonMalformedAttempt) or one at contract.MaxAttempt.
+//
+// On a nil error, d is settled as the Outcome says. On an error, the copy
+// was not confirmed and d was nacked with requeue (Requeued), or the ack
+// failed after the copy was confirmed, in which case the broker will
+// deliver d again as well.
+func (r *Retrier) Retry(ctx context.Context, d amqp.Delivery, cause error) (Outcome, error) {
+	return r.report(d, r.retry(ctx, d, cause), 0)
+}
+
+func (r *Retrier) retry(ctx context.Context, d amqp.Delivery, cause error) result {
+	prev, ok := Attempt(d)
+	if !ok {
+		return r.deadLetter(ctx, d, cause, ReasonMalformedAttempt)
+	}
+	next := prev + 1
+	if next > contract.MaxAttempt {
+		return r.deadLetter(ctx, d, cause, contract.ReasonExhausted)
+	}
+	msg := republishing(&d, cause, r.now())
+	msg.Headers[contract.HeaderAttempt] = contract.AttemptValue(next)
+	// A reason from an earlier trip to the DLQ (before a replay) does not
+	// belong to a retry.
+	delete(msg.Headers, contract.HeaderDeadLetterReason)
+
+	res := r.pub.publish(ctx, contract.RetryExchange(r.queue), r.retryKey(prev, cause), msg) // retry number prev
+	switch {
+	case res.err != nil:
+		return r.requeue(d, fmt.Errorf("retry: publishing attempt %d of message %q: %w", next, d.MessageId, res.err))
+	case !res.acked:
+		return r.requeue(d, fmt.Errorf("retry: broker nacked attempt %d of message %q", next, d.MessageId))
+	case res.returned:
+		// No binding for attempt next: the schedule in the topology is
+		// over. The original is still unacked, so nothing is lost if the
+		// dead-letter copy fails in turn.
+		return r.deadLetter(ctx, d, cause, contract.ReasonExhausted)
+	}
+	r.obs.Retried(r.queue, next)
+	r.log.Debug("retry: message retried", "message_id", d.MessageId, "attempt", prev, "next_attempt", next, "error", errorText(cause))
+	if err := d.Ack(false); err != nil {
+		return result{outcome: Retried, err: fmt.Errorf("retry: acking message %q after its attempt %d was confirmed (it will be delivered again): %w", d.MessageId, next, err)}
+	}
+	return result{outcome: Retried}
+}
+
+// Reject sends d to the queue's DLQ with reason contract.ReasonRejected and
+// cause as its last error, and acks d once the broker confirmed. Errors are
+// as for Retry.
+func (r *Retrier) Reject(ctx context.Context, d amqp.Delivery, cause error) (Outcome, error) {
+	return r.report(d, r.deadLetter(ctx, d, cause, contract.ReasonRejected), 0)
+}
+
+// deadLetter publishes d to the DLX with reason, keeping its attempt
+// header (the attempt that failed last), and acks d once confirmed.
+func (r *Retrier) deadLetter(ctx context.Context, d amqp.Delivery, cause error, reason string) result {
+	msg := republishing(&d, cause, r.now())
+	msg.Headers[contract.HeaderDeadLetterReason] = reason
+	dlx := contract.DeadLetterExchange(r.queue)
+	res := r.pub.publish(ctx, dlx, r.queue, msg)
+	switch {
+	case res.err != nil:
+		return r.requeue(d, fmt.Errorf("retry: publishing message %q to the dead-letter exchange %q: %w", d.MessageId, dlx, res.err))
+	case !res.acked:
+		return r.requeue(d, fmt.Errorf("retry: broker nacked message %q sent to the dead-letter exchange %q", d.MessageId, dlx))
+	case res.returned:
+		return r.requeue(d, fmt.Errorf("retry: dead-letter exchange %q could not route message %q (is its DLQ bound? run `rmqtopo apply`)", dlx, d.MessageId))
+	}
+	r.obs.DeadLettered(r.queue, reason)
+	attempt, _ := Attempt(d)
+	r.log.Warn("retry: message dead-lettered", "message_id", d.MessageId, "attempt", attempt, "reason", reason, "error", errorText(cause))
+	if err := d.Ack(false); err != nil {
+		return result{outcome: DeadLettered, reason: reason, err: fmt.Errorf("retry: acking message %q after its dead-letter copy was confirmed (it will be delivered again): %w", d.MessageId, err)}
+	}
+	return result{outcome: DeadLettered, reason: reason}
+}
+
+// requeue nacks d with requeue after a failed publish, so it is not lost.
+func (r *Retrier) requeue(d amqp.Delivery, cause error) result {
+	r.log.Error("retry: could not republish the message; requeueing it", "message_id", d.MessageId, "error", cause)
+	if err := d.Nack(false, true); err != nil {
+		return result{outcome: Requeued, err: fmt.Errorf("%w; nack with requeue failed too (the broker redelivers it when the channel closes): %v", cause, err)}
+	}
+	return result{outcome: Requeued, err: cause}
+}
+
+// giveBack requeues d unchanged without running its handler: Consume is
+// stopping and d was prefetched but not started.
+func (r *Retrier) giveBack(d amqp.Delivery) {
+	res := result{outcome: Requeued}
+	if err := d.Nack(false, true); err != nil {
+		res.err = fmt.Errorf("retry: requeueing message %q at shutdown (the broker redelivers it when the channel closes): %w", d.MessageId, err)
+	}
+	r.report(d, res, 0)
+}
+
+// requeueUnchanged gives d back to the broker as it came, after its
+// handler was cancelled: the same attempt is delivered again.
+func (r *Retrier) requeueUnchanged(d amqp.Delivery, cause error) result {
+	attempt, _ := Attempt(d)
+	r.log.Info("retry: handler cancelled; requeueing the message unchanged", "message_id", d.MessageId, "attempt", attempt, "error", cause)
+	if err := d.Nack(false, true); err != nil {
+		return result{outcome: Requeued, err: fmt.Errorf("retry: requeueing message %q after its handler was cancelled (the broker redelivers it when the channel closes): %w", d.MessageId, err)}
+	}
+	return result{outcome: Requeued}
+}
