@@ -30,6 +30,8 @@ func TestImportLeavesOutWhatTheSpecRefuses(t *testing.T) {
 	live.Queues = append(live.Queues, topology.Queue{Vhost: "v", Name: "typo", Durable: true, Arguments: topology.Args{"x-max-lenght": int64(5)}})
 	live.Exchanges = append(live.Exchanges, topology.Exchange{Vhost: "v", Name: "odd", Type: "weird", Durable: true})
 	live.Policies = append(live.Policies, topology.Policy{Vhost: "v", Name: "look", Pattern: "^(?!x)", ApplyTo: "queues", Definition: topology.Args{"max-length": int64(1)}})
+	live.Policies = append(live.Policies, topology.Policy{Vhost: "v", Name: "rmqtopo.queue.gone", Pattern: "^gone$", ApplyTo: "queues",
+		Priority: 100, Definition: topology.Args{"message-ttl": int64(1000)}})
 	live.Bindings = append(live.Bindings, topology.Binding{Vhost: "v", Source: "in", Destination: "gone", DestinationType: "queue"})
 	live.Sort()
 	res, err := importer.Import(importer.Input{Vhost: "v", Topology: live, Source: "test"})
@@ -44,6 +46,7 @@ func TestImportLeavesOutWhatTheSpecRefuses(t *testing.T) {
 		`binding "in -> gone" [queue key=""] in vhost "v"`,
 		`exchange "odd" in vhost "v"`,
 		`policy "look" in vhost "v"`,
+		`policy "rmqtopo.queue.gone" in vhost "v"`,
 		`queue "typo" in vhost "v"`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -54,16 +57,21 @@ func TestImportLeavesOutWhatTheSpecRefuses(t *testing.T) {
 			t.Errorf("the spec's header does not list %s:\n%s", s.Object, res.YAML)
 		}
 	}
-	if !strings.Contains(res.Skipped[3].Reason, `unknown queue argument "x-max-lenght"`) {
-		t.Errorf("reason for the queue: %q", res.Skipped[3].Reason)
+	if !strings.Contains(res.Skipped[3].Reason, "rmqtopo-managed policy") {
+		t.Errorf("reason for the rmqtopo policy no queue generates: %q", res.Skipped[3].Reason)
+	}
+	if !strings.Contains(res.Skipped[4].Reason, `unknown queue argument "x-max-lenght"`) {
+		t.Errorf("reason for the queue: %q", res.Skipped[4].Reason)
 	}
 }
 
 // TestImportDemotesRetryTopologyOthersBindTo: a work queue whose retry
 // exchange something else is bound to cannot be written as a retry block
 // (a spec cannot bind a generated exchange), so everything is written raw
-// and still round-trips. Its shared wait queue then cannot be generated
-// for another queue either, which is why b uses other delays.
+// and still round-trips, less a's rmqtopo-managed policies: a spec's own
+// policies may not take their names, so they are listed as not imported.
+// Its shared wait queue then cannot be generated for another queue
+// either, which is why b uses other delays.
 func TestImportDemotesRetryTopologyOthersBindTo(t *testing.T) {
 	live := mustParse(t, `version: 1
 vhost: v
@@ -78,8 +86,12 @@ queues:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(live, spec.Expand(res.File)); diff != "" {
+	if diff := cmp.Diff(without(live, res.Skipped), spec.Expand(res.File)); diff != "" {
 		t.Errorf("(-want +got):\n%s\n%s", diff, res.YAML)
+	}
+	want := []string{`policy "rmqtopo.exchange.a.retry" in vhost "v"`, `policy "rmqtopo.queue.a" in vhost "v"`}
+	if diff := cmp.Diff(want, skippedManaged(res)); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s", diff)
 	}
 	if res.Recognised != 1 || !strings.Contains(string(res.YAML), "x-single-active-consumer: true") {
 		t.Errorf("want only b recognised, with its argument:\n%s", res.YAML)
@@ -104,9 +116,16 @@ queues:
   - {name: q11, type: quorum, retry: {linear: {step: 2s, attempts: 2}}, immediate_retries: 1, arguments: {x-max-length-bytes: 100}}
   - name: q12
     bindings: [{exchange: mid, arguments: {x-match: any, kind: "1"}}]
-  - {name: g, preset: goqueue, type: quorum, retry: {fixed: {delay: 1s, attempts: 2}}, dlq: false}
+  - {name: g, preset: goqueue, type: quorum, retry: {fixed: {delay: 1s, attempts: 2}}, dlq: false,
+     preset_options: {queue_arguments: {x-single-active-consumer: true}}}
+  - {name: g2, preset: goqueue, retry: {delays: [2s]}, message_ttl: 1h}
   - {name: o, preset: outbox, retry: {delays: [5s, 10s]}}
-  - {name: s, preset: spring, retry: {delays: [1s, 3s]}}
+  - name: s
+    preset: spring
+    retry: {delays: [1s, 3s]}
+    preset_options: {wait_exchange: w, return_exchange: back, wait_queue_prefix: "wq-", dead_letter_exchange: s.dead}
+  - {name: s2, preset: spring, retry: {delays: [1s, 3s]}, dlq: false, max_length: 4,
+     preset_options: {wait_exchange: w, return_exchange: back, wait_queue_prefix: "wq-"}}
   - {name: r, raw: true, type: quorum, arguments: {x-max-length: 5, x-dead-letter-exchange: lost}, bindings: [{exchange: lost}]}
 policies:
   - {name: p2, pattern: "^q", apply_to: exchanges, priority: -3, definition: {federation-upstream-set: all}}
@@ -119,7 +138,20 @@ policies:
 	if diff := cmp.Diff(want, spec.Expand(res.File)); diff != "" {
 		t.Errorf("(-want +got):\n%s\n%s", diff, res.YAML)
 	}
-	if res.Recognised != 8 || len(res.Skipped) != 0 {
+	if res.Recognised != 10 || len(res.Skipped) != 0 {
 		t.Errorf("recognised %d, skipped %v:\n%s", res.Recognised, res.Skipped, res.YAML)
 	}
+}
+
+// skippedManaged lists the objects res leaves out, checking that each is
+// an rmqtopo-managed policy left out for that reason.
+func skippedManaged(res *importer.Result) []string {
+	var out []string
+	for _, s := range res.Skipped {
+		if !strings.Contains(s.Reason, "rmqtopo-managed policy") {
+			return append(out, "not a managed policy: "+s.String())
+		}
+		out = append(out, s.Object)
+	}
+	return out
 }

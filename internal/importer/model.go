@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -106,7 +107,12 @@ func (m *model) build() {
 		}
 	}
 	for _, p := range l.t.Policies {
-		if !m.dropped(p.Addr()) {
+		a := p.Addr()
+		switch {
+		case gen[a] || m.dropped(a):
+		case strings.HasPrefix(p.Name, contract.ManagedPolicyPrefix):
+			m.skipped = append(m.skipped, Skipped{Object: a.String(), Reason: unclaimedPolicyReason})
+		default:
 			m.policies = append(m.policies, p)
 		}
 	}
@@ -117,6 +123,12 @@ func (m *model) build() {
 	sort.SliceStable(m.queues, func(i, j int) bool { return naturalLess(m.queues[i].q.Name, m.queues[j].q.Name) })
 	sort.SliceStable(m.policies, func(i, j int) bool { return naturalLess(m.policies[i].Name, m.policies[j].Name) })
 }
+
+// unclaimedPolicyReason is why an rmqtopo-managed policy that no
+// recognised queue generates is left out: a spec's own policies may not
+// take names that rmqtopo keeps for itself.
+const unclaimedPolicyReason = "an rmqtopo-managed policy (name prefix \"" + contract.ManagedPolicyPrefix +
+	"\") that no imported queue's retry topology generates; a spec's policies may not use that prefix"
 
 // naturalLess orders names as a person would: digit runs by their value,
 // so "q2" comes before "q10"; equal-valued runs fall back to the text.
@@ -293,6 +305,11 @@ func (m *model) expected() topology.Topology {
 	for _, b := range m.l.t.Bindings {
 		if gen[b.Addr()] {
 			t.Bindings = append(t.Bindings, b)
+		}
+	}
+	for _, p := range m.l.t.Policies {
+		if gen[p.Addr()] {
+			t.Policies = append(t.Policies, p)
 		}
 	}
 	t.Policies = append(t.Policies, m.policies...)

@@ -18,12 +18,15 @@ type live struct {
 	queues    map[string]topology.Queue
 	exchanges map[string]topology.Exchange
 	bindings  map[topology.Address]topology.Binding
+	policies  map[string]topology.Policy
 	// bySource holds the bindings of each source exchange.
 	bySource map[string][]topology.Binding
-	// outboxDelays holds the delays of each queue's outbox delay queues;
-	// springDelays those of the vhost's spring wait queues.
+	// byDest holds the bindings into each queue.
+	byDest map[string][]topology.Binding
+	// outboxDelays holds the delays of each queue's outbox delay queues.
 	outboxDelays map[string][]time.Duration
-	springDelays []time.Duration
+	// springs caches the spring layout found behind each return exchange.
+	springs map[string]springLayout
 	// waitQueueType is the type of the vhost's shared wait queues.
 	waitQueueType string
 	// ladder is the vhost's delay ladder, nil for none; the model sets it
@@ -33,8 +36,9 @@ type live struct {
 
 func index(t topology.Topology, vhost string) *live {
 	l := &live{vhost: vhost, queues: map[string]topology.Queue{}, exchanges: map[string]topology.Exchange{},
-		bindings: map[topology.Address]topology.Binding{}, bySource: map[string][]topology.Binding{},
-		outboxDelays: map[string][]time.Duration{}}
+		bindings: map[topology.Address]topology.Binding{}, policies: map[string]topology.Policy{},
+		bySource: map[string][]topology.Binding{}, byDest: map[string][]topology.Binding{},
+		outboxDelays: map[string][]time.Duration{}, springs: map[string]springLayout{}}
 	l.t.Vhosts = []string{vhost}
 	for _, e := range t.Exchanges {
 		if e.Vhost == vhost {
@@ -56,35 +60,35 @@ func index(t topology.Topology, vhost string) *live {
 	}
 	for _, p := range t.Policies {
 		if p.Vhost == vhost {
+			l.policies[p.Name] = p
 			l.t.Policies = append(l.t.Policies, p)
 		}
 	}
 	l.t.Sort()
 	for _, b := range l.t.Bindings {
 		l.bySource[b.Source] = append(l.bySource[b.Source], b)
+		if b.DestinationType == topology.DestQueue {
+			l.byDest[b.Destination] = append(l.byDest[b.Destination], b)
+		}
 	}
 	for _, q := range l.t.Queues {
 		w, ok := contract.ParseWaitQueue(q.Name)
-		switch {
-		case !ok:
-		case w.Layout == contract.WaitOutbox:
+		if ok && w.Layout == contract.WaitOutbox {
 			l.outboxDelays[w.Queue] = append(l.outboxDelays[w.Queue], w.Delay)
-		case w.Layout == contract.WaitSpring && w.Delay > 0:
-			l.springDelays = append(l.springDelays, w.Delay)
 		}
 	}
-	sortDurations(l.springDelays)
 	l.waitQueueType = l.sharedWaitQueueType()
 	l.ladder = l.findLadder()
 	return l
 }
 
 // sharedWaitQueueType is the type of the first vhost-wide wait queue
-// (shared layout, spring preset or delay ladder), quorum when there is
-// none: the spec's wait_queue_type is one value for all of them.
+// (shared layout or delay ladder), quorum when there is none: the spec's
+// wait_queue_type is one value for all of them. Spring wait queues are
+// classic whatever it says, as the library declares them.
 func (l *live) sharedWaitQueueType() string {
 	for _, q := range l.t.Queues {
-		if w, ok := contract.ParseWaitQueue(q.Name); ok && (w.Layout == contract.WaitShared || w.Layout == contract.WaitSpring || w.Layout == contract.WaitLevels) {
+		if w, ok := contract.ParseWaitQueue(q.Name); ok && (w.Layout == contract.WaitShared || w.Layout == contract.WaitLevels) {
 			return q.QueueType()
 		}
 	}
@@ -123,18 +127,19 @@ func (l *live) recognise(q topology.Queue) *candidate {
 	return nil
 }
 
-// base guesses what every kind of work queue has: its type and the
-// arguments the spec has keys for, its DLQ and its parking lot.
+// base guesses what every kind of work queue has: its type, the
+// attributes the spec has keys for, which rmqtopo keeps in the queue's
+// own policy, its DLQ and its parking lot.
 func (l *live) base(q topology.Queue) spec.Queue {
 	sq := spec.Queue{Name: q.Name, Type: q.QueueType()}
-	a := q.Arguments
-	if n, ok := a["x-delivery-limit"].(int64); ok && sq.Type == spec.TypeQuorum && n != spec.DefaultDeliveryLimit && n >= 1 {
+	def := l.policies[contract.QueuePolicy(q.Name)].Definition
+	if n, ok := def["delivery-limit"].(int64); ok && sq.Type == spec.TypeQuorum && n != spec.DefaultDeliveryLimit && n >= 1 {
 		sq.DeliveryLimit = int(n)
 	}
-	if n, ok := a["x-message-ttl"].(int64); ok && n > 0 {
+	if n, ok := def["message-ttl"].(int64); ok && n > 0 {
 		sq.MessageTTL = time.Duration(n) * time.Millisecond
 	}
-	if n, ok := a["x-max-length"].(int64); ok && n >= 1 {
+	if n, ok := def["max-length"].(int64); ok && n >= 1 {
 		sq.MaxLength = n
 	}
 	_, sq.DLQ = l.queues[contract.DeadLetterQueue(q.Name)]
@@ -142,12 +147,26 @@ func (l *live) base(q topology.Queue) spec.Queue {
 	return sq
 }
 
+// ttl is the TTL a wait queue is declared with (its x-message-ttl).
 func (l *live) ttl(queue string) (time.Duration, bool) {
 	q, ok := l.queues[queue]
 	if !ok {
 		return 0, false
 	}
-	n, ok := q.Arguments["x-message-ttl"].(int64)
+	return positiveMillis(q.Arguments["x-message-ttl"])
+}
+
+// policyTTL is the TTL rmqtopo's policy of a queue gives it.
+func (l *live) policyTTL(queue string) (time.Duration, bool) {
+	p, ok := l.policies[contract.QueuePolicy(queue)]
+	if !ok {
+		return 0, false
+	}
+	return positiveMillis(p.Definition["message-ttl"])
+}
+
+func positiveMillis(v any) (time.Duration, bool) {
+	n, ok := v.(int64)
 	return time.Duration(n) * time.Millisecond, ok && n > 0
 }
 
@@ -189,34 +208,30 @@ func native(l *live, q topology.Queue) *candidate {
 	return &candidate{q: sq, what: "rmqtopo retry topology"}
 }
 
-// goqueue recognises the goqueue preset by its retry exchange; its retry
-// queues carry no TTL (the service sets a per-message expiration), so the
-// delays are placeholders unless a retry queue has one.
+// goqueue recognises the goqueue preset by its retry exchange. The
+// service sets each retry's delay as a per-message expiration; the delay
+// the spec gives is the TTL of rmqtopo's policy on the retry queue, which
+// caps it.
 func goqueue(l *live, q topology.Queue) *candidate {
-	if _, ok := l.exchanges[q.Name+"__retry_exchange"]; !ok {
+	if _, ok := l.exchanges[contract.GoQueueRetryExchange(q.Name)]; !ok {
 		return nil
 	}
 	sq := l.base(q)
 	sq.Preset = spec.PresetGoQueue
 	var delays []time.Duration
-	guessed := false
 	for n := 1; ; n++ {
-		name := q.Name + "__retry." + itoa(n)
+		name := contract.GoQueueRetryQueue(q.Name, n)
 		if _, ok := l.queues[name]; !ok {
 			break
 		}
-		d, ok := l.ttl(name)
+		d, ok := l.policyTTL(name)
 		if !ok {
-			d, guessed = time.Second, true
+			return nil
 		}
 		delays = append(delays, d)
 	}
 	sq.Retry = policyFor(delays)
-	c := &candidate{q: sq, what: "goqueue preset"}
-	if guessed {
-		c.note = "its delays live in the service (a per-message expiration), not in the\nbroker: these are placeholders that only size the chain"
-	}
-	return c
+	return &candidate{q: sq, what: "goqueue preset"}
 }
 
 // outbox recognises the outbox preset by its delay queues Q.delay_{d}s.
@@ -232,27 +247,6 @@ func outbox(l *live, q topology.Queue) *candidate {
 	return &candidate{q: sq, what: "outbox preset"}
 }
 
-// spring recognises the spring preset by the return exchange's binding to
-// Q. Its wait queues are shared by every spring queue of the vhost, so the
-// broker cannot tell which delays are Q's: each spring queue gets them all.
-func spring(l *live, q topology.Queue) *candidate {
-	found := false
-	for _, b := range l.bySource["return"] {
-		if b.Destination == q.Name && b.DestinationType == topology.DestQueue && b.Arguments["return-to"] == q.Name {
-			found = true
-		}
-	}
-	if !found {
-		return nil
-	}
-	delays := append([]time.Duration(nil), l.springDelays...)
-	sq := l.base(q)
-	sq.Preset = spec.PresetSpring
-	sq.Retry = policyFor(delays)
-	return &candidate{q: sq, what: "spring preset",
-		note: "its wait queues are shared by the vhost's spring queues and the broker\ndoes not say which delays are this queue's, so it gets them all"}
-}
-
 // verify expands the candidate on its own and accepts it when the live
 // topology holds every object of the expansion exactly. Arguments of the
 // work queue that the expansion does not write become the candidate's
@@ -263,15 +257,21 @@ func (l *live) verify(c *candidate, q topology.Queue) bool {
 	if !ok {
 		return false
 	}
+	// GoQueue declares the work queue with the service's arguments, which
+	// its preset_options name.
+	extra := &c.q.Arguments
+	if c.q.Preset == spec.PresetGoQueue {
+		extra = &c.q.PresetOptions.QueueArguments
+	}
 	for k, v := range q.Arguments {
 		if _, ok := wq.Arguments[k]; !ok {
-			if c.q.Arguments == nil {
-				c.q.Arguments = map[string]any{}
+			if *extra == nil {
+				*extra = map[string]any{}
 			}
-			c.q.Arguments[k] = v
+			(*extra)[k] = v
 		}
 	}
-	if c.q.Arguments != nil {
+	if *extra != nil {
 		g = l.expand(c.q)
 	}
 	gen, ok := l.holds(g)
@@ -280,8 +280,8 @@ func (l *live) verify(c *candidate, q topology.Queue) bool {
 	return ok
 }
 
-// holds reports whether the vhost holds every object of g exactly, and
-// returns their addresses.
+// holds reports whether the vhost holds every object of g exactly,
+// rmqtopo's policies included, and returns their addresses.
 func (l *live) holds(g topology.Topology) (map[topology.Address]bool, bool) {
 	out := map[topology.Address]bool{}
 	for _, e := range g.Exchanges {
@@ -301,6 +301,12 @@ func (l *live) holds(g topology.Topology) (map[topology.Address]bool, bool) {
 			return nil, false
 		}
 		out[b.Addr()] = true
+	}
+	for _, p := range g.Policies {
+		if lp, ok := l.policies[p.Name]; !ok || !reflect.DeepEqual(lp, p) {
+			return nil, false
+		}
+		out[p.Addr()] = true
 	}
 	return out, true
 }

@@ -100,8 +100,7 @@ func (m *model) needsWaitQueueType() bool {
 		return true
 	}
 	for _, o := range m.queues {
-		if o.cand != nil && len(o.cand.q.Retry.Delays()) > 0 && (o.cand.q.Preset == spec.PresetSpring ||
-			o.cand.q.Preset == spec.PresetNone && o.cand.q.Layout != spec.LayoutPerAttempt) {
+		if o.cand != nil && len(o.cand.q.Retry.Delays()) > 0 && o.cand.q.Preset == spec.PresetNone && o.cand.q.Layout != spec.LayoutPerAttempt {
 			return true
 		}
 	}
@@ -157,6 +156,9 @@ func queueNode(o *queueObj) *yaml.Node {
 	if q.Preset != spec.PresetNone {
 		add(n, "preset", scalar(string(q.Preset)))
 	}
+	if opts := presetOptionsNode(q.PresetOptions); opts != nil {
+		add(n, "preset_options", opts)
+	}
 	if len(o.bindings) > 0 {
 		add(n, "bindings", bindingsNode(o.bindings))
 	}
@@ -186,6 +188,25 @@ func queueNode(o *queueObj) *yaml.Node {
 	}
 	if len(q.Arguments) > 0 {
 		add(n, "arguments", scalar(map[string]any(topology.NormalizeArgs(q.Arguments))))
+	}
+	return n
+}
+
+// presetOptionsNode writes the options that differ from the preset's
+// defaults, nil for none.
+func presetOptionsNode(o spec.PresetOptions) *yaml.Node {
+	n := mapping()
+	for _, kv := range []struct{ key, value string }{{"wait_exchange", o.WaitExchange}, {"return_exchange", o.ReturnExchange},
+		{"wait_queue_prefix", o.WaitQueuePrefix}, {"dead_letter_exchange", o.DeadLetterExchange}} {
+		if kv.value != "" {
+			add(n, kv.key, scalar(kv.value))
+		}
+	}
+	if len(o.QueueArguments) > 0 {
+		add(n, "queue_arguments", scalar(map[string]any(topology.NormalizeArgs(o.QueueArguments))))
+	}
+	if len(n.Content) == 0 {
+		return nil
 	}
 	return n
 }
