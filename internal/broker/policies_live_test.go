@@ -223,9 +223,8 @@ func TestAttributeChangesInPlace(t *testing.T) {
 	t.Parallel()
 	l := newLive(t)
 	const base = "version: 1\nexchanges: [{name: biz, type: topic}]\nqueues:\n  - name: work\n    type: quorum\n    bindings: [{exchange: biz, routing_key: k}]\n"
-	// Dropping the DLQ also drops the retry exchange's alternate exchange,
-	// which is in a policy of its own: that policy goes, the exchange
-	// stays.
+	// Dropping the DLQ is a change of the work queue's policy alone: the
+	// retry exchange has no alternate exchange (exhaustion is a return).
 	steps := []struct {
 		name, extra string
 		also        []string
@@ -233,7 +232,7 @@ func TestAttributeChangesInPlace(t *testing.T) {
 		{"start", "    message_ttl: 1h\n    max_length: 1000\n", nil},
 		{"ttl", "    message_ttl: 2h\n    max_length: 1000\n", nil},
 		{"max-length", "    message_ttl: 2h\n    max_length: 500\n", nil},
-		{"dead-letter exchange", "    message_ttl: 2h\n    max_length: 500\n    dlq: false\n", []string{"delete policy rmqtopo.exchange.work.retry"}},
+		{"dead-letter exchange", "    message_ttl: 2h\n    max_length: 500\n    dlq: false\n", nil},
 	}
 	conn := l.b.Dial(t, l.vhost)
 	var bindingsBefore []string
