@@ -121,15 +121,21 @@ func (c *Client) readVhost(ctx context.Context, v, defaultType string) vhostRead
 // which a monitoring user may make (GET /api/vhosts/{name} needs the
 // administrator tag).
 func (c *Client) defaultQueueTypes(ctx context.Context) (map[string]string, error) {
-	var list []struct {
-		Name             string `json:"name"`
-		DefaultQueueType string `json:"default_queue_type"`
-	}
+	var list []json.RawMessage
 	if err := c.do(ctx, http.MethodGet, "/api/vhosts", url.Values{"columns": {"name,default_queue_type"}}, nil, &list); err != nil {
 		return nil, fmt.Errorf("list vhosts: %w", err)
 	}
 	out := make(map[string]string, len(list))
-	for _, v := range list {
+	for _, raw := range list {
+		var v struct {
+			Name             string `json:"name"`
+			DefaultQueueType string `json:"default_queue_type"`
+		}
+		// A vhost deleted while the broker lists them comes back with
+		// no columns at all, as an empty JSON array: it is gone, skip it.
+		if json.Unmarshal(raw, &v) != nil || v.Name == "" {
+			continue
+		}
 		out[v.Name] = v.DefaultQueueType
 	}
 	return out, nil
