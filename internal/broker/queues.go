@@ -100,8 +100,8 @@ func (c *Client) ListQueues(ctx context.Context, vhost string) ([]QueueInfo, err
 	for page := 1; ; page++ {
 		q.Set("page", strconv.Itoa(page))
 		var doc struct {
-			Items     []apiQueue `json:"items"`
-			PageCount int        `json:"page_count"`
+			Items     listing[apiQueue] `json:"items"`
+			PageCount int               `json:"page_count"`
 		}
 		if err := c.do(ctx, http.MethodGet, "/api/queues/"+esc(vhost), q, nil, &doc); err != nil {
 			return nil, fmt.Errorf("listing the queues of vhost %q: %w", vhost, err)

@@ -121,21 +121,15 @@ func (c *Client) readVhost(ctx context.Context, v, defaultType string) vhostRead
 // which a monitoring user may make (GET /api/vhosts/{name} needs the
 // administrator tag).
 func (c *Client) defaultQueueTypes(ctx context.Context) (map[string]string, error) {
-	var list []json.RawMessage
+	var list listing[struct {
+		Name             string `json:"name"`
+		DefaultQueueType string `json:"default_queue_type"`
+	}]
 	if err := c.do(ctx, http.MethodGet, "/api/vhosts", url.Values{"columns": {"name,default_queue_type"}}, nil, &list); err != nil {
 		return nil, fmt.Errorf("list vhosts: %w", err)
 	}
 	out := make(map[string]string, len(list))
-	for _, raw := range list {
-		var v struct {
-			Name             string `json:"name"`
-			DefaultQueueType string `json:"default_queue_type"`
-		}
-		// A vhost deleted while the broker lists them comes back with
-		// no columns at all, as an empty JSON array: it is gone, skip it.
-		if json.Unmarshal(raw, &v) != nil || v.Name == "" {
-			continue
-		}
+	for _, v := range list {
 		out[v.Name] = v.DefaultQueueType
 	}
 	return out, nil
@@ -277,11 +271,11 @@ func (c *Client) QueueCounts(ctx context.Context, vhost string, names []string) 
 			q.Set("page", strconv.Itoa(page))
 			var resp struct {
 				PageCount int `json:"page_count"`
-				Items     []struct {
+				Items     listing[struct {
 					Name      string `json:"name"`
 					Messages  *int64 `json:"messages"`
 					Consumers *int64 `json:"consumers"`
-				} `json:"items"`
+				}] `json:"items"`
 			}
 			err := c.do(ctx, http.MethodGet, "/api/queues/"+esc(vhost), q, nil, &resp)
 			if errors.Is(err, ErrNotFound) || errors.Is(err, ErrVhostNotFound) {
