@@ -48,12 +48,6 @@ func qpol(queue, pattern string, def topology.Args) topology.Policy {
 	return pol("/", "rmqtopo.queue."+queue, pattern, "queues", def)
 }
 
-// aepol is the rmqtopo policy of a native retry exchange: its alternate
-// exchange, the DLX.
-func aepol(vhost, queue string) topology.Policy {
-	return pol(vhost, "rmqtopo.exchange."+queue+".retry", `^`+queue+`\.retry$`, "exchanges", topology.Args{"alternate-exchange": queue + ".dlx"})
-}
-
 // atLeastOncePolicy are the dead-letter policy keys of a quorum queue.
 var atLeastOncePolicy = topology.Args{"dead-letter-strategy": "at-least-once", "overflow": "reject-publish"}
 
@@ -101,7 +95,7 @@ func TestExpand(t *testing.T) {
 					{Vhost: "/", Source: "work.retry", Destination: "rmqtopo.wait.1s", DestinationType: "queue", Arguments: attempt(2)},
 					{Vhost: "/", Source: "work.retry", Destination: "rmqtopo.wait.5s", DestinationType: "queue", Arguments: attempt(3)},
 				},
-				Policies: []topology.Policy{aepol("/", "work"), qpol("work", "^work$", topology.Args{"dead-letter-exchange": "work.dlx"})},
+				Policies: []topology.Policy{qpol("work", "^work$", topology.Args{"dead-letter-exchange": "work.dlx"})},
 			},
 		},
 		{
@@ -126,7 +120,7 @@ func TestExpand(t *testing.T) {
 					{Vhost: "/", Source: "work.retry", Destination: "work.wait.1.5s", DestinationType: "queue", Arguments: attempt(2)},
 					{Vhost: "/", Source: "work.retry", Destination: "work.wait.2.5s", DestinationType: "queue", Arguments: attempt(3)},
 				},
-				Policies: []topology.Policy{aepol("/", "work"), qpol("work", "^work$", merge(atLeastOncePolicy, topology.Args{"dead-letter-exchange": "work.dlx", "delivery-limit": int64(7)}))},
+				Policies: []topology.Policy{qpol("work", "^work$", merge(atLeastOncePolicy, topology.Args{"dead-letter-exchange": "work.dlx", "delivery-limit": int64(7)}))},
 			},
 		},
 		{
@@ -165,7 +159,7 @@ func TestExpand(t *testing.T) {
 				Bindings: []topology.Binding{
 					{Vhost: "v", Source: "audit.dlx", Destination: "audit.dlq", DestinationType: "queue"},
 				},
-				Policies: []topology.Policy{aepol("v", "audit"), pol("v", "rmqtopo.queue.audit", "^audit$", "queues", topology.Args{"dead-letter-exchange": "audit.dlx"})},
+				Policies: []topology.Policy{pol("v", "rmqtopo.queue.audit", "^audit$", "queues", topology.Args{"dead-letter-exchange": "audit.dlx"})},
 			},
 		},
 		{

@@ -415,6 +415,8 @@ func notDone(res apply.Result, err error) string {
 	switch {
 	case errors.Is(err, broker.ErrUnreachable), errors.Is(err, broker.ErrTimeout), errors.Is(err, broker.ErrServer):
 		b.WriteString("The connection failed: planning and applying again finishes the job once the broker is reachable.")
+	case errors.Is(err, broker.ErrNodeDown):
+		b.WriteString("A cluster node is down (above): planning and applying again finishes the job once it is back.")
 	case errors.Is(err, broker.ErrNotEmpty), errors.Is(err, broker.ErrLocked):
 		b.WriteString("Plan again once the cause above is gone.")
 	default:

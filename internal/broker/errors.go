@@ -40,6 +40,9 @@ var (
 	// ErrRefused: the broker refused the request for another reason
 	// (HTTP 400, AMQP 406 other than the above).
 	ErrRefused = errors.New("refused by the broker")
+	// ErrNodeDown: the cluster node that holds the object is down (AMQP
+	// 404 "is down or inaccessible"); the call succeeds once it is back.
+	ErrNodeDown = errors.New("cluster node down")
 	// ErrServer: the broker failed (HTTP 5xx, AMQP 541).
 	ErrServer = errors.New("broker error")
 	// ErrUnreachable: no connection could be made.
@@ -195,6 +198,11 @@ func amqpError(display string, err error) error {
 		e.Msg = fmt.Sprintf("permission denied: %s (AMQP 403)", reason)
 	case amqp.NotFound:
 		e.Kind = ErrNotFound
+		if strings.Contains(reason, "is down or inaccessible") {
+			// A cluster node holding the queue is down: the queue exists,
+			// and the same call succeeds once the node is back.
+			e.Kind = ErrNodeDown
+		}
 		e.Msg = fmt.Sprintf("not found: %s (AMQP 404)", reason)
 	case amqp.ResourceLocked:
 		e.Kind = ErrLocked

@@ -83,7 +83,7 @@ func TestApplyWithNodeDown(t *testing.T) {
 	// The classic queues of v1 live on the dead node: the broker hides
 	// their bindings, so the plan re-creates them, and the broker refuses
 	// naming the node. Whatever fails must say so, and who is down.
-	if r.code != 0 && !(strings.Contains(r.stderr, "Planning and applying again finishes the job") &&
+	if r.code != 0 && !(strings.Contains(r.stderr, "planning and applying again finishes the job once it is back") &&
 		strings.Contains(r.stderr, down.Node.Name) && strings.Contains(r.stderr, "is down or inaccessible")) {
 		t.Errorf("apply failed without naming the node that is down:\n%s", r)
 	}
