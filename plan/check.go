@@ -30,6 +30,7 @@ const (
 	CodeQueueHasConsumers        = "RT006"
 	CodeSpecConflict             = "RT007"
 	CodeOwnershipUnknown         = "RT008"
+	CodeQueueLeftBehind          = "RT013"
 	// Policy codes start at RT020; see policycheck.go.
 	CodePolicyShadowed        = "RT020"
 	CodeManagedPolicyShadowed = "RT021"
@@ -112,6 +113,8 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 					a.Name, a.Vhost)
 			}
 			ds = append(ds, d)
+		case c.Action == NoOp && c.LeftBehind:
+			ds = append(ds, leftBehind(c))
 		case c.Action == Migrate || c.Action == NoOp:
 			if d, ok := checkMigration(c); ok {
 				ds = append(ds, d)
@@ -232,4 +235,24 @@ func (p Plan) CountActions() ActionCounts {
 		}
 	}
 	return s
+}
+
+// leftBehind warns of a queue this spec owned and dropped without prune:
+// whatever it holds is read by nothing the spec declares.
+func leftBehind(c Change) Diagnostic {
+	d := Diagnostic{Code: CodeQueueLeftBehind, Severity: SeverityWarning, Address: c.Address}
+	held := "its message count is unknown"
+	if c.Messages != nil {
+		d.Messages = *c.Messages
+		held = "it holds " + countMessages(*c.Messages)
+		if *c.Messages == 0 {
+			held = "it holds no messages"
+		}
+	}
+	remove := "rmqtopo apply --prune SPEC removes it"
+	if c.Messages == nil || *c.Messages > 0 {
+		remove = "drain it, or rmqtopo apply --prune --allow-destroy SPEC removes it with them"
+	}
+	d.Message = fmt.Sprintf("queue %q in vhost %q left the spec and is kept; %s; %s", c.Address.Name, c.Address.Vhost, held, remove)
+	return d
 }

@@ -53,6 +53,7 @@ type Options struct {
 const (
 	reasonNotInSpec      = "not in spec"
 	reasonRetiredEmpty   = "retired wait queue, empty"
+	reasonLeftBehind     = "left the spec; kept because the plan does not prune"
 	reasonRetiredUnknown = "retired wait queue, message count unknown; deleted by a later apply once known to be empty"
 )
 
@@ -296,6 +297,11 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 		case d.opts.Prune:
 			d.add(Change{Action: Delete, Address: a, Before: before, Reason: reasonNotInSpec, Messages: n,
 				Consumers: d.consumers(a)})
+		default:
+			// Not pruned, so kept; said, because messages there are
+			// stranded: nothing the spec declares reads the queue.
+			d.add(Change{Action: NoOp, Address: a, Before: before, Reason: reasonLeftBehind, Messages: n,
+				LeftBehind: true})
 		}
 	}
 }

@@ -67,6 +67,8 @@
 //	                                     reserved amq.* name that is not a built-in exchange
 //	RT011  error                         a queue type or argument the version or queue type lacks
 //	RT012  error                         (CheckAccess, apply) a change the user may not make
+//	RT013  warning                       a queue this spec owned left the spec and is kept (no
+//	                                     --prune): its exact message count, and how to remove it
 //	RT020  warning                       a user policy matches queues whose rmqtopo policy wins:
 //	                                     its keys do not apply to them
 //	RT021  error (warning when allowed)  a user policy wins over (or ties with) rmqtopo's policy

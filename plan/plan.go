@@ -61,6 +61,11 @@ type Change struct {
 	// Conflict names the other specs whose records want the object with
 	// other attributes; Check refuses such a change (RT007).
 	Conflict []string `json:"conflict,omitempty"`
+	// LeftBehind marks a NoOp that keeps a queue this spec's record owns
+	// but the spec no longer declares, because the plan does not prune:
+	// its messages stay stranded there until someone deletes or drains it.
+	// Messages holds its count.
+	LeftBehind bool `json:"left_behind,omitempty"`
 	// Draining marks a NoOp that keeps a retired wait queue, no longer in
 	// the spec, until its messages have expired back into their work queue;
 	// Messages then holds the count still waiting, nil when unknown.
