@@ -46,6 +46,12 @@ const (
 	FlagMissing     = "missing"
 	FlagDrift       = "drift"
 	FlagMigrating   = "migration-in-progress"
+	// FlagHeld marks a wait queue holding expired messages that the broker
+	// has not yet dead-lettered to their work queue: a quorum queue's
+	// at-least-once dead-lettering waits for the target to confirm, which
+	// after a node loss can take the broker's
+	// dead_letter_worker_publisher_confirm_timeout (docs/operations.md).
+	FlagHeld = "dead-letters-held"
 )
 
 // StatusFormatVersion is the version of Status's JSON form.
@@ -62,11 +68,14 @@ type QueueStatus struct {
 	Retries []int  `json:"retries,omitempty"`
 	// Shared is set on a wait queue other work queues of the vhost also use,
 	// whose counts are therefore theirs too.
-	Shared      bool     `json:"shared,omitempty"`
-	Present     bool     `json:"present"`
-	Messages    int64    `json:"messages"`
-	Ready       int64    `json:"messages_ready"`
-	Unacked     int64    `json:"messages_unacknowledged"`
+	Shared   bool  `json:"shared,omitempty"`
+	Present  bool  `json:"present"`
+	Messages int64 `json:"messages"`
+	Ready    int64 `json:"messages_ready"`
+	Unacked  int64 `json:"messages_unacknowledged"`
+	// Held is, for a wait queue, the messages counted but neither ready
+	// nor delivered: dead-letters waiting to be forwarded.
+	Held        int64    `json:"dead_letters_held,omitempty"`
 	Consumers   int64    `json:"consumers"`
 	PublishRate float64  `json:"publish_rate"`
 	DeliverRate float64  `json:"deliver_rate"`
@@ -114,6 +123,9 @@ type StatusSummary struct {
 	// Migrations counts the migrations in progress: their temporary
 	// queues exist.
 	Migrations int `json:"migrations_in_progress,omitempty"`
+	// DeadLettersHeld counts the expired messages wait queues hold until
+	// their work queue confirms them (FlagHeld).
+	DeadLettersHeld int64 `json:"dead_letters_held,omitempty"`
 }
 
 // BuildStatus puts together the spec, the queue counts the management API
@@ -246,6 +258,13 @@ func (b *builder) fill(vhost string, row QueueStatus) QueueStatus {
 		row.Flags = append(row.Flags, FlagDLQNotEmpty)
 		sum.DLQsNotEmpty++
 		sum.DLQMessages += row.Messages
+	case row.Role == RoleWait && row.Messages-row.Ready-row.Unacked > 0:
+		row.Held = row.Messages - row.Ready - row.Unacked
+		row.Flags = append(row.Flags, FlagHeld)
+		if first {
+			sum.MessagesInRetries += row.Messages
+			sum.DeadLettersHeld += row.Held
+		}
 	case row.Role == RoleWait && first:
 		sum.MessagesInRetries += row.Messages
 	case row.Role == RoleMigration:
@@ -394,6 +413,10 @@ func (s Status) summaryLine(color bool) string {
 	}
 	if sum.MissingQueues > 0 {
 		parts = append(parts, fmt.Sprintf("%d %s missing", sum.MissingQueues, plural(sum.MissingQueues, "queue", "queues")))
+	}
+	if sum.DeadLettersHeld > 0 {
+		parts = append(parts, paint(color, "33", fmt.Sprintf("%d dead-%s held in wait queues (forwarded once the work queue confirms)",
+			sum.DeadLettersHeld, plural(int(sum.DeadLettersHeld), "letter", "letters"))))
 	}
 	if sum.Migrations > 0 {
 		parts = append(parts, paint(color, "33", fmt.Sprintf("%d %s in progress (rmqtopo apply finishes it)", sum.Migrations, plural(sum.Migrations, "migration", "migrations"))))

@@ -2,6 +2,7 @@ package status
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,5 +178,37 @@ func TestBuildStatusWithoutLive(t *testing.T) {
 	}
 	if st.Summary.MissingQueues != 9 {
 		t.Errorf("without stats every queue is missing: got %d, want 9 (the shared wait queue once)", st.Summary.MissingQueues)
+	}
+}
+
+// TestBuildStatusHeldDeadLetters: a wait queue whose messages are neither
+// ready nor delivered holds dead-letters its work queue has not confirmed
+// (after a node loss, for minutes); status flags and counts them.
+func TestBuildStatusHeldDeadLetters(t *testing.T) {
+	f, err := spec.Parse("held.yaml", []byte("version: 1\nvhost: v\nqueues:\n  - name: work\n    type: quorum\n    retry: {delays: [1s]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := map[string][]broker.QueueInfo{"v": {
+		{Name: "work", Type: "quorum", Consumers: 1},
+		{Name: "work.dlq", Type: "quorum"},
+		{Name: "rmqtopo.wait.1s", Type: "quorum", Messages: 1200, Ready: 10, Unacked: 2},
+	}}
+	st := BuildStatus([]*spec.File{f}, stats, nil)
+	var wait *QueueStatus
+	for i, q := range st.Queues[0].Queues {
+		if q.Role == RoleWait {
+			wait = &st.Queues[0].Queues[i]
+		}
+	}
+	if wait == nil || wait.Held != 1188 || !slices.Contains(wait.Flags, FlagHeld) {
+		t.Fatalf("wait queue row = %+v, want 1188 held and flagged %s", wait, FlagHeld)
+	}
+	if st.Summary.DeadLettersHeld != 1188 {
+		t.Errorf("summary counts %d held, want 1188", st.Summary.DeadLettersHeld)
+	}
+	var text strings.Builder
+	if err := st.WriteText(&text, false); err != nil || !strings.Contains(text.String(), "1188 dead-letters held in wait queues") {
+		t.Errorf("text lacks the held count (%v):\n%s", err, text.String())
 	}
 }
