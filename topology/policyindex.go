@@ -1,0 +1,86 @@
+package topology
+
+import (
+	"regexp/syntax"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// PolicyIndex answers Matching and MatchingExchange for a fixed list of
+// policies without trying every pattern on every object: a plan of
+// 150,000 queues has as many rmqtopo policies, and matching each queue
+// against each of them is quadratic. Patterns of the form ^literal$ (all
+// of rmqtopo's own) are indexed by the one name they match; the others
+// are still tried on every object.
+type PolicyIndex struct {
+	ps    []Policy
+	exact map[string][]int // name -> positions in ps of its ^literal$ policies
+	rest  []int            // positions of every other policy
+}
+
+// NewPolicyIndex indexes ps, which the caller must not change afterwards.
+func NewPolicyIndex(ps []Policy) *PolicyIndex {
+	x := &PolicyIndex{ps: ps, exact: make(map[string][]int, len(ps))}
+	for i, p := range ps {
+		if name, ok := exactLiteral(p.Pattern); ok {
+			x.exact[name] = append(x.exact[name], i)
+		} else {
+			x.rest = append(x.rest, i)
+		}
+	}
+	return x
+}
+
+// Matching is Matching(q, ps) for the indexed ps.
+func (x *PolicyIndex) Matching(q Queue) []Policy {
+	return byPriority(x.candidates(q.Name), func(p Policy) bool { return p.Applies(q) })
+}
+
+// MatchingExchange is MatchingExchange(e, ps) for the indexed ps.
+func (x *PolicyIndex) MatchingExchange(e Exchange) []Policy {
+	return byPriority(x.candidates(e.Name), func(p Policy) bool { return p.AppliesExchange(e) })
+}
+
+// candidates lists, in their original order (byPriority's sort is stable,
+// so order decides ties), the policies that can match name.
+func (x *PolicyIndex) candidates(name string) []Policy {
+	exact := x.exact[name]
+	if len(exact) == 0 && len(x.rest) == 0 {
+		return nil
+	}
+	idx := make([]int, 0, len(exact)+len(x.rest))
+	idx = append(append(idx, exact...), x.rest...)
+	if len(exact) > 0 && len(x.rest) > 0 {
+		sort.Ints(idx)
+	}
+	out := make([]Policy, len(idx))
+	for i, j := range idx {
+		out[i] = x.ps[j]
+	}
+	return out
+}
+
+// exactLiteral returns the one string pattern matches when it is
+// ^literal$ (as regexp.Compile reads it), case-sensitive.
+func exactLiteral(pattern string) (string, bool) {
+	if !strings.HasPrefix(pattern, "^") || !strings.HasSuffix(pattern, "$") {
+		return "", false
+	}
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil || re.Op != syntax.OpConcat || len(re.Sub) != 3 {
+		return "", false
+	}
+	lit := re.Sub[1]
+	if re.Sub[0].Op != syntax.OpBeginText || re.Sub[2].Op != syntax.OpEndText ||
+		lit.Op != syntax.OpLiteral || lit.Flags&syntax.FoldCase != 0 {
+		return "", false
+	}
+	s := string(lit.Rune)
+	// A name that is not valid UTF-8 matches U+FFFD in a pattern; such
+	// patterns are left to the regexp.
+	if strings.ContainsRune(s, utf8.RuneError) {
+		return "", false
+	}
+	return s, true
+}

@@ -1,0 +1,47 @@
+package topology
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The index must give exactly what Matching gives, ties and order
+// included, for literal and other patterns alike.
+func TestPolicyIndex(t *testing.T) {
+	ps := []Policy{
+		{Vhost: "/", Name: "b", Pattern: "^orders$", ApplyTo: "queues", Priority: 1},
+		{Vhost: "/", Name: "all", Pattern: ".*", ApplyTo: "all", Priority: 1},
+		{Vhost: "/", Name: "b", Pattern: "^orders$", ApplyTo: "all", Priority: 1},
+		{Vhost: "/", Name: "dot", Pattern: `^orders\.retry$`, ApplyTo: "exchanges"},
+		{Vhost: "/", Name: "fold", Pattern: "(?i)^ORDERS$", ApplyTo: "queues"},
+		{Vhost: "/", Name: "alt", Pattern: "^orders$|^x$", ApplyTo: "queues", Priority: 5},
+		{Vhost: "/", Name: "q", Pattern: "^a$", ApplyTo: "queues"},
+		{Vhost: "other", Name: "o", Pattern: "^orders$", ApplyTo: "queues"},
+		{Vhost: "/", Name: "bad", Pattern: "^(orders$", ApplyTo: "queues"},
+		{Vhost: "/", Name: "empty", Pattern: "^$", ApplyTo: "queues"},
+	}
+	for _, lit := range []string{"^orders$", `^orders\.retry$`, "^a$"} {
+		if _, ok := exactLiteral(lit); !ok {
+			t.Errorf("exactLiteral(%q) is not a literal", lit)
+		}
+	}
+	for _, pat := range []string{"(?i)^ORDERS$", "^orders$|^x$", "^orders", "orders$", "^(orders$", "^o.s$", "^$"} {
+		if s, ok := exactLiteral(pat); ok {
+			t.Errorf("exactLiteral(%q) = %q, want no literal", pat, s)
+		}
+	}
+	x := NewPolicyIndex(ps)
+	for _, name := range []string{"orders", "ORDERS", "orders.retry", "a", "x", "", "nothing"} {
+		for _, vhost := range []string{"/", "other"} {
+			q := Queue{Vhost: vhost, Name: name}
+			if diff := cmp.Diff(Matching(q, ps), x.Matching(q)); diff != "" {
+				t.Errorf("queue %q in %q (-want +got):\n%s", name, vhost, diff)
+			}
+			e := Exchange{Vhost: vhost, Name: name}
+			if diff := cmp.Diff(MatchingExchange(e, ps), x.MatchingExchange(e)); diff != "" {
+				t.Errorf("exchange %q in %q (-want +got):\n%s", name, vhost, diff)
+			}
+		}
+	}
+}
