@@ -2,7 +2,6 @@ package topology
 
 import (
 	"regexp/syntax"
-	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -34,31 +33,33 @@ func NewPolicyIndex(ps []Policy) *PolicyIndex {
 
 // Matching is Matching(q, ps) for the indexed ps.
 func (x *PolicyIndex) Matching(q Queue) []Policy {
-	return byPriority(x.candidates(q.Name), func(p Policy) bool { return p.Applies(q) })
+	return x.match(q.Name, func(p *Policy) bool { return p.Applies(q) })
 }
 
 // MatchingExchange is MatchingExchange(e, ps) for the indexed ps.
 func (x *PolicyIndex) MatchingExchange(e Exchange) []Policy {
-	return byPriority(x.candidates(e.Name), func(p Policy) bool { return p.AppliesExchange(e) })
+	return x.match(e.Name, func(p *Policy) bool { return p.AppliesExchange(e) })
 }
 
-// candidates lists, in their original order (byPriority's sort is stable,
-// so order decides ties), the policies that can match name.
-func (x *PolicyIndex) candidates(name string) []Policy {
+// match filters the policies that can match name in their original order
+// (byPriority's sort is stable, so order decides ties), then sorts them as
+// byPriority does.
+func (x *PolicyIndex) match(name string, applies func(*Policy) bool) []Policy {
 	exact := x.exact[name]
-	if len(exact) == 0 && len(x.rest) == 0 {
-		return nil
+	var out []Policy
+	i, j := 0, 0
+	for i < len(exact) || j < len(x.rest) {
+		var k int
+		if j == len(x.rest) || (i < len(exact) && exact[i] < x.rest[j]) {
+			k, i = exact[i], i+1
+		} else {
+			k, j = x.rest[j], j+1
+		}
+		if applies(&x.ps[k]) {
+			out = append(out, x.ps[k])
+		}
 	}
-	idx := make([]int, 0, len(exact)+len(x.rest))
-	idx = append(append(idx, exact...), x.rest...)
-	if len(exact) > 0 && len(x.rest) > 0 {
-		sort.Ints(idx)
-	}
-	out := make([]Policy, len(idx))
-	for i, j := range idx {
-		out[i] = x.ps[j]
-	}
-	return out
+	return byPriority(out, func(Policy) bool { return true })
 }
 
 // exactLiteral returns the one string pattern matches when it is

@@ -45,3 +45,17 @@ func TestPolicyIndex(t *testing.T) {
 		}
 	}
 }
+
+// Args.String must render every value as json.Marshal does.
+func TestArgsStringJSON(t *testing.T) {
+	a := Args{"i": int64(-42), "b": true, "s": "plain-text_1.2", "h": "<a&b>", "q": `say "hi"\`, "u": "é\u2028", "c": "\t",
+		"f": 1.5, "l": []any{"x", int64(1)}, "n": nil, "m": map[string]any{"k": "v"}}
+	want := `{b: true, c: "\t", f: 1.5, h: "\u003ca\u0026b\u003e", i: -42, l: ["x",1], m: {"k":"v"}, n: null, q: "say \"hi\"\\", s: "plain-text_1.2", u: "é\u2028"}`
+	if diff := cmp.Diff(want, a.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	b := Binding{DestinationType: "queue", RoutingKey: "k\"é\x01", Arguments: Args{"x-match": "all"}}
+	if diff := cmp.Diff(`[queue key="k\"é\x01" args={x-match: "all"}]`, b.Addr().Key); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -125,7 +126,9 @@ func (p Policy) Addr() Address { return Address{Kind: KindPolicy, Vhost: p.Vhost
 // Addr returns the binding's address. Bindings have no mutable content: any
 // difference is a different binding, so the whole binding is its identity.
 func (b Binding) Addr() Address {
-	key := fmt.Sprintf("[%s key=%q", b.DestinationType, b.RoutingKey)
+	// Built without fmt: a plan of a million objects computes this for
+	// every binding. strconv.Quote is what %q does to a string.
+	key := "[" + b.DestinationType + " key=" + strconv.Quote(b.RoutingKey)
 	if len(b.Arguments) > 0 {
 		key += " args=" + b.Arguments.String()
 	}
@@ -157,11 +160,46 @@ func (a Args) String() string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		v, _ := json.Marshal(a[k])
-		fmt.Fprintf(&b, "%s: %s", k, v)
+		b.WriteString(k)
+		b.WriteString(": ")
+		writeJSONValue(&b, a[k])
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// writeJSONValue writes v as json.Marshal would, without its cost for the
+// common scalars: integers, booleans and strings that need no escaping.
+func writeJSONValue(b *strings.Builder, v any) {
+	switch v := v.(type) {
+	case int64:
+		b.WriteString(strconv.FormatInt(v, 10))
+		return
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+		return
+	case string:
+		if jsonPlain(v) {
+			b.WriteByte('"')
+			b.WriteString(v)
+			b.WriteByte('"')
+			return
+		}
+	}
+	out, _ := json.Marshal(v)
+	b.Write(out)
+}
+
+// jsonPlain reports whether json.Marshal writes s unchanged between
+// quotes: printable ASCII without the characters it escapes.
+func jsonPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // NormalizeArgs returns a canonical copy of args: integers of every width
