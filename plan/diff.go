@@ -75,6 +75,9 @@ func Diff(live, desired topology.Topology, opts Options) Plan {
 		vhosts:   map[string]bool{},
 		policies: newPolicyView(live, desired, opts.OperatorPolicies),
 	}
+	// Most plans hold about one change per object; growing the slice by
+	// doubling copies a large plan's changes several times over.
+	d.changes = make([]Change, 0, max(objectCount(live), objectCount(desired)))
 	d.scope(desired)
 	d.diffVhosts(live, desired)
 	d.diffExchanges(live, desired)
@@ -88,6 +91,10 @@ func Diff(live, desired topology.Topology, opts Options) Plan {
 	p := d.plan()
 	p.PolicyConflicts = d.policies.conflicts(desired)
 	return p
+}
+
+func objectCount(t topology.Topology) int {
+	return len(t.Vhosts) + len(t.Exchanges) + len(t.Queues) + len(t.Bindings) + len(t.Policies)
 }
 
 type differ struct {

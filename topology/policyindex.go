@@ -33,29 +33,32 @@ func NewPolicyIndex(ps []Policy) *PolicyIndex {
 
 // Matching is Matching(q, ps) for the indexed ps.
 func (x *PolicyIndex) Matching(q Queue) []Policy {
-	return x.match(q.Name, func(p *Policy) bool { return p.Applies(q) })
+	return x.match(q.Name, func(p *Policy) bool { return p.concernsQueue(q) })
 }
 
 // MatchingExchange is MatchingExchange(e, ps) for the indexed ps.
 func (x *PolicyIndex) MatchingExchange(e Exchange) []Policy {
-	return x.match(e.Name, func(p *Policy) bool { return p.AppliesExchange(e) })
+	return x.match(e.Name, func(p *Policy) bool { return p.concernsExchange(e) })
 }
 
 // match filters the policies that can match name in their original order
 // (byPriority's sort is stable, so order decides ties), then sorts them as
-// byPriority does.
-func (x *PolicyIndex) match(name string, applies func(*Policy) bool) []Policy {
+// byPriority does. A ^literal$ policy filed under name matches it without
+// its regexp being compiled: 150,000 compiled patterns are most of a
+// plan's memory.
+func (x *PolicyIndex) match(name string, concerns func(*Policy) bool) []Policy {
 	exact := x.exact[name]
 	var out []Policy
 	i, j := 0, 0
 	for i < len(exact) || j < len(x.rest) {
 		var k int
-		if j == len(x.rest) || (i < len(exact) && exact[i] < x.rest[j]) {
+		literal := j == len(x.rest) || (i < len(exact) && exact[i] < x.rest[j])
+		if literal {
 			k, i = exact[i], i+1
 		} else {
 			k, j = x.rest[j], j+1
 		}
-		if applies(&x.ps[k]) {
+		if p := &x.ps[k]; concerns(p) && (literal || p.matchesName(name)) {
 			out = append(out, x.ps[k])
 		}
 	}
