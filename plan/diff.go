@@ -314,16 +314,16 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 }
 
 func (d *differ) diffBindings(live, desired topology.Topology) {
-	liveBy := map[topology.Address]topology.Binding{}
+	liveBy := make(map[topology.Address]topology.Binding, len(live.Bindings))
 	for _, b := range live.Bindings {
 		b := canonicalBinding(b)
 		liveBy[b.Addr()] = b
 	}
-	desiredExchanges := map[topology.Address]bool{}
+	desiredExchanges := make(map[topology.Address]bool, len(desired.Exchanges))
 	for _, e := range desired.Exchanges {
 		desiredExchanges[e.Addr()] = true
 	}
-	wanted := map[topology.Address]topology.Binding{}
+	wanted := make(map[topology.Address]topology.Binding, len(desired.Bindings))
 	for _, b := range desired.Bindings {
 		b := canonicalBinding(b)
 		wanted[b.Addr()] = b
