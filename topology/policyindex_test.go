@@ -59,3 +59,18 @@ func TestArgsStringJSON(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+func TestAddressString(t *testing.T) {
+	for _, c := range []struct {
+		a    Address
+		want string
+	}{
+		{Address{Kind: KindVhost, Name: "/"}, `vhost "/"`},
+		{Address{Kind: KindQueue, Vhost: "v\"é", Name: "q\x01"}, `queue "q\x01" in vhost "v\"é"`},
+		{Address{Kind: KindBinding, Vhost: "/", Name: "a -> b", Key: `[queue key=""]`}, `binding "a -> b" [queue key=""] in vhost "/"`},
+	} {
+		if diff := cmp.Diff(c.want, c.a.String()); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	}
+}

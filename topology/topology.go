@@ -10,7 +10,6 @@ package topology
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -104,14 +103,16 @@ type Address struct {
 
 // String renders an address the way plans and errors show it.
 func (a Address) String() string {
-	s := fmt.Sprintf("%s %q", a.Kind, a.Name)
+	// Concatenated, not formatted: every line of a large plan names one.
+	// strconv.Quote is what %q does to a string.
+	s := string(a.Kind) + " " + strconv.Quote(a.Name)
 	if a.Kind == KindVhost {
 		return s
 	}
 	if a.Key != "" {
-		s += " " + a.Key
+		return s + " " + a.Key + " in vhost " + strconv.Quote(a.Vhost)
 	}
-	return s + fmt.Sprintf(" in vhost %q", a.Vhost)
+	return s + " in vhost " + strconv.Quote(a.Vhost)
 }
 
 // Addr returns the exchange's address.
