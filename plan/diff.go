@@ -75,6 +75,9 @@ func Diff(live, desired topology.Topology, opts Options) Plan {
 		vhosts:   map[string]bool{},
 		policies: newPolicyView(live, desired, opts.OperatorPolicies),
 	}
+	// Most plans hold about one change per object; growing the slice by
+	// doubling copies a large plan's changes several times over.
+	d.changes = make([]Change, 0, max(objectCount(live), objectCount(desired)))
 	d.scope(desired)
 	d.diffVhosts(live, desired)
 	d.diffExchanges(live, desired)
@@ -88,6 +91,10 @@ func Diff(live, desired topology.Topology, opts Options) Plan {
 	p := d.plan()
 	p.PolicyConflicts = d.policies.conflicts(desired)
 	return p
+}
+
+func objectCount(t topology.Topology) int {
+	return len(t.Vhosts) + len(t.Exchanges) + len(t.Queues) + len(t.Bindings) + len(t.Policies)
 }
 
 type differ struct {
@@ -307,16 +314,16 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 }
 
 func (d *differ) diffBindings(live, desired topology.Topology) {
-	liveBy := map[topology.Address]topology.Binding{}
+	liveBy := make(map[topology.Address]topology.Binding, len(live.Bindings))
 	for _, b := range live.Bindings {
 		b := canonicalBinding(b)
 		liveBy[b.Addr()] = b
 	}
-	desiredExchanges := map[topology.Address]bool{}
+	desiredExchanges := make(map[topology.Address]bool, len(desired.Exchanges))
 	for _, e := range desired.Exchanges {
 		desiredExchanges[e.Addr()] = true
 	}
-	wanted := map[topology.Address]topology.Binding{}
+	wanted := make(map[topology.Address]topology.Binding, len(desired.Bindings))
 	for _, b := range desired.Bindings {
 		b := canonicalBinding(b)
 		wanted[b.Addr()] = b

@@ -64,6 +64,15 @@ type PolicyConflict struct {
 type policyView struct {
 	after    []topology.Policy
 	operator []topology.Policy
+	// index finds the policies of after that match an object without
+	// trying every pattern on it.
+	index *topology.PolicyIndex
+}
+
+func (v *policyView) matching(q topology.Queue) []topology.Policy { return v.index.Matching(q) }
+
+func (v *policyView) matchingExchange(e topology.Exchange) []topology.Policy {
+	return v.index.MatchingExchange(e)
 }
 
 func newPolicyView(live, desired topology.Topology, operator []topology.Policy) *policyView {
@@ -80,12 +89,13 @@ func newPolicyView(live, desired topology.Topology, operator []topology.Policy) 
 			v.after = append(v.after, p)
 		}
 	}
+	v.index = topology.NewPolicyIndex(v.after)
 	return v
 }
 
 // policyFor returns the policy that applies to q after the plan, or nil.
 func (v *policyView) policyFor(q topology.Queue) *topology.Policy {
-	if ps := topology.Matching(q, v.after); len(ps) > 0 {
+	if ps := v.matching(q); len(ps) > 0 {
 		return &ps[0]
 	}
 	return nil
@@ -180,14 +190,14 @@ func adoptReason(pinned []string) string {
 func (v *policyView) conflicts(desired topology.Topology) []PolicyConflict {
 	byKey := map[string]*PolicyConflict{}
 	for _, q := range desired.Queues {
-		if m, top := v.judge(topology.Matching(q, v.after), byKey, func(c *PolicyConflict) {
+		if m, top := v.judge(v.matching(q), byKey, func(c *PolicyConflict) {
 			c.Queues = append(c.Queues, q.Name)
 		}); top {
 			v.capped(q, m, byKey)
 		}
 	}
 	for _, e := range desired.Exchanges {
-		v.judge(topology.MatchingExchange(e, v.after), byKey, func(c *PolicyConflict) {
+		v.judge(v.matchingExchange(e), byKey, func(c *PolicyConflict) {
 			c.Exchanges = append(c.Exchanges, e.Name)
 		})
 	}

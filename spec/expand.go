@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -68,6 +69,11 @@ func (b *builder) errorf(at pos, format string, args ...any) {
 
 func (b *builder) into(t *topology.Topology) {
 	t.Vhosts = append(t.Vhosts, b.s.Vhost)
+	// Grown once each: a large spec would otherwise copy them repeatedly.
+	t.Exchanges = slices.Grow(t.Exchanges, len(b.exchanges))
+	t.Queues = slices.Grow(t.Queues, len(b.queues))
+	t.Bindings = slices.Grow(t.Bindings, len(b.bindings))
+	t.Policies = slices.Grow(t.Policies, len(b.policies)+len(b.s.Policies))
 	for _, e := range b.exchanges {
 		t.Exchanges = append(t.Exchanges, e)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -563,6 +564,9 @@ func (d *decoder) spec(n *yaml.Node) *Spec {
 			d.list(v, p, func(_ int, e *yaml.Node, ep string) { s.Exchanges = append(s.Exchanges, d.exchange(e, ep)) })
 		},
 		"queues": func(v *yaml.Node, p string) {
+			if v.Kind == yaml.SequenceNode { // sized once: a Queue is large and specs can hold 100,000s
+				s.Queues = slices.Grow(s.Queues, len(v.Content))
+			}
 			d.list(v, p, func(_ int, e *yaml.Node, ep string) { s.Queues = append(s.Queues, d.queue(e, ep, s)) })
 		},
 		"policies": func(v *yaml.Node, p string) {

@@ -48,6 +48,11 @@ func PolicyKey(arg string) (string, bool) {
 // regular expressions, which agree on everything but exotic syntax; one
 // that does not compile matches nothing.
 func (p Policy) Applies(q Queue) bool {
+	return p.concernsQueue(q) && p.matchesName(q.Name)
+}
+
+// concernsQueue is Applies but for the pattern.
+func (p Policy) concernsQueue(q Queue) bool {
 	if p.Vhost != q.Vhost {
 		return false
 	}
@@ -68,8 +73,12 @@ func (p Policy) Applies(q Queue) bool {
 	default:
 		return false
 	}
+	return true
+}
+
+func (p Policy) matchesName(name string) bool {
 	re, err := compilePattern(p.Pattern)
-	return err == nil && re.MatchString(q.Name)
+	return err == nil && re.MatchString(name)
 }
 
 // patterns caches compiled patterns: a plan matches every queue against
@@ -89,11 +98,12 @@ func compilePattern(p string) (*regexp.Regexp, error) {
 
 // AppliesExchange reports whether p applies to exchange e.
 func (p Policy) AppliesExchange(e Exchange) bool {
-	if p.Vhost != e.Vhost || (p.ApplyTo != "exchanges" && p.ApplyTo != "all") {
-		return false
-	}
-	re, err := compilePattern(p.Pattern)
-	return err == nil && re.MatchString(e.Name)
+	return p.concernsExchange(e) && p.matchesName(e.Name)
+}
+
+// concernsExchange is AppliesExchange but for the pattern.
+func (p Policy) concernsExchange(e Exchange) bool {
+	return p.Vhost == e.Vhost && (p.ApplyTo == "exchanges" || p.ApplyTo == "all")
 }
 
 // Matching returns the policies of ps that apply to q, highest priority

@@ -10,9 +10,9 @@ package topology
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -103,14 +103,16 @@ type Address struct {
 
 // String renders an address the way plans and errors show it.
 func (a Address) String() string {
-	s := fmt.Sprintf("%s %q", a.Kind, a.Name)
+	// Concatenated, not formatted: every line of a large plan names one.
+	// strconv.Quote is what %q does to a string.
+	s := string(a.Kind) + " " + strconv.Quote(a.Name)
 	if a.Kind == KindVhost {
 		return s
 	}
 	if a.Key != "" {
-		s += " " + a.Key
+		return s + " " + a.Key + " in vhost " + strconv.Quote(a.Vhost)
 	}
-	return s + fmt.Sprintf(" in vhost %q", a.Vhost)
+	return s + " in vhost " + strconv.Quote(a.Vhost)
 }
 
 // Addr returns the exchange's address.
@@ -125,7 +127,9 @@ func (p Policy) Addr() Address { return Address{Kind: KindPolicy, Vhost: p.Vhost
 // Addr returns the binding's address. Bindings have no mutable content: any
 // difference is a different binding, so the whole binding is its identity.
 func (b Binding) Addr() Address {
-	key := fmt.Sprintf("[%s key=%q", b.DestinationType, b.RoutingKey)
+	// Built without fmt: a plan of a million objects computes this for
+	// every binding. strconv.Quote is what %q does to a string.
+	key := "[" + b.DestinationType + " key=" + strconv.Quote(b.RoutingKey)
 	if len(b.Arguments) > 0 {
 		key += " args=" + b.Arguments.String()
 	}
@@ -157,11 +161,46 @@ func (a Args) String() string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		v, _ := json.Marshal(a[k])
-		fmt.Fprintf(&b, "%s: %s", k, v)
+		b.WriteString(k)
+		b.WriteString(": ")
+		writeJSONValue(&b, a[k])
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// writeJSONValue writes v as json.Marshal would, without its cost for the
+// common scalars: integers, booleans and strings that need no escaping.
+func writeJSONValue(b *strings.Builder, v any) {
+	switch v := v.(type) {
+	case int64:
+		b.WriteString(strconv.FormatInt(v, 10))
+		return
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+		return
+	case string:
+		if jsonPlain(v) {
+			b.WriteByte('"')
+			b.WriteString(v)
+			b.WriteByte('"')
+			return
+		}
+	}
+	out, _ := json.Marshal(v)
+	b.Write(out)
+}
+
+// jsonPlain reports whether json.Marshal writes s unchanged between
+// quotes: printable ASCII without the characters it escapes.
+func jsonPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // NormalizeArgs returns a canonical copy of args: integers of every width
