@@ -111,20 +111,8 @@ type differ struct {
 }
 
 func (d *differ) scope(desired topology.Topology) {
-	for _, v := range desired.Vhosts {
+	for _, v := range desired.VhostNames() {
 		d.vhosts[v] = true
-	}
-	for _, e := range desired.Exchanges {
-		d.vhosts[e.Vhost] = true
-	}
-	for _, q := range desired.Queues {
-		d.vhosts[q.Vhost] = true
-	}
-	for _, b := range desired.Bindings {
-		d.vhosts[b.Vhost] = true
-	}
-	for _, p := range desired.Policies {
-		d.vhosts[p.Vhost] = true
 	}
 }
 

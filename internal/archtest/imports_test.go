@@ -60,3 +60,18 @@ func TestRetryDeps(t *testing.T) {
 		t.Errorf("retry depends on %s", d)
 	}
 }
+
+// TestPlanDeps: plan, pure, knows only the model and the contract of
+// rmqtopo's own packages (docs/architecture.md says so).
+func TestPlanDeps(t *testing.T) {
+	for _, d := range deps(t, "plan") {
+		if !strings.HasPrefix(d, module) {
+			continue
+		}
+		switch d {
+		case module + "plan", module + "topology", module + "contract":
+		default:
+			t.Errorf("plan depends on %s", d)
+		}
+	}
+}
