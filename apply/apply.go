@@ -366,7 +366,8 @@ func (r *runner) phases(ctx context.Context, steps []plan.Change) error {
 	return nil
 }
 
-// phase runs one phase's changes with bounded concurrency. After the first
+// phase runs one phase's changes with bounded concurrency (one at a time
+// when the phase is not Concurrent). After the first
 // failure no new change starts; those in flight finish.
 func (r *runner) phase(ctx context.Context, steps []plan.Change) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -379,6 +380,9 @@ func (r *runner) phase(ctx context.Context, steps []plan.Change) error {
 		failures atomic.Int64
 	)
 	n := min(r.opts.Concurrency, len(steps))
+	if !steps[0].Phase().Concurrent() {
+		n = 1
+	}
 	for w := 0; w < n; w++ {
 		wg.Add(1)
 		go func() {

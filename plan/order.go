@@ -41,6 +41,13 @@ func (p Phase) String() string {
 	return phaseNames[p]
 }
 
+// Concurrent reports whether apply may run the phase's changes at the
+// same time. Exchange deletes go one at a time: an exchange deleted takes
+// its bindings with it, and RabbitMQ 3.10 crashes the channel (AMQP 541,
+// a function_clause in rabbit_exchange:callback) when two exchanges bound
+// to each other are deleted at once, as a pruned delay ladder's are.
+func (p Phase) Concurrent() bool { return p != PhaseDeleteExchange }
+
 // Phase returns the step of the apply order that c belongs to.
 func (c Change) Phase() Phase {
 	var p Phase

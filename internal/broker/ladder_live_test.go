@@ -87,3 +87,27 @@ func TestLadderChangeLosesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestLadderPruneDeletesBoundExchanges prunes whole ladders, whose
+// exchanges are bound to each other, several times over. RabbitMQ 3.10
+// crashes the channel (AMQP 541) when two exchanges bound to each other
+// are deleted at the same time, so apply deletes exchanges one at a time.
+func TestLadderPruneDeletesBoundExchanges(t *testing.T) {
+	t.Parallel()
+	l := newLive(t)
+	const withLadder = "version: 1\nlevels: {resolution: 100ms, max: 1h}\nqueues:\n  - {name: work, type: quorum, retry: {delays: [1s]}, layout: levels}\n"
+	const without = "version: 1\nqueues:\n  - {name: work, type: quorum, retry: {delays: [1s]}}\n"
+	for round := range 3 {
+		l.converge(t, spec.Expand(parseFor(t, "ladder.yaml", []byte(withLadder), l.vhost)), true)
+		p := l.converge(t, spec.Expand(parseFor(t, "plain.yaml", []byte(without), l.vhost)), true)
+		deleted := 0
+		for _, c := range p.Changes {
+			if c.Action == plan.Delete && strings.HasPrefix(c.Address.Name, "rmqtopo.levels.") {
+				deleted++
+			}
+		}
+		if deleted == 0 {
+			t.Fatalf("round %d: the prune deleted no ladder object:\n%s", round, strings.Join(changes(p), "\n"))
+		}
+	}
+}
