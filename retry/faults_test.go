@@ -154,42 +154,72 @@ func TestRetryExchangeDeleted(t *testing.T) {
 }
 
 // TestRetryPublishNacked: the broker nacks the retry (a policy makes its
-// wait queue full, overflow reject-publish). The original is requeued until
-// the wait queue takes messages again.
+// wait queue full, overflow reject-publish). Within the confirm timeout
+// the helper publishes the copy again, holding the original: once the
+// wait queue takes messages again the retry goes through, and attempt 1
+// was delivered once. (Requeueing at once looped the original through the
+// work queue as fast as the broker nacked, and past a quorum queue's
+// delivery limit into the DLQ: the node-loss storm with the helper.) Past
+// the confirm timeout the original is requeued.
 func TestRetryPublishNacked(t *testing.T) {
-	e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
-	wait := contract.PerAttemptWaitQueue(workQueue, 1, 100*time.Millisecond)
-	mgmt := e.b.Mgmt(t)
-	putPolicy(t, mgmt, e.vhost, "full", "^"+regexp.QuoteMeta(wait)+"$",
-		rabbithole.PolicyDefinition{"max-length": 0, "overflow": "reject-publish"})
-
-	r := newRetrier(t, e)
-	rec := e.consume(t, r, 1, func(_ context.Context, d amqp.Delivery) error {
+	failFirst := func(_ context.Context, d amqp.Delivery) error {
 		if n, _ := retry.Attempt(d); n == 1 {
 			return errors.New("first attempt fails")
 		}
 		return nil
-	})
-	e.publish(t, amqp.Publishing{MessageId: "n1", Body: []byte("x")})
-	rec.waitFor(t, 10*time.Second, "two requeues", func(evs []event) bool {
-		return count(evs, func(ev event) bool { return ev.outcome == retry.Requeued }) >= 2
-	})
-	res, err := mgmt.DeletePolicy(e.vhost, "full")
-	if err != nil {
-		t.Fatal(err)
 	}
-	res.Body.Close()
-	evs := rec.waitFor(t, 10*time.Second, "an ack", func(evs []event) bool {
-		return count(evs, func(ev event) bool { return ev.outcome == retry.Acked }) > 0
-	})
-	for _, ev := range evs {
-		if ev.outcome == retry.Requeued && (ev.err == nil || !strings.Contains(ev.err.Error(), "nacked")) {
-			t.Errorf("requeue error %v; want a nack", ev.err)
+	setup := func(t *testing.T, opts ...retry.Option) (*env, *recorder, func()) {
+		e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
+		wait := contract.PerAttemptWaitQueue(workQueue, 1, 100*time.Millisecond)
+		mgmt := e.b.Mgmt(t)
+		putPolicy(t, mgmt, e.vhost, "full", "^"+regexp.QuoteMeta(wait)+"$",
+			rabbithole.PolicyDefinition{"max-length": 0, "overflow": "reject-publish"})
+		rec := e.consume(t, newRetrier(t, e, opts...), 1, failFirst)
+		e.publish(t, amqp.Publishing{MessageId: "n1", Body: []byte("x")})
+		unblock := func() {
+			res, err := mgmt.DeletePolicy(e.vhost, "full")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
 		}
+		return e, rec, unblock
 	}
-	if last := evs[len(evs)-1]; last.attempt != 2 || count(evs, func(ev event) bool { return ev.outcome == retry.Retried }) != 1 {
-		t.Errorf("deliveries: %s; want requeues, one retry, an ack of attempt 2", describe(evs))
+	acked := func(evs []event) bool {
+		return count(evs, func(ev event) bool { return ev.outcome == retry.Acked }) > 0
 	}
+
+	t.Run("published again", func(t *testing.T) {
+		_, rec, unblock := setup(t)
+		time.Sleep(2 * time.Second) // nacked, published again, nacked...
+		if evs := rec.snapshot(); len(evs) != 0 {
+			t.Fatalf("settled while the wait queue refuses the copy: %s; want the handler still settling", describe(evs))
+		}
+		unblock()
+		evs := rec.waitFor(t, 10*time.Second, "an ack", acked)
+		if len(evs) != 2 || evs[0].outcome != retry.Retried || evs[0].attempt != 1 || evs[1].attempt != 2 {
+			t.Errorf("deliveries: %s; want attempt 1 retried once, no requeue, then attempt 2 acked", describe(evs))
+		}
+	})
+	t.Run("requeued past the confirm timeout", func(t *testing.T) {
+		_, rec, unblock := setup(t, retry.WithConfirmTimeout(500*time.Millisecond))
+		rec.waitFor(t, 10*time.Second, "two requeues", func(evs []event) bool {
+			return count(evs, func(ev event) bool { return ev.outcome == retry.Requeued }) >= 2
+		})
+		unblock()
+		evs := rec.waitFor(t, 10*time.Second, "an ack", acked)
+		for _, ev := range evs {
+			if ev.outcome == retry.Requeued && (ev.err == nil || !strings.Contains(ev.err.Error(), "nacked")) {
+				t.Errorf("requeue error %v; want a nack", ev.err)
+			}
+			if ev.outcome == retry.Requeued && ev.settled.Sub(ev.at) < 400*time.Millisecond {
+				t.Errorf("requeued %v after its delivery; want the copy published again for the confirm timeout, 500ms", ev.settled.Sub(ev.at))
+			}
+		}
+		if last := evs[len(evs)-1]; last.attempt != 2 || count(evs, func(ev event) bool { return ev.outcome == retry.Retried }) != 1 {
+			t.Errorf("deliveries: %s; want requeues, one retry, an ack of attempt 2", describe(evs))
+		}
+	})
 }
 
 func putPolicy(t *testing.T, c *rabbithole.Client, vhost, name, pattern string, def rabbithole.PolicyDefinition) {

@@ -90,14 +90,47 @@ func (p *publisher) channel(ctx context.Context) (*confirmChannel, error) {
 	return cc, nil
 }
 
+// Pauses before publishing a nacked copy again: from nackPauseMin,
+// doubling up to nackPauseMax.
+const (
+	nackPauseMin = 100 * time.Millisecond
+	nackPauseMax = time.Second
+)
+
 // publish publishes msg with mandatory set and waits for the broker's
-// answer, at most p.timeout. An error means the outcome is unknown.
+// answer, all within p.timeout. An error means the outcome is unknown.
+//
+// A nack is published again after a pause, until the broker acks or
+// p.timeout runs out (then the nack is the answer). A broker nacks while
+// the target queue cannot take the copy, typically a quorum queue between
+// leaders, which lasts seconds. Requeueing the original at once instead
+// would loop it through its work queue, handler and all, as fast as the
+// broker nacks, and a quorum work queue dead-letters it past its delivery
+// limit: into the DLQ with retries left (seen in the node-loss storm).
 func (p *publisher) publish(ctx context.Context, exchange, key string, msg amqp.Publishing) publishResult {
 	if p.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.timeout)
 		defer cancel()
 	}
+	for pause := nackPauseMin; ; pause = min(2*pause, nackPauseMax) {
+		res := p.publishOnce(ctx, exchange, key, msg)
+		if res.err != nil || res.acked {
+			return res
+		}
+		p.log.Debug("retry: broker nacked a copy; publishing it again", "exchange", exchange, "message_id", msg.MessageId, "in", pause)
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res
+		case <-t.C:
+		}
+	}
+}
+
+// publishOnce publishes msg once and waits for the broker's answer.
+func (p *publisher) publishOnce(ctx context.Context, exchange, key string, msg amqp.Publishing) publishResult {
 	cc, err := p.channel(ctx)
 	if err != nil {
 		return publishResult{err: err}

@@ -26,10 +26,12 @@
 // Delivery is at-least-once, never at-most-once. A retry or dead-letter copy
 // is published with mandatory=true on a separate channel in confirm mode,
 // and the original delivery is acked only after the broker confirmed the
-// copy. If the broker nacks the copy, the dead-letter exchange returns it,
-// or the channel closes before it confirms, the original is nacked with
-// requeue and comes back: the message is never lost and its attempt is
-// counted once per copy that exists. A crash between the confirmation and
+// copy. A copy the broker nacks is published again after a pause (100ms,
+// doubling up to 1s) while the confirm timeout lasts. If the nacks outlast
+// it, the dead-letter exchange returns the copy, or the channel closes
+// before it confirms, the original is nacked with requeue and comes back:
+// the message is never lost and its attempt is counted once per copy that
+// exists. A crash between the confirmation and
 // the ack leaves both the copy and the unacked original, which the broker
 // redelivers: one duplicate, never a loss. Handlers must therefore be
 // idempotent.
@@ -183,7 +185,8 @@ func WithObserver(obs Observer) Option {
 }
 
 // WithConfirmTimeout bounds the wait for the broker's confirmation of a
-// copy (default 30s). On timeout the original is nacked with requeue.
+// copy, publishing it again after nacks included (default 30s). On timeout
+// the original is nacked with requeue.
 func WithConfirmTimeout(d time.Duration) Option { return func(o *options) { o.confirmTimeout = d } }
 
 // Retrier settles the deliveries of one work queue.
