@@ -22,4 +22,8 @@ const (
 	// ExitDrift: status --exit-code found objects that differ from the
 	// specs.
 	ExitDrift = 6
+	// ExitDeadLettersStuck: status --exit-code found a wait queue that
+	// held dead-letters and forwarded none of them within --held-margin.
+	// It ranks after 5 and before 6 (docs/exit-codes.md says why).
+	ExitDeadLettersStuck = 7
 )

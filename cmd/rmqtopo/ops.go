@@ -26,14 +26,22 @@ import (
 )
 
 type statusCmd struct {
-	Files    []string  `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
-	Format   string    `short:"f" help:"Output format: text or json." enum:"text,json" default:"text"`
-	ExitCode bool      `name:"exit-code" help:"Exit 3 when a DLQ of the specs holds messages, else 5 when objects are missing, else 6 on drift (for cron and CI alerts; see docs/exit-codes.md)."`
-	NoDrift  bool      `name:"no-drift" help:"Do not compare the live topology with the specs (needs no access to definitions)."`
-	Conn     connFlags `embed:""`
+	Files      []string      `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
+	Format     string        `short:"f" help:"Output format: text or json." enum:"text,json" default:"text"`
+	ExitCode   bool          `name:"exit-code" help:"Exit 3 when a DLQ of the specs holds messages, else 5 when objects are missing, else 7 when a wait queue's dead-letters are stuck, else 6 on drift (for cron and CI alerts; see docs/exit-codes.md)."`
+	HeldMargin time.Duration `name:"held-margin" default:"30s" help:"With --exit-code, how long to re-read wait queues that hold dead-letters; those that forward none meanwhile are stuck (exit 7). 0 only reports them; else at least 5s, the broker's statistics interval."`
+	NoDrift    bool          `name:"no-drift" help:"Do not compare the live topology with the specs (needs no access to definitions)."`
+	Conn       connFlags     `embed:""`
 }
 
+// statsInterval is the management API's default collect_statistics_interval:
+// its counts change no more often, so re-reading sooner sees the same ones.
+const statsInterval = 5 * time.Second
+
 func (c *statusCmd) Run(e *env) (err error) {
+	if c.HeldMargin < 0 || (c.HeldMargin > 0 && c.HeldMargin < statsInterval) {
+		return fmt.Errorf("--held-margin must be 0 or at least %s (the statistics interval: a shorter one re-reads the same counts), got %s", statsInterval, c.HeldMargin)
+	}
 	files, err := loadSpecs(e, c.Files)
 	if err != nil {
 		return err
@@ -69,6 +77,11 @@ func (c *statusCmd) Run(e *env) (err error) {
 		live = &st.Topology
 	}
 	st := status.BuildStatus(files, stats, live)
+	if c.ExitCode {
+		if err := c.watchHeld(e, conn, &st); err != nil {
+			return fmt.Errorf("status: re-reading wait queues that hold dead-letters: %w", err)
+		}
+	}
 	if c.Format == "json" {
 		err = st.WriteJSON(e.stdout)
 	} else {
@@ -85,9 +98,47 @@ func (c *statusCmd) Run(e *env) (err error) {
 	return nil
 }
 
+// watchHeld re-reads the wait queues that hold dead-letters for
+// --held-margin and flags those that forwarded none (status.HeldWatch).
+func (c *statusCmd) watchHeld(e *env, conn *opsConn, st *status.Status) error {
+	held := st.HeldQueues()
+	if c.HeldMargin == 0 || len(held) == 0 {
+		return nil
+	}
+	var n int64
+	for _, q := range held {
+		n += q.Held
+	}
+	fmt.Fprintf(e.stderr, "status: %d wait %s %d dead-%s; re-reading for up to %s (--held-margin)\n",
+		len(held), plural(len(held), "queue holds", "queues hold"), n, plural(int(n), "letter", "letters"), c.HeldMargin)
+	read := func(ctx context.Context, vhost, name string) (broker.QueueInfo, bool, error) {
+		q, err := conn.client.GetQueue(ctx, vhost, name)
+		if isOpsNotFound(err) {
+			return q, false, nil // deleted since: it holds nothing
+		}
+		return q, err == nil, err
+	}
+	w := status.HeldWatch{Margin: c.HeldMargin, Every: statsInterval, Read: read}
+	stuck, err := w.Stuck(e.ctx, held)
+	if err != nil {
+		return err
+	}
+	st.MarkStuck(c.HeldMargin, stuck)
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // statusExitCode picks the code of the most urgent finding: messages
 // waiting in a DLQ (someone must look at them), then missing objects (the
-// topology is not there: messages may be unroutable), then drift.
+// topology is not there: messages may be unroutable, and a missing work
+// queue is itself a reason dead-letters cannot be forwarded), then stuck
+// dead-letters (retries not happening now), then drift.
 func statusExitCode(st status.Status) int {
 	missing := st.Summary.MissingQueues > 0
 	for _, d := range st.Drift {
@@ -98,6 +149,8 @@ func statusExitCode(st status.Status) int {
 		return ExitDLQNotEmpty
 	case missing:
 		return ExitMissing
+	case st.Summary.WaitQueuesStuck > 0:
+		return ExitDeadLettersStuck
 	case st.Summary.DriftedObjects > 0:
 		return ExitDrift
 	}

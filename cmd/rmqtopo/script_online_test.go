@@ -28,8 +28,9 @@ import (
 //
 //	publish QUEUE BODY [HEADER=VALUE...]  publish with confirms to QUEUE
 //	                                      through the default exchange
-//	waitcount QUEUE N                     wait until the management API's
+//	waitcount QUEUE N [held]              wait until the management API's
 //	                                      statistics show N messages in QUEUE
+//	                                      (with held: N dead-letters held)
 //
 // and "exits" (see scriptExits) checks an exit code.
 func TestScriptsOnline(t *testing.T) {
@@ -120,8 +121,13 @@ func scriptPublish(ts *testscript.TestScript, b *brokertest.Broker, neg bool, ar
 }
 
 func scriptWaitCount(ts *testscript.TestScript, b *brokertest.Broker, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: waitcount QUEUE N")
+	if neg || len(args) < 2 || len(args) > 3 || (len(args) == 3 && args[2] != "held") {
+		ts.Fatalf("usage: waitcount QUEUE N [held]")
+	}
+	count := func(q broker.QueueInfo) int64 { return q.Messages }
+	what := "messages"
+	if len(args) == 3 {
+		count, what = broker.QueueInfo.DeadLettersHeld, "dead-letters held"
 	}
 	want, err := strconv.ParseInt(args[1], 10, 64)
 	ts.Check(err)
@@ -130,10 +136,10 @@ func scriptWaitCount(ts *testscript.TestScript, b *brokertest.Broker, neg bool, 
 	var got int64 = -1
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
 		q, err := c.GetQueue(context.Background(), ts.Getenv("VHOST"), args[0])
-		if err == nil && q.Messages == want {
+		if err == nil && count(q) == want {
 			return
 		}
-		got = q.Messages
+		got = count(q)
 	}
-	ts.Fatalf("%s", fmt.Sprintf("queue %s: statistics show %d messages after 30s, want %d", args[0], got, want))
+	ts.Fatalf("%s", fmt.Sprintf("queue %s: statistics show %d %s after 30s, want %d", args[0], got, what, want))
 }

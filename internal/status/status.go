@@ -7,8 +7,10 @@
 // It is a read, like plan: it takes the spec, the broker's queue listing
 // and the live topology (read by internal/broker), and renders them as a
 // table or as JSON. Drift is plan.Diff's answer, so status and plan always
-// agree about what differs. Status changes nothing; moving messages is the
-// ops package's job.
+// agree about what differs. HeldWatch re-reads, through a reader the
+// caller gives, the wait queues that hold dead-letters, to tell the ones
+// that forward none (held.go). Status changes nothing; moving messages is
+// the ops package's job.
 package status
 
 import (
@@ -73,9 +75,13 @@ type QueueStatus struct {
 	Messages int64 `json:"messages"`
 	Ready    int64 `json:"messages_ready"`
 	Unacked  int64 `json:"messages_unacknowledged"`
-	// Held is, for a wait queue, the messages counted but neither ready
-	// nor delivered: dead-letters waiting to be forwarded.
-	Held        int64    `json:"dead_letters_held,omitempty"`
+	// Held is, for a wait queue, the dead-letters waiting to be forwarded
+	// (broker.QueueInfo.DeadLettersHeld: messages_dlx, or the messages
+	// counted but neither ready nor delivered).
+	Held int64 `json:"dead_letters_held,omitempty"`
+	// Stuck is, for a wait queue flagged FlagStuck, the dead-letters it
+	// held at the last reading of the held margin.
+	Stuck       int64    `json:"dead_letters_stuck,omitempty"`
 	Consumers   int64    `json:"consumers"`
 	PublishRate float64  `json:"publish_rate"`
 	DeliverRate float64  `json:"deliver_rate"`
@@ -108,8 +114,11 @@ type Status struct {
 	DriftChecked bool `json:"drift_checked"`
 	// Drift lists the exchanges, bindings, policies and vhosts that differ
 	// from the spec; queues carry their own.
-	Drift   []DriftItem   `json:"drift,omitempty"`
-	Summary StatusSummary `json:"summary"`
+	Drift []DriftItem `json:"drift,omitempty"`
+	// HeldMargin is how long status re-read the wait queues that held
+	// dead-letters (status --exit-code); empty when it did not.
+	HeldMargin string        `json:"held_margin,omitempty"`
+	Summary    StatusSummary `json:"summary"`
 }
 
 // StatusSummary counts what status flags.
@@ -126,6 +135,11 @@ type StatusSummary struct {
 	// DeadLettersHeld counts the expired messages wait queues hold until
 	// their work queue confirms them (FlagHeld).
 	DeadLettersHeld int64 `json:"dead_letters_held,omitempty"`
+	// WaitQueuesStuck counts the wait queues that forwarded none of their
+	// held dead-letters within the held margin (FlagStuck), and
+	// DeadLettersStuck what they held at the last reading.
+	WaitQueuesStuck  int   `json:"wait_queues_stuck,omitempty"`
+	DeadLettersStuck int64 `json:"dead_letters_stuck,omitempty"`
 }
 
 // BuildStatus puts together the spec, the queue counts the management API
@@ -236,10 +250,12 @@ func (b *builder) workQueue(f *spec.File, q spec.Queue) WorkQueueStatus {
 // summary.
 func (b *builder) fill(vhost string, row QueueStatus) QueueStatus {
 	k := vhostQueue{vhost, row.Name}
+	var held int64
 	if info, ok := b.stats[k]; ok {
 		row.Present = true
 		row.Messages, row.Ready, row.Unacked = info.Messages, info.Ready, info.Unacked
 		row.Consumers, row.PublishRate, row.DeliverRate = info.Consumers, info.PublishRate, info.DeliverRate
+		held = info.DeadLettersHeld()
 	}
 	row.Drift = b.drift[k]
 	first := !b.counted[k]
@@ -258,8 +274,8 @@ func (b *builder) fill(vhost string, row QueueStatus) QueueStatus {
 		row.Flags = append(row.Flags, FlagDLQNotEmpty)
 		sum.DLQsNotEmpty++
 		sum.DLQMessages += row.Messages
-	case row.Role == RoleWait && row.Messages-row.Ready-row.Unacked > 0:
-		row.Held = row.Messages - row.Ready - row.Unacked
+	case row.Role == RoleWait && held > 0:
+		row.Held = held
 		row.Flags = append(row.Flags, FlagHeld)
 		if first {
 			sum.MessagesInRetries += row.Messages
@@ -386,7 +402,7 @@ func writeRow(tw io.Writer, q QueueStatus, color bool) {
 	var flags []string
 	for _, f := range q.Flags {
 		code := "33" // yellow
-		if f == FlagDLQNotEmpty || f == FlagMissing {
+		if f == FlagDLQNotEmpty || f == FlagMissing || f == FlagStuck {
 			code = "31" // red
 		}
 		flags = append(flags, paint(color, code, f))
@@ -415,8 +431,13 @@ func (s Status) summaryLine(color bool) string {
 		parts = append(parts, fmt.Sprintf("%d %s missing", sum.MissingQueues, plural(sum.MissingQueues, "queue", "queues")))
 	}
 	if sum.DeadLettersHeld > 0 {
-		parts = append(parts, paint(color, "33", fmt.Sprintf("%d dead-%s held in wait queues (forwarded once the work queue confirms)",
+		parts = append(parts, paint(color, "33", fmt.Sprintf("%d dead-%s held in wait queues (waiting for their work queue to confirm them)",
 			sum.DeadLettersHeld, plural(int(sum.DeadLettersHeld), "letter", "letters"))))
+	}
+	if sum.WaitQueuesStuck > 0 {
+		parts = append(parts, paint(color, "31", fmt.Sprintf("%d wait %s forwarded none of %d held dead-%s in %s (stuck)",
+			sum.WaitQueuesStuck, plural(sum.WaitQueuesStuck, "queue", "queues"), sum.DeadLettersStuck,
+			plural(int(sum.DeadLettersStuck), "letter", "letters"), s.HeldMargin)))
 	}
 	if sum.Migrations > 0 {
 		parts = append(parts, paint(color, "33", fmt.Sprintf("%d %s in progress (rmqtopo apply finishes it)", sum.Migrations, plural(sum.Migrations, "migration", "migrations"))))

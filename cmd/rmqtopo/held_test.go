@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/status"
+)
+
+// TestStatusExitCodeOrder: the most urgent finding wins, stuck
+// dead-letters after missing objects and before drift.
+func TestStatusExitCodeOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sum  status.StatusSummary
+		want int
+	}{
+		{"healthy, held but not stuck", status.StatusSummary{DeadLettersHeld: 5}, 0},
+		{"stuck", status.StatusSummary{WaitQueuesStuck: 1}, ExitDeadLettersStuck},
+		{"stuck and drift", status.StatusSummary{WaitQueuesStuck: 1, DriftedObjects: 1}, ExitDeadLettersStuck},
+		{"stuck and missing", status.StatusSummary{WaitQueuesStuck: 1, MissingQueues: 1}, ExitMissing},
+		{"stuck and DLQ", status.StatusSummary{WaitQueuesStuck: 1, DLQsNotEmpty: 1}, ExitDLQNotEmpty},
+	} {
+		if got := statusExitCode(status.Status{Summary: tc.sum}); got != tc.want {
+			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// waitCounts are a queue's counts as the management API reports them.
+type waitCounts struct {
+	Messages int64  `json:"messages"`
+	Ready    int64  `json:"messages_ready"`
+	Unacked  int64  `json:"messages_unacknowledged"`
+	DLX      *int64 `json:"messages_dlx"`
+}
+
+// waitHeld waits until the management API shows the wait queue holding
+// want dead-letters and nothing ready: every message expired, none
+// forwarded. It checks that messages_dlx is the broker's count of the
+// messages neither ready nor delivered.
+func (o *online) waitHeld(t *testing.T, queue string, want int64) {
+	t.Helper()
+	var c waitCounts
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		c = waitCounts{}
+		body := o.api(t, http.MethodGet, "/api/queues/"+url.PathEscape(o.vhost)+"/"+url.PathEscape(queue), "")
+		if err := json.Unmarshal(body, &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Ready == 0 && c.Messages == want && c.DLX != nil && *c.DLX == want {
+			if c.Messages-c.Ready-c.Unacked != *c.DLX {
+				t.Fatalf("%s: messages_dlx %d, but %d messages neither ready nor delivered", queue, *c.DLX, c.Messages-c.Ready-c.Unacked)
+			}
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("%s never held %d dead-letters: last counts %+v", queue, want, c)
+}
+
+// retry publishes n failed deliveries the way a service does: to the
+// work queue's retry exchange for attempt 2, with routing key key (the
+// contract says the work queue's name), so that they wait in the first
+// wait queue and then dead-letter to key through the default exchange.
+func retry(t *testing.T, conn *amqp.Connection, queue, key string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		brokertest.PublishConfirmed(t, conn, contract.RetryExchange(queue), key, amqp.Publishing{
+			DeliveryMode: amqp.Persistent, Headers: amqp.Table{contract.HeaderAttempt: contract.AttemptValue(2)},
+			Body: []byte(fmt.Sprintf("retry %d", i)),
+		})
+	}
+}
+
+// TestStatusStuckDeadLetters: a quorum wait queue whose work queue is
+// full (max-length 1, reject-publish) holds its expired retries: the
+// broker rejects each dead-letter and re-sends it only after its confirm
+// timeout (180 s by default). status --exit-code re-reads the wait queue
+// for --held-margin, sees it forward none, and exits 7.
+func TestStatusStuckDeadLetters(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	file := o.spec(t, "full.yaml", `queues:
+  - name: orders
+    type: quorum
+    max_length: 1
+    retry: {delays: [1s]}
+`)
+	o.must(t, 0, "apply", "--auto-approve", file)
+	conn := o.b.Dial(t, o.vhost)
+	brokertest.PublishConfirmed(t, conn, "", "orders", amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte("fills orders")})
+	// A quorum queue takes one message past its limit before it rejects.
+	brokertest.PublishConfirmed(t, conn, "", "orders", amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte("over the limit")})
+	retry(t, conn, "orders", "orders", 4)
+	o.waitHeld(t, "rmqtopo.wait.1s", 4)
+
+	// --held-margin 0 only reports.
+	out := o.must(t, 0, "status", "--exit-code", "--held-margin", "0", file)
+	if !strings.Contains(out, "dead-letters-held") || strings.Contains(out, "stuck") {
+		t.Errorf("status --held-margin 0:\n%s", out)
+	}
+	start := time.Now()
+	stdout, stderr, code := rmqtopo(t, "", append([]string{"status", "--exit-code", "--held-margin", "6s", file}, o.conn()...)...)
+	if code != ExitDeadLettersStuck {
+		t.Fatalf("status exited %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitDeadLettersStuck, stdout, stderr)
+	}
+	for _, want := range []string{"dead-letters-held dead-letters-stuck", "1 wait queue forwarded none of 4 held dead-letters in 6s (stuck)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "1 wait queue holds 4 dead-letters; re-reading for up to 6s") {
+		t.Errorf("stderr: %q", stderr)
+	}
+	if d := time.Since(start); d < 6*time.Second {
+		t.Errorf("status took %s, less than its margin", d)
+	}
+}
+
+// notifyWriter collects what is written to it and closes seen once it
+// holds want.
+type notifyWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+}
+
+func (w *notifyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	had := strings.Contains(w.buf.String(), w.want)
+	w.buf.Write(p)
+	if !had && strings.Contains(w.buf.String(), w.want) {
+		close(w.seen)
+	}
+	return len(p), nil
+}
+
+func (w *notifyWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestStatusHeldDeadLettersForwarded: retries published with a routing key
+// that names no queue (against the contract) are held by the quorum wait
+// queue, never lost. While status re-reads it, the test declares that
+// queue and changes a policy on the wait queue, which makes the broker
+// send the held dead-letters at once; status sees the count fall, stops
+// re-reading and does not exit 7.
+func TestStatusHeldDeadLettersForwarded(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	file := o.spec(t, "jobs.yaml", `queues:
+  - name: jobs
+    type: quorum
+    retry: {delays: [1s]}
+`)
+	o.must(t, 0, "apply", "--auto-approve", file)
+	conn := o.b.Dial(t, o.vhost)
+	retry(t, conn, "jobs", "lost", 3)
+	o.waitHeld(t, "rmqtopo.wait.1s", 3)
+
+	stderr := &notifyWriter{want: "re-reading", seen: make(chan struct{})}
+	var stdout bytes.Buffer
+	done := make(chan int)
+	start := time.Now()
+	go func() {
+		err := run(context.Background(), append([]string{"status", "--exit-code", "--held-margin", "60s", file}, o.conn()...),
+			strings.NewReader(""), &stdout, stderr)
+		done <- exitCode(err, stderr)
+	}()
+	select {
+	case <-stderr.seen:
+	case code := <-done:
+		t.Fatalf("status exited %d before re-reading\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	o.api(t, http.MethodPut, "/api/queues/"+url.PathEscape(o.vhost)+"/lost", `{"durable": true}`)
+	o.api(t, http.MethodPut, "/api/policies/"+url.PathEscape(o.vhost)+"/poke",
+		`{"pattern": "^rmqtopo\\.wait\\.1s$", "apply-to": "queues", "priority": 1000, "definition": {"max-length-bytes": 1000000000}}`)
+	code := <-done
+	if code != 0 {
+		t.Fatalf("status exited %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	if strings.Contains(stdout.String(), "stuck") || !strings.Contains(stdout.String(), "dead-letters-held") {
+		t.Errorf("stdout, want the wait queue held and not stuck:\n%s", stdout.String())
+	}
+	if d := time.Since(start); d >= 60*time.Second {
+		t.Errorf("status took %s: it did not stop re-reading once the queue forwarded", d)
+	}
+	if n := brokertest.Drain(t, conn, "lost", 3, 30*time.Second); len(n) != 3 {
+		t.Errorf("lost received %d dead-letters, want 3", len(n))
+	}
+}
