@@ -25,6 +25,14 @@ import (
 // dead_letter_worker_publisher_confirm_timeout plus a margin.
 // RMQTOPO_STORM_MESSAGES sets the number of messages (default 10,000).
 func TestRetryStormNodeLoss(t *testing.T) {
+	runStormNodeLoss(t, 6, func(ctx context.Context, s *storm, i int) { s.work(ctx, i) })
+}
+
+// runStormNodeLoss runs the storm of TestRetryStormNodeLoss with the given
+// number of workers, each run by work(ctx, s, i) until ctx ends, through
+// both kills, and counts every message. It returns the storm for the
+// caller's own checks.
+func runStormNodeLoss(t *testing.T, workers int, work func(ctx context.Context, s *storm, i int)) *storm {
 	c := brokertest.GetCluster(t)
 	if c.External() {
 		t.Skip("kills nodes: needs the private cluster, not one given by RMQTOPO_TEST_CLUSTER_URLS")
@@ -48,9 +56,8 @@ func TestRetryStormNodeLoss(t *testing.T) {
 	defer cancel()
 	wctx, stopWorkers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for i := 0; i < 6; i++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); s.work(wctx, i) }()
+	for i := range workers {
+		wg.Go(func() { work(wctx, s, i) })
 	}
 	pubErr := make(chan error, 1)
 	// Spread over about 20s, so that both kills fall in the storm.
@@ -58,18 +65,7 @@ func TestRetryStormNodeLoss(t *testing.T) {
 
 	start := time.Now()
 	killAndRestart(t, ctx, s, start, victim, func() bool { return s.progress.Load() >= int64(n/5) })
-	waitOnline(t, c.Brokers[0], vhost, contract.SharedWaitQueue(2*time.Second), 2*time.Minute)
-	leader := queue(t, c.Brokers[0], vhost, contract.SharedWaitQueue(2*time.Second)).Leader
-	var second *brokertest.Broker
-	for _, b := range c.Brokers {
-		if b.Node.Name == leader {
-			second = b
-		}
-	}
-	if second == nil {
-		t.Fatalf("no node of the cluster is named %q, the wait queue's leader", leader)
-	}
-	killAndRestart(t, ctx, s, start, second, func() bool { return true })
+	killAndRestart(t, ctx, s, start, waitLeaderOf(t, c, vhost, contract.SharedWaitQueue(2*time.Second)), func() bool { return true })
 	stormRetriesFlowing := !s.pubDone.Load()
 
 	if err := <-pubErr; err != nil {
@@ -77,9 +73,39 @@ func TestRetryStormNodeLoss(t *testing.T) {
 	}
 	waitSettled(t, ctx, s, c.Brokers[0], vhost, n)
 	stopWorkers()
-	wg.Wait()
+	waitWorkers(t, &wg, time.Minute)
 	s.event(start, "workers stopped")
 	countStorm(t, s, c.Brokers[0], vhost, n, stormRetriesFlowing)
+	return s
+}
+
+// waitLeaderOf waits until every member of the quorum queue is online and
+// returns the broker of the node that leads it.
+func waitLeaderOf(t *testing.T, c *brokertest.Cluster, vhost, name string) *brokertest.Broker {
+	t.Helper()
+	waitOnline(t, c.Brokers[0], vhost, name, 2*time.Minute)
+	leader := queue(t, c.Brokers[0], vhost, name).Leader
+	for _, b := range c.Brokers {
+		if b.Node.Name == leader {
+			return b
+		}
+	}
+	t.Fatalf("no node of the cluster is named %q, the leader of %q", leader, name)
+	return nil
+}
+
+// waitWorkers waits for the workers to return after their context was
+// cancelled; a worker still running after timeout is a hang, and fails
+// the test.
+func waitWorkers(t *testing.T, wg *sync.WaitGroup, timeout time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		t.Errorf("workers still running %v after they were told to stop", timeout)
+	}
 }
 
 // killAndRestart waits until ready, kills b's node with SIGKILL, and
@@ -156,14 +182,19 @@ func countStorm(t *testing.T, s *storm, b *brokertest.Broker, vhost string, n in
 		dupHandled += max(h-1, 0)
 		dupDLQ += max(d-1, 0)
 	}
-	for _, c := range s.arrivals {
+	most, mostAt := 0, [2]int{}
+	for k, c := range s.arrivals {
 		redelivered += c - 1
+		if c > most {
+			most, mostAt = c, k
+		}
 	}
 	sort.Ints(lost)
 	t.Logf("storm of %d messages, %d first publishes confirmed; events:\n  %s", n, len(s.first), strings.Join(s.events, "\n  "))
 	t.Logf("handled %d ids (%d duplicate acks), DLQ %d ids (%d duplicates), lost %d, misplaced %d; "+
 		"deliveries repeated %d, publishes nacked or unconfirmed then retried %d, re-dials %d; left in queues %v",
 		len(s.handled), dupHandled, len(inDLQ), dupDLQ, len(lost), len(misplaced), redelivered, s.nacks.Load(), s.redials.Load(), left)
+	t.Logf("most deliveries of one attempt: %d (id %d attempt %d); a quorum work queue dead-letters past its delivery limit", most, mostAt[0], mostAt[1])
 	t.Logf("latest retry: %v after its delay (id %d attempt %d); bound %v", s.late.Round(time.Millisecond), s.lateAt[0], s.lateAt[1], lateBound)
 	if len(lost) > 0 {
 		t.Errorf("%d messages lost, first %v", len(lost), lost[:min(len(lost), 10)])

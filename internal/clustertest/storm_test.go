@@ -20,8 +20,10 @@ import (
 // the next attempt number (or, returned past the schedule, to the DLX as
 // exhausted), and only then acked; a publish the broker nacks or
 // leaves unconfirmed is retried after a pause; a connection lost is
-// re-made to the next node. So what the test measures is the broker's and
-// the topology's behaviour under node loss, not one client library's.
+// re-made to the next node. So what TestRetryStormNodeLoss measures is the
+// broker's and the topology's behaviour under node loss, not one client
+// library's; TestRetryStormNodeLossHelper runs the same storm with
+// retry.Consume as the workers.
 
 // stormQueue is the work queue of the storm spec; its schedule is
 // stormDelays, then the DLQ.
@@ -34,6 +36,11 @@ var stormDelays = []time.Duration{time.Second, 2 * time.Second}
 // succeed at once.
 func alwaysFails(id int) bool { return id%10 == 0 }
 func failsOnce(id int) bool   { return id%10 >= 1 && id%10 <= 3 }
+
+// succeeds reports whether the handler succeeds on id at attempt.
+func succeeds(id, attempt int) bool {
+	return !alwaysFails(id) && !(failsOnce(id) && attempt == contract.FirstAttempt)
+}
 
 // storm is the shared state of one fault run.
 type storm struct {
@@ -155,7 +162,7 @@ func (s *storm) publishEvery(ctx context.Context, from, step, n, rate int) error
 		for err == nil && next < n {
 			<-tick.C
 			_, err = s.publishConfirmed(ctx, ch, nil, "", stormQueue, amqp.Publishing{DeliveryMode: amqp.Persistent,
-				Headers: amqp.Table{"id": strconv.Itoa(next)}, Body: []byte(strconv.Itoa(next))})
+				MessageId: strconv.Itoa(next), Headers: amqp.Table{"id": strconv.Itoa(next)}, Body: []byte(strconv.Itoa(next))})
 			if err == nil {
 				s.mu.Lock()
 				s.first[next] = true
@@ -230,13 +237,11 @@ func (s *storm) handle(ctx context.Context, pub *amqp.Channel, returns <-chan am
 	id, _ := strconv.Atoi(string(d.Body))
 	attempt, _ := contract.ParseAttempt(d.Headers[contract.HeaderAttempt]) // 1: a first delivery
 	s.noteArrival(id, attempt)
-	if !alwaysFails(id) && !(failsOnce(id) && attempt == contract.FirstAttempt) {
+	if succeeds(id, attempt) {
 		if err := d.Ack(false); err != nil {
 			return err
 		}
-		s.mu.Lock()
-		s.handled[id]++
-		s.mu.Unlock()
+		s.noteHandled(id)
 		return nil
 	}
 	next := attempt + 1
@@ -256,12 +261,25 @@ func (s *storm) handle(ctx context.Context, pub *amqp.Channel, returns <-chan am
 		}
 		return d.Ack(false)
 	}
+	s.noteRetried(id, next)
+	return d.Ack(false)
+}
+
+// noteHandled counts a success of id.
+func (s *storm) noteHandled(id int) {
+	s.mu.Lock()
+	s.handled[id]++
+	s.mu.Unlock()
+}
+
+// noteRetried records when the retry of id as attempt next was first
+// confirmed, for how late it then arrives.
+func (s *storm) noteRetried(id, next int) {
 	s.mu.Lock()
 	if _, ok := s.retried[[2]int{id, next}]; !ok {
 		s.retried[[2]int{id, next}] = time.Now()
 	}
 	s.mu.Unlock()
-	return d.Ack(false)
 }
 
 // noteArrival counts a delivery of (id, attempt) and, for a retry, how

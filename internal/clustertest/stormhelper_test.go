@@ -1,0 +1,136 @@
+package clustertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/retry"
+)
+
+// TestRetryStormNodeLossHelper is TestRetryStormNodeLoss with the workers
+// a service would run: retry.Consume, with its defaults but for a short
+// reconnection backoff, each dialling the cluster's nodes in turn. The
+// same storm, kills and counts: every message ends handled or in the DLQ,
+// none lost, duplicates counted; retries held during the leader kill
+// arrive within the lowered dead-letter confirm timeout's bound. The
+// handler counts its successes itself: a success whose ack was lost with
+// its node is handled again, a duplicate.
+func TestRetryStormNodeLossHelper(t *testing.T) {
+	obs := &stormObserver{}
+	s := runStormNodeLoss(t, 4, func(ctx context.Context, st *storm, i int) {
+		dial := rotatingDialer(st, i)
+		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+		err := retry.Consume(ctx, dial, stormQueue, st.helperHandler, retry.WithPrefetch(10),
+			retry.WithReconnectBackoff(50*time.Millisecond, time.Second),
+			retry.WithObserver(obs), retry.WithObserver(stormSettlements{st}), retry.WithLogger(logger))
+		if err != nil {
+			t.Errorf("worker %d: Consume: %v", i, err)
+		}
+	})
+	// Each retried or requeued delivery published one copy, each exhausted
+	// one two (the returned retry, then the DLQ copy); the rest are copies
+	// published again after a broker nack.
+	again := obs.publishes.Load() - obs.outcomes[retry.Retried].Load() - 2*obs.outcomes[retry.DeadLettered].Load() - obs.outcomes[retry.Requeued].Load()
+	t.Logf("helper settlements: %d acked, %d retried, %d dead-lettered, %d requeued (a copy nacked past the confirm timeout or unconfirmed, or the shutdown); "+
+		"%d with a settling error; handler ran %d times; %d copies published, about %d of them again after a broker nack",
+		obs.outcomes[retry.Acked].Load(), obs.outcomes[retry.Retried].Load(), obs.outcomes[retry.DeadLettered].Load(),
+		obs.outcomes[retry.Requeued].Load(), obs.errs.Load(), s.progress.Load(), obs.publishes.Load(), again)
+}
+
+// helperHandler is the storm's handler under retry.Consume: it fails by
+// the message's fate and counts its successes.
+func (s *storm) helperHandler(_ context.Context, d amqp.Delivery) error {
+	id, err := strconv.Atoi(string(d.Body))
+	if err != nil {
+		return retry.Permanent(fmt.Errorf("not a message of the storm: %q", d.Body))
+	}
+	attempt, _ := retry.Attempt(d)
+	s.noteArrival(id, attempt)
+	if !succeeds(id, attempt) {
+		return errors.New("failing on purpose")
+	}
+	s.noteHandled(id)
+	return nil
+}
+
+// stormSettlements records, for the storm's lateness measure, when each
+// retry was confirmed: the helper reports a Retried settlement once the
+// broker confirmed the copy (and it acked, or tried to ack, the
+// original), just before the copy can expire from its wait queue.
+type stormSettlements struct{ s *storm }
+
+func (o stormSettlements) Retried(string, int)         {}
+func (o stormSettlements) DeadLettered(string, string) {}
+func (o stormSettlements) ConfirmsPending(string, int) {}
+func (o stormSettlements) Settled(st retry.Settlement) {
+	if st.Outcome != retry.Retried {
+		return
+	}
+	if id, err := strconv.Atoi(st.MessageID); err == nil {
+		o.s.noteRetried(id, st.Attempt+1)
+	}
+}
+
+// stormObserver counts the helper's settlements by outcome.
+type stormObserver struct {
+	retry.NopObserver
+	outcomes  [retry.Requeued + 1]atomic.Int64
+	errs      atomic.Int64
+	publishes atomic.Int64 // copies published, each publish of one again too
+}
+
+func (o *stormObserver) ConfirmsPending(_ string, delta int) {
+	if delta > 0 {
+		o.publishes.Add(1)
+	}
+}
+
+func (o *stormObserver) Settled(s retry.Settlement) {
+	o.outcomes[s.Outcome].Add(1)
+	if s.Err != nil {
+		o.errs.Add(1)
+	}
+}
+
+// rotatingDialer is worker i's retry.Dialer: each call tries the
+// cluster's nodes in turn, starting after the node it last reached (the
+// one that is likely gone), and fails only when none answers; Consume
+// then backs off and calls it again. Every call after the first counts as
+// a redial.
+func rotatingDialer(s *storm, i int) retry.Dialer {
+	var mu sync.Mutex
+	next, calls := i, 0
+	return func(ctx context.Context) (*amqp.Connection, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if calls++; calls > 1 {
+			s.redials.Add(1)
+		}
+		var errs []error
+		for j := range s.urls {
+			n := (next + j) % len(s.urls)
+			props := amqp.NewConnectionProperties()
+			props.SetClientConnectionName(fmt.Sprintf("storm-helper-%d", i))
+			conn, err := amqp.DialConfig(s.urls[n], amqp.Config{Heartbeat: 5 * time.Second, Dial: amqp.DefaultDial(3 * time.Second), Properties: props})
+			if err == nil {
+				next = n + 1
+				return conn, nil
+			}
+			errs = append(errs, fmt.Errorf("node %d: %w", n, err))
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		return nil, errors.Join(errs...)
+	}
+}
