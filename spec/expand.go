@@ -33,31 +33,61 @@ func Expand(files ...*File) topology.Topology {
 	return t
 }
 
-// origin records why an object exists, for collision errors.
+// origin records why an object exists, for collision errors. Its text is
+// built only for a message: a spec generates an origin for each of its
+// 100,000s of objects.
 type origin struct {
-	at     pos
+	at pos
+	// what the object is: with queue set, its role for that queue ("DLQ");
+	// shared, its role in the vhost; otherwise all of it ("declared at
+	// queues[3]").
 	what   string
+	queue  string
 	shared bool // generated once per vhost, legitimately by many queues
 }
 
+func (o origin) String() string {
+	switch {
+	case o.queue != "":
+		return fmt.Sprintf("generated for queue %q as its %s", abbreviate(o.queue), o.what)
+	case o.shared:
+		return "generated as the vhost's " + o.what
+	}
+	return o.what
+}
+
+// builder generates a spec's objects. Each kind is kept in the order
+// generated, with an index by name for collisions and lookups, and handed
+// to the topology as it is: a map of each kind, copied out at the end, was
+// most of the memory a large spec took to load.
 type builder struct {
-	s         *Spec
-	p         *problems // nil when only building
-	queues    map[string]topology.Queue
-	exchanges map[string]topology.Exchange
-	origins   map[string]origin // "queue NAME" / "exchange NAME"
-	bindings  map[topology.Address]topology.Binding
-	policies  map[string]topology.Policy // rmqtopo-managed, by name
+	s *Spec
+	p *problems // nil when only building
+
+	queues    []topology.Queue
+	queueFrom []origin
+	queueAt   map[string]int
+
+	exchanges    []topology.Exchange
+	exchangeFrom []origin
+	exchangeAt   map[string]int
+
+	// bindings may repeat; into keeps one of each address.
+	bindings []topology.Binding
+
+	policies []topology.Policy // rmqtopo-managed
+	policyAt map[string]int
+
+	attempts    map[int]topology.Args    // see attemptArgs
+	sharedWaits map[time.Duration]string // see sharedWaitQueue
 }
 
 func newBuilder(s *Spec, p *problems) *builder {
 	return &builder{
 		s: s, p: p,
-		queues:    map[string]topology.Queue{},
-		exchanges: map[string]topology.Exchange{},
-		origins:   map[string]origin{},
-		bindings:  map[topology.Address]topology.Binding{},
-		policies:  map[string]topology.Policy{},
+		queueAt:    map[string]int{},
+		exchangeAt: map[string]int{},
+		policyAt:   map[string]int{},
 	}
 }
 
@@ -67,25 +97,22 @@ func (b *builder) errorf(at pos, format string, args ...any) {
 	}
 }
 
+// queue returns the generated queue of that name.
+func (b *builder) queue(name string) (*topology.Queue, bool) {
+	i, ok := b.queueAt[name]
+	if !ok {
+		return nil, false
+	}
+	return &b.queues[i], true
+}
+
+// into hands the builder's objects to t; the builder is not used after.
 func (b *builder) into(t *topology.Topology) {
 	t.Vhosts = append(t.Vhosts, b.s.Vhost)
-	// Grown once each: a large spec would otherwise copy them repeatedly.
-	t.Exchanges = slices.Grow(t.Exchanges, len(b.exchanges))
-	t.Queues = slices.Grow(t.Queues, len(b.queues))
-	t.Bindings = slices.Grow(t.Bindings, len(b.bindings))
-	t.Policies = slices.Grow(t.Policies, len(b.policies)+len(b.s.Policies))
-	for _, e := range b.exchanges {
-		t.Exchanges = append(t.Exchanges, e)
-	}
-	for _, q := range b.queues {
-		t.Queues = append(t.Queues, q)
-	}
-	for _, bd := range b.bindings {
-		t.Bindings = append(t.Bindings, bd)
-	}
-	for _, pol := range b.policies {
-		t.Policies = append(t.Policies, pol)
-	}
+	t.Exchanges = appendAll(t.Exchanges, b.exchanges)
+	t.Queues = appendAll(t.Queues, b.queues)
+	t.Bindings = appendAll(t.Bindings, uniqueBindings(b.bindings))
+	t.Policies = appendAll(t.Policies, b.policies)
 	for _, pol := range b.s.Policies {
 		t.Policies = append(t.Policies, topology.Policy{
 			Vhost: b.s.Vhost, Name: pol.Name, Pattern: pol.Pattern, ApplyTo: pol.ApplyTo,
@@ -94,19 +121,49 @@ func (b *builder) into(t *topology.Topology) {
 	}
 }
 
+// appendAll appends src to dst, or returns src itself when dst is empty: a
+// large spec's slices are not copied. Nothing appended leaves dst as it
+// was, nil included.
+func appendAll[T any](dst, src []T) []T {
+	switch {
+	case len(src) == 0:
+		return dst
+	case len(dst) == 0:
+		return src
+	}
+	return append(dst, src...)
+}
+
+// uniqueBindings sorts bs by address and keeps one binding of each
+// address, the last generated, as the map it replaces did.
+func uniqueBindings(bs []topology.Binding) []topology.Binding {
+	slices.SortStableFunc(bs, topology.CompareBindings)
+	n := 0
+	for _, bd := range bs {
+		if n > 0 && topology.CompareBindings(bs[n-1], bd) == 0 {
+			bs[n-1] = bd
+			continue
+		}
+		bs[n] = bd
+		n++
+	}
+	clear(bs[n:])
+	return bs[:n]
+}
+
 func (b *builder) checkName(kind, name string, quorum bool, o origin) bool {
 	switch {
 	case name == "":
 		// Decoding already said the name is missing.
 	case len(name) > 255:
-		b.errorf(o.at, "%s name %q is %d bytes; RabbitMQ allows 255 (%s)", kind, abbreviate(name), len(name), o.what)
+		b.errorf(o.at, "%s name %q is %d bytes; RabbitMQ allows 255 (%s)", kind, abbreviate(name), len(name), o)
 	case quorum && len(b.s.Vhost)+1+len(name) > 255:
 		b.errorf(o.at, "quorum queue %q is too long: its internal name %q must fit in 255 bytes, and is %d (%s)",
-			abbreviate(name), "<vhost>_<name>", len(b.s.Vhost)+1+len(name), o.what)
+			abbreviate(name), "<vhost>_<name>", len(b.s.Vhost)+1+len(name), o)
 	case topology.Reserved(name):
-		b.errorf(o.at, "%s name %q uses the prefix \"amq.\", which RabbitMQ reserves (%s)", kind, name, o.what)
+		b.errorf(o.at, "%s name %q uses the prefix \"amq.\", which RabbitMQ reserves (%s)", kind, name, o)
 	case topology.IsRecordExchange(name):
-		b.errorf(o.at, "%s name %q uses the prefix %q, which rmqtopo reserves for its ownership records (%s)", kind, name, topology.RecordPrefix, o.what)
+		b.errorf(o.at, "%s name %q uses the prefix %q, which rmqtopo reserves for its ownership records (%s)", kind, name, topology.RecordPrefix, o)
 	default:
 		return true
 	}
@@ -133,20 +190,21 @@ func (b *builder) addQueue(q topology.Queue, o origin) bool {
 		// queue is left to the broker's default group size.
 		q.Arguments["x-quorum-initial-group-size"] = n
 	}
-	q.Arguments = topology.NormalizeArgs(q.Arguments)
 	if !b.checkName("queue", q.Name, q.QueueType() == TypeQuorum, o) {
 		return false
 	}
-	key := "queue " + q.Name
-	if prev, ok := b.origins[key]; ok {
+	if i, ok := b.queueAt[q.Name]; ok {
+		prev := b.queueFrom[i]
 		if prev.shared && o.shared {
 			return true
 		}
-		b.errorf(o.at, "queue %q (%s) collides with the queue %s", q.Name, o.what, prev.what)
+		b.errorf(o.at, "queue %q (%s) collides with the queue %s", q.Name, o, prev)
 		return false
 	}
-	b.origins[key] = o
-	b.queues[q.Name] = q
+	q.Arguments = topology.NormalizeArgs(q.Arguments)
+	b.queueAt[q.Name] = len(b.queues)
+	b.queues = append(b.queues, q)
+	b.queueFrom = append(b.queueFrom, o)
 	return true
 }
 
@@ -156,22 +214,58 @@ func (b *builder) addExchange(e topology.Exchange, o origin) {
 	if !b.checkName("exchange", e.Name, false, o) {
 		return
 	}
-	key := "exchange " + e.Name
-	if prev, ok := b.origins[key]; ok {
+	if i, ok := b.exchangeAt[e.Name]; ok {
+		prev := b.exchangeFrom[i]
 		if prev.shared && o.shared {
 			return
 		}
-		b.errorf(o.at, "exchange %q (%s) collides with the exchange %s", e.Name, o.what, prev.what)
+		b.errorf(o.at, "exchange %q (%s) collides with the exchange %s", e.Name, o, prev)
 		return
 	}
-	b.origins[key] = o
-	b.exchanges[e.Name] = e
+	b.exchangeAt[e.Name] = len(b.exchanges)
+	b.exchanges = append(b.exchanges, e)
+	b.exchangeFrom = append(b.exchangeFrom, o)
 }
 
 func (b *builder) bind(source, destType, dest, key string, args map[string]any) {
+	b.bindCanonical(source, destType, dest, key, topology.NormalizeArgs(args))
+}
+
+// bindCanonical is bind with arguments already canonical, which the
+// binding shares.
+func (b *builder) bindCanonical(source, destType, dest, key string, args topology.Args) {
 	bd := topology.Binding{Vhost: b.s.Vhost, Source: source, Destination: dest, DestinationType: destType,
-		RoutingKey: key, Arguments: topology.NormalizeArgs(args)}
-	b.bindings[bd.Addr()] = bd
+		RoutingKey: key, Arguments: args}
+	b.bindings = append(b.bindings, bd)
+}
+
+// sharedWaitQueue is contract.SharedWaitQueue, named once per delay.
+func (b *builder) sharedWaitQueue(d time.Duration) string {
+	if name, ok := b.sharedWaits[d]; ok {
+		return name
+	}
+	if b.sharedWaits == nil {
+		b.sharedWaits = map[time.Duration]string{}
+	}
+	name := contract.SharedWaitQueue(d)
+	b.sharedWaits[d] = name
+	return name
+}
+
+// attemptArgs returns the arguments of a retry exchange's binding for the
+// attempt: one table for each attempt, shared by every queue's binding, as
+// nothing changes an expanded topology's arguments. A table each was a
+// third of a large spec's memory.
+func (b *builder) attemptArgs(attempt int) topology.Args {
+	if a, ok := b.attempts[attempt]; ok {
+		return a
+	}
+	if b.attempts == nil {
+		b.attempts = map[int]topology.Args{}
+	}
+	a := topology.NormalizeArgs(contract.AttemptBindingArgs(attempt))
+	b.attempts[attempt] = a
+	return a
 }
 
 // checkSource reports a binding whose source exchange the spec does not
@@ -187,13 +281,58 @@ func (b *builder) checkSource(bd Binding) {
 	if topology.Reserved(bd.Exchange) {
 		return
 	}
-	if _, ok := b.exchanges[bd.Exchange]; !ok {
+	if _, ok := b.exchangeAt[bd.Exchange]; !ok {
 		b.errorf(bd.at, "exchange %q is not declared in this spec", bd.Exchange)
 	}
 }
 
+// reserve sizes the builder's slices and indexes for what the spec's
+// queues generate under rmqtopo's own contract, so that a large spec's
+// objects are not copied over and over as they grow. It is a hint:
+// presets and ladders generate other counts.
+func (b *builder) reserve() {
+	var queues, exchanges, bindings, policies int
+	exchanges = len(b.s.Exchanges)
+	for _, e := range b.s.Exchanges {
+		bindings += len(e.Bindings)
+	}
+	for _, q := range b.s.Queues {
+		queues++
+		bindings += len(q.Bindings)
+		if q.Raw {
+			continue
+		}
+		policies++
+		exchanges++ // the retry exchange
+		bindings += q.ImmediateRetries + q.Retry.count()
+		if q.DLQ {
+			queues, exchanges, bindings = queues+1, exchanges+1, bindings+1
+		}
+		if q.ParkingLot {
+			queues++
+		}
+		if b.s.layoutOf(q) == LayoutPerAttempt {
+			queues += q.Retry.count()
+		}
+	}
+	// Room for what is generated once per vhost: shared wait queues, a
+	// ladder (and its binding to every queue).
+	queues, exchanges, bindings = queues+64, exchanges+64, bindings+512
+	if _, ok := b.s.Ladder(); ok {
+		bindings += len(b.s.Queues)
+	}
+	b.queues, b.queueFrom = make([]topology.Queue, 0, queues), make([]origin, 0, queues)
+	b.exchanges, b.exchangeFrom = make([]topology.Exchange, 0, exchanges), make([]origin, 0, exchanges)
+	b.bindings = make([]topology.Binding, 0, bindings)
+	b.policies = make([]topology.Policy, 0, policies)
+	b.queueAt = make(map[string]int, queues)
+	b.exchangeAt = make(map[string]int, exchanges)
+	b.policyAt = make(map[string]int, policies)
+}
+
 func (b *builder) build() {
 	s := b.s
+	b.reserve()
 	for i, e := range s.Exchanges {
 		b.addExchange(topology.Exchange{Name: e.Name, Type: e.Type, Durable: e.Durable, AutoDelete: e.AutoDelete,
 			Internal: e.Internal, Arguments: e.Arguments}, origin{at: e.nameAt, what: fmt.Sprintf("declared at exchanges[%d]", i)})
@@ -211,8 +350,8 @@ func (b *builder) build() {
 	// problem should be reported once.
 	skip := map[int]bool{}
 	for i, q := range s.Queues {
-		if prev, ok := b.origins["queue "+q.Name]; ok && q.Name != "" {
-			b.errorf(q.nameAt, "duplicate queue %q (first %s)", q.Name, prev.what)
+		if first, ok := b.queueAt[q.Name]; ok && q.Name != "" {
+			b.errorf(q.nameAt, "duplicate queue %q (first %s)", q.Name, b.queueFrom[first])
 			skip[i] = true
 			continue
 		}
@@ -276,17 +415,17 @@ func (b *builder) checkQueue(q Queue) {
 			}
 		}
 	}
-	if n := q.ImmediateRetries + len(q.Retry.Delays()); n > MaxRetries {
+	if n := q.ImmediateRetries + q.Retry.count(); n > MaxRetries {
 		b.errorf(q.retryAt, "%d retries in all; at most %d", n, MaxRetries)
 	}
 }
 
 func (b *builder) generated(q Queue, what string) origin {
-	return origin{at: q.nameAt, what: fmt.Sprintf("generated for queue %q as its %s", abbreviate(q.Name), what)}
+	return origin{at: q.nameAt, what: what, queue: q.Name}
 }
 
 func (b *builder) sharedOrigin(q Queue, what string) origin {
-	return origin{at: q.nameAt, what: "generated as the vhost's " + what, shared: true}
+	return origin{at: q.nameAt, what: what, shared: true}
 }
 
 // typeArgs returns the arguments every queue of the given type carries.
@@ -295,6 +434,15 @@ func typeArgs(typ string, deliveryLimit int) map[string]any {
 		return map[string]any{}
 	}
 	return map[string]any{"x-queue-type": TypeQuorum, "x-delivery-limit": deliveryLimit}
+}
+
+// deadEndArgs are the arguments of a DLQ or parking lot of the given
+// type: none for classic, rather than an empty table to throw away.
+func deadEndArgs(typ string) map[string]any {
+	if typ != TypeQuorum {
+		return nil
+	}
+	return typeArgs(typ, DeadEndDeliveryLimit)
 }
 
 // deadLetterTo adds dead-lettering to args, at-least-once where the queue
@@ -329,10 +477,10 @@ func (b *builder) workQueueArgs(q Queue) map[string]any {
 
 func (b *builder) deadEnds(q Queue) {
 	if q.DLQ {
-		b.addQueue(topology.Queue{Name: contract.DeadLetterQueue(q.Name), Arguments: typeArgs(q.Type, DeadEndDeliveryLimit)}, b.generated(q, "DLQ"))
+		b.addQueue(topology.Queue{Name: contract.DeadLetterQueue(q.Name), Arguments: deadEndArgs(q.Type)}, b.generated(q, "DLQ"))
 	}
 	if q.ParkingLot {
-		b.addQueue(topology.Queue{Name: contract.ParkingLotQueue(q.Name), Arguments: typeArgs(q.Type, DeadEndDeliveryLimit)}, b.generated(q, "parking lot"))
+		b.addQueue(topology.Queue{Name: contract.ParkingLotQueue(q.Name), Arguments: deadEndArgs(q.Type)}, b.generated(q, "parking lot"))
 	}
 }
 
@@ -365,7 +513,7 @@ func (b *builder) native(q Queue) {
 	layout := b.s.layoutOf(q)
 	// Retry k becomes delivery attempt k+1.
 	for k := 1; k <= q.ImmediateRetries; k++ {
-		b.bind(retry, topology.DestQueue, q.Name, "", contract.AttemptBindingArgs(k+1))
+		b.bindCanonical(retry, topology.DestQueue, q.Name, "", b.attemptArgs(k+1))
 	}
 	if layout == LayoutLevels {
 		b.levelsRetries(q)
@@ -373,6 +521,15 @@ func (b *builder) native(q Queue) {
 	}
 	for i, d := range q.Retry.Delays() {
 		k := q.ImmediateRetries + i + 1
+		if layout == LayoutShared {
+			// Most queues find their shared wait queue made already: only
+			// the binding is theirs.
+			name := b.sharedWaitQueue(d)
+			if j, ok := b.queueAt[name]; ok && b.queueFrom[j].shared {
+				b.bindCanonical(retry, topology.DestQueue, name, "", b.attemptArgs(k+1))
+				continue
+			}
+		}
 		typ := b.waitQueueType(q, layout)
 		args := typeArgs(typ, DefaultDeliveryLimit)
 		args["x-message-ttl"] = d.Milliseconds()
@@ -383,11 +540,11 @@ func (b *builder) native(q Queue) {
 			o = b.generated(q, "wait queue for retry "+strconv.Itoa(k))
 			deadLetterTo(args, "", &q.Name)
 		} else {
-			name = contract.SharedWaitQueue(d)
+			name = b.sharedWaitQueue(d)
 			o = b.sharedOrigin(q, "shared wait queue for "+contract.FormatDelay(d))
 			deadLetterTo(args, "", nil)
 		}
 		b.addQueue(topology.Queue{Name: name, Arguments: args}, o)
-		b.bind(retry, topology.DestQueue, name, "", contract.AttemptBindingArgs(k+1))
+		b.bindCanonical(retry, topology.DestQueue, name, "", b.attemptArgs(k+1))
 	}
 }

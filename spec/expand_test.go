@@ -484,7 +484,7 @@ func TestExpandIsDeterministic(t *testing.T) {
 		vhosts[f.Spec.Vhost] = true
 		files = append(files, f)
 	}
-	opts := cmp.AllowUnexported(Spec{}, Exchange{}, Binding{}, Queue{}, PresetOptions{}, Policy{}, pos{})
+	opts := cmp.AllowUnexported(Spec{}, Exchange{}, Binding{}, Queue{}, PresetOptions{}, Policy{}, pos{}, keyAt{})
 	before := cloneFiles(files)
 	want := Expand(files...)
 	if diff := cmp.Diff(before, files, opts); diff != "" {

@@ -34,6 +34,15 @@ func FuzzParse(f *testing.F) {
 	const name = "fuzz.yaml"
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Parse(name, data)
+		// Chunked down to a queue a chunk, whatever the size, the parse
+		// must be the same (chunks.go).
+		chunked, _, cerr := parseWith(name, data, chunking{items: 1})
+		if diff := cmp.Diff(file, chunked, cmp.AllowUnexported(Spec{}, Exchange{}, Binding{}, Queue{}, PresetOptions{}, Policy{}, pos{}, keyAt{})); diff != "" {
+			t.Fatalf("chunked parse differs (-whole +chunked):\n%s", diff)
+		}
+		if errorText(err) != errorText(cerr) {
+			t.Fatalf("chunked parse errors differ:\n%v\n%v", err, cerr)
+		}
 		if err != nil {
 			var es Errors
 			if !errors.As(err, &es) {

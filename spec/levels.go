@@ -91,7 +91,7 @@ func (b *builder) ladder() {
 	if !ok {
 		return
 	}
-	o := origin{at: b.s.at, what: "generated as the vhost's delay " + l.String(), shared: true}
+	o := origin{at: b.s.at, what: "delay " + l.String(), shared: true}
 	typ := b.waitQueueType(Queue{}, LayoutShared)
 	for k := range l.Levels {
 		args := typeArgs(typ, DefaultDeliveryLimit)
@@ -115,7 +115,7 @@ func (b *builder) ladder() {
 	b.addQueue(topology.Queue{Name: l.DeadLetterQueue(), Arguments: typeArgs(typ, DeadEndDeliveryLimit)}, o)
 	b.bind(l.DeadLetterExchange(), topology.DestQueue, l.DeadLetterQueue(), "", nil)
 	for _, q := range b.s.Queues {
-		if _, declared := b.queues[q.Name]; declared && q.Name != "" {
+		if _, declared := b.queueAt[q.Name]; declared && q.Name != "" {
 			b.checkDestination(l, q)
 			b.bind(l.DeliveryExchange(), topology.DestQueue, q.Name, l.DeliveryPattern(q.Name), nil)
 		}
@@ -146,7 +146,7 @@ func (b *builder) levelsRetries(q Queue) {
 		if d > l.MaxDelay() {
 			b.errorf(q.retryAt, "delay %d (%s) is beyond the delay ladder's maximum %s; raise levels.max", i+1, d, l.MaxDelay())
 		}
-		b.bind(retry, topology.DestExchange, l.EntryExchange(), "", contract.AttemptBindingArgs(k+1)) // retry k is attempt k+1
+		b.bindCanonical(retry, topology.DestExchange, l.EntryExchange(), "", b.attemptArgs(k+1)) // retry k is attempt k+1
 	}
 }
 

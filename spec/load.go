@@ -159,6 +159,25 @@ func Parse(path string, data []byte) (*File, error) {
 // parse is Parse, also returning the builder validation expanded the spec
 // with.
 func parse(path string, data []byte) (*File, *builder, error) {
+	return parseWith(path, data, defaultChunking)
+}
+
+// parseWith is parse, chunking the queues as c says.
+func parseWith(path string, data []byte, c chunking) (*File, *builder, error) {
+	if head, queues := splitQueues(data, c); queues != nil {
+		f, b, err := parseChunked(path, head, len(data), queues)
+		if err == nil && !queues.failed {
+			return f, b, nil
+		}
+		// Problems are reported from the whole document, as they would be
+		// without chunks (see chunks.go).
+	}
+	return parseChunked(path, data, len(data), nil)
+}
+
+// parseChunked is parse of data, or of a head and its queues (chunks.go);
+// size is the whole document's.
+func parseChunked(path string, data []byte, size int, queues *queueChunks) (*File, *builder, error) {
 	p := &problems{file: path}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -182,12 +201,22 @@ func parse(path string, data []byte) (*File, *builder, error) {
 	}
 	// A plain document has fewer nodes than bytes; only aliases make
 	// more, so a large spec (bounded by the size limit) is never refused.
-	budget := max(maxExpandedNodes, len(data))
+	budget := max(maxExpandedNodes, size)
 	if err := resolveAliases(doc, &budget); err != nil {
 		p.add(at(doc, ""), "%v", err)
 		return nil, nil, p.errs
 	}
+	if queues != nil {
+		if !queues.attach(doc) {
+			queues.failed = true
+			return nil, nil, nil
+		}
+		d.queues = queues
+	}
 	s := d.spec(doc)
+	if queues != nil && queues.failed {
+		return nil, nil, nil
+	}
 	// Validation runs even after decoding problems so that one run lists
 	// everything; values that failed to decode are zero and skipped.
 	b := validate(s, p)
@@ -288,6 +317,9 @@ func applyMerges(kv []*yaml.Node) []*yaml.Node {
 
 type decoder struct {
 	*problems
+	// queues, when set, stands for the queue list cut out of the
+	// document (chunks.go).
+	queues *queueChunks
 }
 
 func at(n *yaml.Node, path string) pos { return pos{line: n.Line, col: n.Column, path: path} }
@@ -299,40 +331,61 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
 // fields walks a mapping strictly: every key must be known and unique.
 func (d *decoder) fields(n *yaml.Node, path string, known map[string]func(*yaml.Node, string)) bool {
+	return d.fieldsOf(n, path, func() []string { return keyList(known) }, func(key string, v *yaml.Node, p string) bool {
+		f, ok := known[key]
+		if ok {
+			f(v, p)
+		}
+		return ok
+	})
+}
+
+// fieldsOf is fields with the keys dispatched by one function, which
+// reports whether it knows the key; expected lists the known keys, sorted,
+// for the message about an unknown one. A spec's queues are decoded this
+// way: a map of closures for each of 100,000s of queues was most of the
+// decoding's time.
+func (d *decoder) fieldsOf(n *yaml.Node, path string, expected func() []string, f func(key string, v *yaml.Node, path string) bool) bool {
 	if n.Kind != yaml.MappingNode {
 		d.add(at(n, path), "expected a mapping, got %s", describe(n))
 		return false
 	}
-	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		key := k.Value
-		if seen[key] {
+		if duplicateKey(n.Content[:i], key) {
 			d.add(at(k, join(path, key)), "duplicate key %q", key)
 			continue
 		}
-		seen[key] = true
-		f, ok := known[key]
-		if !ok {
-			d.add(at(k, join(path, key)), "unknown key %q (expected one of: %s)", key, keyList(known))
-			continue
+		if !f(key, v, join(path, key)) {
+			d.add(at(k, join(path, key)), "unknown key %q (expected one of: %s)", key, strings.Join(expected(), ", "))
 		}
-		f(v, join(path, key))
 	}
 	return true
 }
 
-func keyList(m map[string]func(*yaml.Node, string)) string {
+// duplicateKey reports whether key is among the keys of the key/value
+// list kv: mappings are short, and a set for each would cost more.
+func duplicateKey(kv []*yaml.Node, key string) bool {
+	for j := 0; j+1 < len(kv); j += 2 {
+		if kv[j].Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+func keyList(m map[string]func(*yaml.Node, string)) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	return strings.Join(keys, ", ")
+	return keys
 }
 
 func describe(n *yaml.Node) string {
@@ -564,6 +617,11 @@ func (d *decoder) spec(n *yaml.Node) *Spec {
 			d.list(v, p, func(_ int, e *yaml.Node, ep string) { s.Exchanges = append(s.Exchanges, d.exchange(e, ep)) })
 		},
 		"queues": func(v *yaml.Node, p string) {
+			if d.queues != nil && v == d.queues.value {
+				s.Queues = slices.Grow(s.Queues, len(d.queues.items))
+				d.queues.each(func(i int, e *yaml.Node) { s.Queues = append(s.Queues, d.queue(e, index(p, i), s)) })
+				return
+			}
 			if v.Kind == yaml.SequenceNode { // sized once: a Queue is large and specs can hold 100,000s
 				s.Queues = slices.Grow(s.Queues, len(v.Content))
 			}
@@ -639,13 +697,24 @@ func (d *decoder) exchange(n *yaml.Node, path string) Exchange {
 	return e
 }
 
+var bindingKeys = []string{"arguments", "exchange", "routing_key"}
+
 func (d *decoder) binding(n *yaml.Node, path string) Binding {
 	b := Binding{at: at(n, path)}
 	has := false
-	ok := d.fields(n, path, map[string]func(*yaml.Node, string){
-		"exchange":    func(v *yaml.Node, p string) { has = true; d.str(v, p, &b.Exchange) },
-		"routing_key": func(v *yaml.Node, p string) { d.str(v, p, &b.RoutingKey) },
-		"arguments":   func(v *yaml.Node, p string) { d.args(v, p, &b.Arguments) },
+	ok := d.fieldsOf(n, path, func() []string { return bindingKeys }, func(k string, v *yaml.Node, p string) bool {
+		switch k {
+		case "exchange":
+			has = true
+			d.str(v, p, &b.Exchange)
+		case "routing_key":
+			d.str(v, p, &b.RoutingKey)
+		case "arguments":
+			d.args(v, p, &b.Arguments)
+		default:
+			return false
+		}
+		return true
 	})
 	if ok && !has {
 		d.add(b.at, "binding needs an exchange")
@@ -653,72 +722,30 @@ func (d *decoder) binding(n *yaml.Node, path string) Binding {
 	return b
 }
 
+// queueKeys are the keys of a queue, sorted.
+var queueKeys = []string{"arguments", "auto_delete", "bindings", "delivery_limit", "dlq", "durable",
+	"immediate_retries", "layout", "max_length", "message_ttl", "migrate", "name", "parking_lot",
+	"preset", "preset_options", "raw", "retry", "type"}
+
 func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
-	q := Queue{Type: TypeClassic, DLQ: true, Durable: true, at: at(n, path), nameAt: at(n, path), set: map[string]pos{}}
+	q := Queue{Type: TypeClassic, DLQ: true, Durable: true, at: at(n, path), nameAt: at(n, path)}
 	hasName := false
 	var optsNode *yaml.Node
 	var optsPath string
-	known := map[string]func(*yaml.Node, string){
-		"name": func(v *yaml.Node, p string) { hasName = true; q.nameAt = at(v, p); d.name(v, p, &q.Name) },
-		"type": func(v *yaml.Node, p string) {
-			if v.Kind == yaml.ScalarNode && v.Value == TypeStream {
-				q.Type = TypeStream
-				return
-			}
-			q.Type = d.queueType(v, p)
-		},
-		"raw":         func(v *yaml.Node, p string) { d.boolean(v, p, &q.Raw) },
-		"durable":     func(v *yaml.Node, p string) { d.boolean(v, p, &q.Durable) },
-		"auto_delete": func(v *yaml.Node, p string) { d.boolean(v, p, &q.AutoDelete) },
-		"arguments": func(v *yaml.Node, p string) {
-			q.argumentsAt = at(v, p)
-			d.args(v, p, &q.Arguments)
-			q.argAt = keyPositions(v, p)
-		},
-		"bindings": func(v *yaml.Node, p string) {
-			d.list(v, p, func(_ int, b *yaml.Node, bp string) { q.Bindings = append(q.Bindings, d.binding(b, bp)) })
-		},
-		"retry": func(v *yaml.Node, p string) {
-			q.retryAt = at(v, p)
-			if v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
-				q.RetryRef = v.Value
-				return
-			}
-			q.Retry = d.retryPolicy(v, p)
-		},
-		"immediate_retries": func(v *yaml.Node, p string) { d.intField(v, p, 0, MaxRetries, &q.ImmediateRetries) },
-		"layout":            func(v *yaml.Node, p string) { q.layoutAt = at(v, p); q.Layout = d.layout(v, p) },
-		"dlq":               func(v *yaml.Node, p string) { d.boolean(v, p, &q.DLQ) },
-		"migrate":           func(v *yaml.Node, p string) { d.boolean(v, p, &q.Migrate) },
-		"parking_lot":       func(v *yaml.Node, p string) { d.boolean(v, p, &q.ParkingLot) },
-		"message_ttl":       func(v *yaml.Node, p string) { d.duration(v, p, &q.MessageTTL) },
-		"max_length":        func(v *yaml.Node, p string) { d.integer(v, p, 1, math.MaxInt64, &q.MaxLength) },
-		"delivery_limit": func(v *yaml.Node, p string) {
-			q.deliveryLimitAt = at(v, p)
-			d.intField(v, p, 1, math.MaxInt32, &q.DeliveryLimit)
-		},
-		"preset_options": func(v *yaml.Node, p string) {
+	ok := d.fieldsOf(n, path, func() []string { return queueKeys }, func(k string, v *yaml.Node, p string) bool {
+		if !d.queueField(&q, k, v, p) {
+			return false
+		}
+		q.set = append(q.set, keyAt{k, at(v, p)})
+		switch k {
+		case "name":
+			hasName = true
+		case "preset_options":
 			// Decoded once the preset is known: its keys depend on it.
-			q.presetOptionsAt = at(v, p)
 			optsNode, optsPath = v, p
-		},
-		"preset": func(v *yaml.Node, p string) {
-			var name string
-			d.str(v, p, &name)
-			switch Preset(name) {
-			case PresetGoQueue, PresetOutbox, PresetSpring:
-				q.Preset = Preset(name)
-			default:
-				if v.Kind == yaml.ScalarNode {
-					d.add(at(v, p), "unknown preset %q (expected goqueue, outbox or spring)", name)
-				}
-			}
-		},
-	}
-	for k, f := range known {
-		known[k] = func(v *yaml.Node, p string) { q.set[k] = at(v, p); f(v, p) }
-	}
-	ok := d.fields(n, path, known)
+		}
+		return true
+	})
 	if ok && !hasName {
 		d.add(q.at, "queue needs a name")
 	}
@@ -730,6 +757,75 @@ func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
 		q.PresetOptions = d.presetOptions(optsNode, optsPath, q.Preset)
 	}
 	return q
+}
+
+// queueField decodes the value v of a queue's key k into q, and reports
+// whether k is a key of a queue.
+func (d *decoder) queueField(q *Queue, k string, v *yaml.Node, p string) bool {
+	switch k {
+	case "name":
+		q.nameAt = at(v, p)
+		d.name(v, p, &q.Name)
+	case "type":
+		if v.Kind == yaml.ScalarNode && v.Value == TypeStream {
+			q.Type = TypeStream
+			break
+		}
+		q.Type = d.queueType(v, p)
+	case "raw":
+		d.boolean(v, p, &q.Raw)
+	case "durable":
+		d.boolean(v, p, &q.Durable)
+	case "auto_delete":
+		d.boolean(v, p, &q.AutoDelete)
+	case "arguments":
+		q.argumentsAt = at(v, p)
+		d.args(v, p, &q.Arguments)
+		q.argAt = keyPositions(v, p)
+	case "bindings":
+		d.list(v, p, func(_ int, b *yaml.Node, bp string) { q.Bindings = append(q.Bindings, d.binding(b, bp)) })
+	case "retry":
+		q.retryAt = at(v, p)
+		if v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
+			q.RetryRef = v.Value
+			break
+		}
+		q.Retry = d.retryPolicy(v, p)
+	case "immediate_retries":
+		d.intField(v, p, 0, MaxRetries, &q.ImmediateRetries)
+	case "layout":
+		q.layoutAt = at(v, p)
+		q.Layout = d.layout(v, p)
+	case "dlq":
+		d.boolean(v, p, &q.DLQ)
+	case "migrate":
+		d.boolean(v, p, &q.Migrate)
+	case "parking_lot":
+		d.boolean(v, p, &q.ParkingLot)
+	case "message_ttl":
+		d.duration(v, p, &q.MessageTTL)
+	case "max_length":
+		d.integer(v, p, 1, math.MaxInt64, &q.MaxLength)
+	case "delivery_limit":
+		q.deliveryLimitAt = at(v, p)
+		d.intField(v, p, 1, math.MaxInt32, &q.DeliveryLimit)
+	case "preset_options":
+		q.presetOptionsAt = at(v, p)
+	case "preset":
+		var name string
+		d.str(v, p, &name)
+		switch Preset(name) {
+		case PresetGoQueue, PresetOutbox, PresetSpring:
+			q.Preset = Preset(name)
+		default:
+			if v.Kind == yaml.ScalarNode {
+				d.add(at(v, p), "unknown preset %q (expected goqueue, outbox or spring)", name)
+			}
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // presetOptions decodes a queue's preset_options, whose keys are those of
@@ -766,6 +862,9 @@ func presetName(p Preset) string {
 	return string(p) + " preset"
 }
 
+// retryKinds are the keys of a retry policy, sorted.
+var retryKinds = []string{"delays", "exponential", "fixed", "linear"}
+
 // retryPolicy decodes an inline policy: exactly one of delays, fixed,
 // linear or exponential.
 func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
@@ -773,21 +872,15 @@ func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
 	var kinds []string
 	attempts := func(v *yaml.Node, p string) { d.intField(v, p, 0, MaxRetries, &r.Attempts) }
 	jitter := func(v *yaml.Node, p string) { r.Jitter = d.jitter(v, p) }
-	ok := d.fields(n, path, map[string]func(*yaml.Node, string){
-		"delays": func(v *yaml.Node, p string) {
+	// Dispatched by a switch rather than a map: every queue has a retry
+	// policy, and a spec may have 100,000s of queues.
+	ok := d.fieldsOf(n, path, func() []string { return retryKinds }, func(k string, v *yaml.Node, p string) bool {
+		switch k {
+		case "delays":
 			kinds = append(kinds, "delays")
 			r.Kind = "delays"
-			r.Explicit = []time.Duration{}
-			d.list(v, p, func(_ int, e *yaml.Node, ep string) {
-				var dur time.Duration
-				d.duration(e, ep, &dur)
-				r.Explicit = append(r.Explicit, dur)
-			})
-			if len(r.Explicit) > MaxRetries {
-				d.add(at(v, p), "at most %d delays", MaxRetries)
-			}
-		},
-		"fixed": func(v *yaml.Node, p string) {
+			r.Explicit = d.delayList(v, p)
+		case "fixed":
 			kinds = append(kinds, "fixed")
 			r.Kind = "fixed"
 			d.required(v, p, []string{"delay", "attempts"}, map[string]func(*yaml.Node, string){
@@ -795,8 +888,7 @@ func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
 				"attempts": attempts,
 				"jitter":   jitter,
 			})
-		},
-		"linear": func(v *yaml.Node, p string) {
+		case "linear":
 			kinds = append(kinds, "linear")
 			r.Kind = "linear"
 			d.required(v, p, []string{"step", "attempts"}, map[string]func(*yaml.Node, string){
@@ -807,38 +899,14 @@ func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
 			if r.Step > 0 && r.Attempts > 0 && r.Step*time.Duration(r.Attempts) > MaxTTL {
 				d.add(at(v, p), "the last delay (%d × %s) exceeds RabbitMQ's maximum TTL of 10 years", r.Attempts, r.Step)
 			}
-		},
-		"exponential": func(v *yaml.Node, p string) {
+		case "exponential":
 			kinds = append(kinds, "exponential")
 			r.Kind = "exponential"
-			var factorAt pos
-			hasMax := false
-			d.required(v, p, []string{"initial", "factor", "attempts"}, map[string]func(*yaml.Node, string){
-				"initial": func(v *yaml.Node, p string) { d.duration(v, p, &r.Initial) },
-				"factor": func(v *yaml.Node, p string) {
-					// Only a factor that decoded is checked further: a
-					// non-number is one problem, not also "factor 0".
-					before := len(d.errs)
-					d.number(v, p, &r.Factor)
-					if len(d.errs) == before {
-						factorAt = at(v, p)
-					}
-				},
-				"max":      func(v *yaml.Node, p string) { hasMax = true; d.duration(v, p, &r.Max) },
-				"attempts": attempts,
-				"jitter":   jitter,
-			})
-			switch {
-			case factorAt.line == 0:
-			case r.Factor <= 1 && hasMax:
-				d.add(factorAt, "factor %g must be greater than 1 when a max caps the delays", r.Factor)
-			case r.Factor < 1:
-				d.add(factorAt, "factor %g must be at least 1: delays may not shrink", r.Factor)
-			}
-			if hasMax && r.Max > 0 && r.Initial > r.Max {
-				d.add(at(v, p), "initial delay %s is larger than max %s", r.Initial, r.Max)
-			}
-		},
+			d.exponential(v, p, &r, attempts, jitter)
+		default:
+			return false
+		}
+		return true
 	})
 	if ok && len(kinds) == 0 {
 		d.add(at(n, path), "a retry policy needs one of: delays, fixed, linear, exponential (use \"delays: []\" for no retries)")
@@ -847,6 +915,52 @@ func (d *decoder) retryPolicy(n *yaml.Node, path string) RetryPolicy {
 		d.add(at(n, path), "a retry policy takes one of delays, fixed, linear or exponential, not %s", strings.Join(kinds, " and "))
 	}
 	return r
+}
+
+// delayList decodes an explicit list of delays, at most MaxRetries.
+func (d *decoder) delayList(v *yaml.Node, p string) []time.Duration {
+	delays := []time.Duration{}
+	d.list(v, p, func(_ int, e *yaml.Node, ep string) {
+		var dur time.Duration
+		d.duration(e, ep, &dur)
+		delays = append(delays, dur)
+	})
+	if len(delays) > MaxRetries {
+		d.add(at(v, p), "at most %d delays", MaxRetries)
+	}
+	return delays
+}
+
+// exponential decodes an exponential policy's fields into r and checks
+// that its factor and cap make delays that grow.
+func (d *decoder) exponential(v *yaml.Node, p string, r *RetryPolicy, attempts, jitter func(*yaml.Node, string)) {
+	var factorAt pos
+	hasMax := false
+	d.required(v, p, []string{"initial", "factor", "attempts"}, map[string]func(*yaml.Node, string){
+		"initial": func(v *yaml.Node, p string) { d.duration(v, p, &r.Initial) },
+		"factor": func(v *yaml.Node, p string) {
+			// Only a factor that decoded is checked further: a
+			// non-number is one problem, not also "factor 0".
+			before := len(d.errs)
+			d.number(v, p, &r.Factor)
+			if len(d.errs) == before {
+				factorAt = at(v, p)
+			}
+		},
+		"max":      func(v *yaml.Node, p string) { hasMax = true; d.duration(v, p, &r.Max) },
+		"attempts": attempts,
+		"jitter":   jitter,
+	})
+	switch {
+	case factorAt.line == 0:
+	case r.Factor <= 1 && hasMax:
+		d.add(factorAt, "factor %g must be greater than 1 when a max caps the delays", r.Factor)
+	case r.Factor < 1:
+		d.add(factorAt, "factor %g must be at least 1: delays may not shrink", r.Factor)
+	}
+	if hasMax && r.Max > 0 && r.Initial > r.Max {
+		d.add(at(v, p), "initial delay %s is larger than max %s", r.Initial, r.Max)
+	}
 }
 
 // required is fields plus a check that the named keys are present.

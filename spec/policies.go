@@ -27,12 +27,24 @@ const (
 )
 
 // addPolicy adds an rmqtopo-managed policy; an empty definition adds none.
+// def is the builder's own, made for this policy: when it is canonical
+// already, the policy keeps it rather than a copy.
 func (b *builder) addPolicy(name, pattern, applyTo string, def map[string]any) {
 	if len(def) == 0 {
 		return
 	}
-	b.policies[name] = topology.Policy{Vhost: b.s.Vhost, Name: name, Pattern: pattern, ApplyTo: applyTo,
-		Priority: contract.ManagedPolicyPriority, Definition: topology.NormalizeArgs(def)}
+	canonical := topology.Args(def)
+	if !topology.IsNormal(canonical) {
+		canonical = topology.NormalizeArgs(def)
+	}
+	pol := topology.Policy{Vhost: b.s.Vhost, Name: name, Pattern: pattern, ApplyTo: applyTo,
+		Priority: contract.ManagedPolicyPriority, Definition: canonical}
+	if i, ok := b.policyAt[name]; ok {
+		b.policies[i] = pol // the last word, as in a map
+		return
+	}
+	b.policyAt[name] = len(b.policies)
+	b.policies = append(b.policies, pol)
 }
 
 // queuePolicy gives one queue its own policy.

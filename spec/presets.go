@@ -70,7 +70,7 @@ func (b *builder) outbox(q Queue) {
 		args := map[string]any{"x-queue-type": TypeQuorum, "x-message-ttl": d.Milliseconds(),
 			"x-dead-letter-exchange": "", "x-dead-letter-routing-key": q.Name}
 		b.addQueue(topology.Queue{Name: outboxDelayQueue(q.Name, d), Arguments: args},
-			origin{at: q.nameAt, what: fmt.Sprintf("generated for queue %q as its %s delay queue", abbreviate(q.Name), contract.FormatDelay(d)), shared: true})
+			origin{at: q.nameAt, what: contract.FormatDelay(d) + " delay queue", queue: q.Name, shared: true})
 	}
 	if len(q.Retry.Delays()) > 0 {
 		def := map[string]any{}

@@ -95,9 +95,8 @@ func (b *builder) addDeclaredQueue(q Queue, o origin) bool {
 		return false
 	}
 	if q.Raw {
-		dq := b.queues[q.Name]
+		dq, _ := b.queue(q.Name)
 		dq.Durable, dq.AutoDelete = q.Durable, q.AutoDelete
-		b.queues[q.Name] = dq
 	}
 	return true
 }
@@ -109,7 +108,7 @@ func (b *builder) declaredArgs(q Queue) map[string]any {
 		typ = TypeClassic
 	}
 	var own map[string]any
-	reserved := map[string]bool{}
+	var reserved map[string]bool
 	if q.Raw {
 		own = map[string]any{}
 		if typ != TypeClassic && typ != "" {
@@ -117,7 +116,9 @@ func (b *builder) declaredArgs(q Queue) map[string]any {
 		}
 	} else {
 		own = b.workQueueArgs(q)
-		reserved = managedArgs(q)
+		if len(q.Arguments) > 0 { // only arguments written can be refused
+			reserved = managedArgs(q)
+		}
 	}
 	for _, k := range sortedArgNames(q.Arguments) {
 		at, ok := q.argAt[k]
@@ -254,9 +255,10 @@ func sortedArgNames[V any](m map[string]V) []string {
 // checkRawKeys refuses, on a raw queue, every key that builds retry
 // topology: a raw queue has none.
 func (b *builder) checkRawKeys(q Queue) {
-	for _, k := range sortedArgNames(q.set) {
+	for _, k := range q.set.sorted() {
 		if !rawKeys[k] {
-			b.errorf(q.set[k], "%s does not apply to a raw queue: a raw queue is declared exactly as written, with no retry topology", k)
+			at, _ := q.set.get(k)
+			b.errorf(at, "%s does not apply to a raw queue: a raw queue is declared exactly as written, with no retry topology", k)
 		}
 	}
 }
@@ -264,14 +266,15 @@ func (b *builder) checkRawKeys(q Queue) {
 // checkManagedKeys refuses, on a queue with retry topology, the keys that
 // only a raw queue takes.
 func (b *builder) checkManagedKeys(q Queue) {
-	if at, ok := q.set["durable"]; ok && !q.Durable {
+	if at, ok := q.set.get("durable"); ok && !q.Durable {
 		b.errorf(at, "only a raw queue (raw: true) may be transient: a queue with retry topology is durable")
 	}
-	if at, ok := q.set["auto_delete"]; ok && q.AutoDelete {
+	if at, ok := q.set.get("auto_delete"); ok && q.AutoDelete {
 		b.errorf(at, "only a raw queue (raw: true) may be auto-deleted: a queue with retry topology must outlive its consumers")
 	}
 	if q.Type == TypeStream {
-		b.errorf(q.set["type"], "a stream cannot have retry topology (it does not dead-letter); use raw: true")
+		at, _ := q.set.get("type")
+		b.errorf(at, "a stream cannot have retry topology (it does not dead-letter); use raw: true")
 	}
 }
 

@@ -32,6 +32,17 @@ func (p RetryPolicy) Delays() []time.Duration {
 	return nil
 }
 
+// count is len(p.Delays()), without making them.
+func (p RetryPolicy) count() int {
+	switch p.Kind {
+	case "delays":
+		return len(p.Explicit)
+	case "fixed", "linear", "exponential":
+		return p.Attempts
+	}
+	return 0
+}
+
 func repeat(n int, f func(int) time.Duration) []time.Duration {
 	out := make([]time.Duration, n)
 	for i := range out {

@@ -6,7 +6,10 @@
 // turns it, purely, into the desired topology.Topology.
 package spec
 
-import "time"
+import (
+	"sort"
+	"time"
+)
 
 // Version is the only spec version this build understands.
 const Version = 1
@@ -159,9 +162,40 @@ type Queue struct {
 	PresetOptions PresetOptions
 
 	at, nameAt, deliveryLimitAt, retryAt, layoutAt, argumentsAt, presetOptionsAt pos
-	// set records the keys written, for the checks of raw queues; argAt
-	// where each argument is written.
-	set, argAt map[string]pos
+	// set records the keys written, for the checks of raw queues.
+	set keySet
+	// argAt records where each argument is written.
+	argAt map[string]pos
+}
+
+// keySet records where each key of a mapping is written, in the order
+// written: a queue has a few keys, and a spec 100,000s of queues, too many
+// for a map each.
+type keySet []keyAt
+
+type keyAt struct {
+	key string
+	at  pos
+}
+
+// get returns where key is written.
+func (s keySet) get(key string) (pos, bool) {
+	for _, k := range s {
+		if k.key == key {
+			return k.at, true
+		}
+	}
+	return pos{}, false
+}
+
+// sorted returns the keys in s, sorted.
+func (s keySet) sorted() []string {
+	keys := make([]string, len(s))
+	for i, k := range s {
+		keys[i] = k.key
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // PresetOptions are a preset's choices of names and arguments, as its

@@ -156,6 +156,13 @@ func TestValidationMessages(t *testing.T) {
 			want: []string{"5:11 queues[2].name"}, contains: []string{`duplicate queue "a" (first declared at queues[0])`},
 		},
 		{
+			// The duplicate is skipped, not the queue it repeats.
+			name:     "duplicate of a queue with a problem",
+			spec:     "version: 1\nqueues:\n  - name: a\n  - name: b\n    delivery_limit: 3\n  - name: b\n",
+			want:     []string{"5:21 queues[1].delivery_limit", "6:11 queues[2].name"},
+			contains: []string{"delivery_limit needs a quorum queue", `duplicate queue "b" (first declared at queues[1])`},
+		},
+		{
 			name: "name over 255 bytes",
 			spec: "version: 1\nqueues:\n  - name: " + strings.Repeat("x", 256) + "\n    dlq: false\n",
 			want: []string{"3:11 queues[0].name"}, contains: []string{"is 256 bytes; RabbitMQ allows 255"},

@@ -46,6 +46,23 @@ func TestPolicyIndex(t *testing.T) {
 	}
 }
 
+// The shortcut for QuoteMeta'd literals must read every pattern it
+// answers for as the regexp parser does.
+func TestQuotedLiteralIsParsed(t *testing.T) {
+	for _, pat := range []string{"^orders$", `^orders\.retry$`, `^a\$$`, `^a\$`, `^\.\+\*\?\(\)\|\[\]\{\}\^\$\\$`,
+		`^a\d$`, `^a\Qb\E$`, "^é$", "^\uFFFD$", "^a b-c_d/e#f$", "^a\nb$", "^a.b$", "^^a$", "^a$$", "^$", "^\\$",
+		"^a\x00$", "^\xff$", `^a\-b$`, "^(?i)a$"} {
+		want, wantOK := parsedLiteral(pat)
+		got, ok := quotedLiteral(pat[1 : len(pat)-1])
+		if ok && (got != want || !wantOK) {
+			t.Errorf("quotedLiteral(%q) = %q; the parser says %q, %t", pat, got, want, wantOK)
+		}
+		if g, o := exactLiteral(pat); g != want || o != wantOK {
+			t.Errorf("exactLiteral(%q) = %q, %t; the parser says %q, %t", pat, g, o, want, wantOK)
+		}
+	}
+}
+
 // Args.String must render every value as json.Marshal does.
 func TestArgsStringJSON(t *testing.T) {
 	a := Args{"i": int64(-42), "b": true, "s": "plain-text_1.2", "h": "<a&b>", "q": `say "hi"\`, "u": "é\u2028", "c": "\t",

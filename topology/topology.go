@@ -9,8 +9,10 @@
 package topology
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -102,17 +104,24 @@ type Address struct {
 }
 
 // String renders an address the way plans and errors show it.
-func (a Address) String() string {
-	// Concatenated, not formatted: every line of a large plan names one.
+func (a Address) String() string { return string(a.Append(nil)) }
+
+// Append appends String's text to b: a large plan names a million
+// addresses, each better written than built.
+func (a Address) Append(b []byte) []byte {
 	// strconv.Quote is what %q does to a string.
-	s := string(a.Kind) + " " + strconv.Quote(a.Name)
+	b = append(b, a.Kind...)
+	b = append(b, ' ')
+	b = strconv.AppendQuote(b, a.Name)
 	if a.Kind == KindVhost {
-		return s
+		return b
 	}
 	if a.Key != "" {
-		return s + " " + a.Key + " in vhost " + strconv.Quote(a.Vhost)
+		b = append(b, ' ')
+		b = append(b, a.Key...)
 	}
-	return s + " in vhost " + strconv.Quote(a.Vhost)
+	b = append(b, " in vhost "...)
+	return strconv.AppendQuote(b, a.Vhost)
 }
 
 // Addr returns the exchange's address.
@@ -127,14 +136,20 @@ func (p Policy) Addr() Address { return Address{Kind: KindPolicy, Vhost: p.Vhost
 // Addr returns the binding's address. Bindings have no mutable content: any
 // difference is a different binding, so the whole binding is its identity.
 func (b Binding) Addr() Address {
-	// Built without fmt: a plan of a million objects computes this for
-	// every binding. strconv.Quote is what %q does to a string.
-	key := "[" + b.DestinationType + " key=" + strconv.Quote(b.RoutingKey)
+	// Built in a buffer on the stack and allocated once, at its size,
+	// without fmt: a plan of a million objects computes this for every
+	// binding, and keeps it. strconv.Quote is what %q does to a string.
+	var buf [128]byte
+	key := append(buf[:0], '[')
+	key = append(key, b.DestinationType...)
+	key = append(key, " key="...)
+	key = strconv.AppendQuote(key, b.RoutingKey)
 	if len(b.Arguments) > 0 {
-		key += " args=" + b.Arguments.String()
+		key = append(key, " args="...)
+		key = b.Arguments.append(key)
 	}
-	key += "]"
-	return Address{Kind: KindBinding, Vhost: b.Vhost, Name: b.Source + " -> " + b.Destination, Key: key}
+	key = append(key, ']')
+	return Address{Kind: KindBinding, Vhost: b.Vhost, Name: b.Source + " -> " + b.Destination, Key: string(key)}
 }
 
 // QueueType returns the queue's type: "classic" when no x-queue-type is set.
@@ -150,50 +165,53 @@ func (a Args) String() string {
 	if len(a) == 0 {
 		return "{}"
 	}
-	keys := make([]string, 0, len(a))
+	return string(a.append(nil))
+}
+
+// append appends String's text to b.
+func (a Args) append(b []byte) []byte {
+	var small [8]string // most tables are small: no allocation for their keys
+	keys := small[:0]
 	for k := range a {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteByte('{')
+	slices.Sort(keys)
+	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
-			b.WriteString(", ")
+			b = append(b, ", "...)
 		}
-		b.WriteString(k)
-		b.WriteString(": ")
-		writeJSONValue(&b, a[k])
+		b = append(b, k...)
+		b = append(b, ": "...)
+		b = appendJSONValue(b, a[k])
 	}
-	b.WriteByte('}')
-	return b.String()
+	return append(b, '}')
 }
 
-// writeJSONValue writes v as json.Marshal would, without its cost for the
-// common scalars: integers, booleans and strings that need no escaping.
-func writeJSONValue(b *strings.Builder, v any) {
+// appendJSONValue appends v as json.Marshal writes it, without its cost
+// for the common scalars: integers, booleans and strings that need no
+// escaping.
+func appendJSONValue(b []byte, v any) []byte {
 	switch v := v.(type) {
 	case int64:
-		b.WriteString(strconv.FormatInt(v, 10))
-		return
+		return strconv.AppendInt(b, v, 10)
 	case bool:
-		b.WriteString(strconv.FormatBool(v))
-		return
+		return strconv.AppendBool(b, v)
 	case string:
-		if jsonPlain(v) {
-			b.WriteByte('"')
-			b.WriteString(v)
-			b.WriteByte('"')
-			return
+		if JSONPlain(v) {
+			b = append(b, '"')
+			b = append(b, v...)
+			return append(b, '"')
 		}
 	}
 	out, _ := json.Marshal(v)
-	b.Write(out)
+	return append(b, out...)
 }
 
-// jsonPlain reports whether json.Marshal writes s unchanged between
-// quotes: printable ASCII without the characters it escapes.
-func jsonPlain(s string) bool {
+// JSONPlain reports whether json.Marshal writes s unchanged between
+// quotes: printable ASCII without the characters it escapes. Renderers of
+// large plans use it to skip json.Marshal for most values.
+func JSONPlain(s string) bool {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
@@ -298,57 +316,57 @@ func normalizeValue(v any) any {
 // equal and renderings are deterministic.
 func (t *Topology) Sort() {
 	sort.Strings(t.Vhosts)
-	sort.Slice(t.Exchanges, func(i, j int) bool {
-		a, b := t.Exchanges[i], t.Exchanges[j]
-		if a.Vhost != b.Vhost {
-			return a.Vhost < b.Vhost
-		}
-		return a.Name < b.Name
-	})
-	sort.Slice(t.Queues, func(i, j int) bool {
-		a, b := t.Queues[i], t.Queues[j]
-		if a.Vhost != b.Vhost {
-			return a.Vhost < b.Vhost
-		}
-		return a.Name < b.Name
-	})
-	sortBindings(t.Bindings)
-	sort.Slice(t.Policies, func(i, j int) bool {
-		a, b := t.Policies[i], t.Policies[j]
-		if a.Vhost != b.Vhost {
-			return a.Vhost < b.Vhost
-		}
-		return a.Name < b.Name
-	})
+	slices.SortFunc(t.Exchanges, func(a, b Exchange) int { return compareNamed(a.Vhost, a.Name, b.Vhost, b.Name) })
+	slices.SortFunc(t.Queues, func(a, b Queue) int { return compareNamed(a.Vhost, a.Name, b.Vhost, b.Name) })
+	slices.SortFunc(t.Bindings, CompareBindings)
+	slices.SortFunc(t.Policies, func(a, b Policy) int { return compareNamed(a.Vhost, a.Name, b.Vhost, b.Name) })
 }
 
-// sortBindings sorts by address, computing each address once: building
-// one renders the binding's arguments, too costly to repeat in every
-// comparison of a large topology.
-func sortBindings(bs []Binding) {
-	if sort.SliceIsSorted(bs, func(i, j int) bool { return bindingLess(bs[i], bs[j]) }) {
-		return
+func compareNamed(vhostA, nameA, vhostB, nameB string) int {
+	if c := strings.Compare(vhostA, vhostB); c != 0 {
+		return c
 	}
-	type keyed struct {
-		a Address
-		b Binding
-	}
-	ks := make([]keyed, len(bs))
-	for i, b := range bs {
-		ks[i] = keyed{b.Addr(), b}
-	}
-	sort.Slice(ks, func(i, j int) bool { return ks[i].a.less(ks[j].a) })
-	for i := range ks {
-		bs[i] = ks[i].b
-	}
+	return strings.Compare(nameA, nameB)
 }
 
-func bindingLess(x, y Binding) bool {
-	if x.Vhost != y.Vhost || x.Source != y.Source || x.Destination != y.Destination {
-		return Address{Kind: KindBinding, Vhost: x.Vhost, Name: x.Source + " -> " + x.Destination}.less(
-			Address{Kind: KindBinding, Vhost: y.Vhost, Name: y.Source + " -> " + y.Destination})
+// CompareBindings orders bindings by address (Address.Compare) without
+// building the addresses, too costly in every comparison of a large
+// topology: the name "source -> destination" is compared piece by piece,
+// and only bindings between the same endpoints, which are few, render
+// their keys.
+func CompareBindings(x, y Binding) int {
+	if c := strings.Compare(x.Vhost, y.Vhost); c != 0 {
+		return c
 	}
-	return x.Addr().less(y.Addr())
+	if c := compareJoined([3]string{x.Source, " -> ", x.Destination}, [3]string{y.Source, " -> ", y.Destination}); c != 0 {
+		return c
+	}
+	return strings.Compare(x.Addr().Key, y.Addr().Key)
+}
+
+// compareJoined compares the concatenations of a's and b's pieces without
+// concatenating them.
+func compareJoined(a, b [3]string) int {
+	i, j := 0, 0
+	x, y := a[0], b[0]
+	for {
+		for x == "" && i < len(a)-1 {
+			i++
+			x = a[i]
+		}
+		for y == "" && j < len(b)-1 {
+			j++
+			y = b[j]
+		}
+		if x == "" || y == "" {
+			return cmp.Compare(len(x), len(y))
+		}
+		n := min(len(x), len(y))
+		if c := strings.Compare(x[:n], y[:n]); c != 0 {
+			return c
+		}
+		x, y = x[n:], y[n:]
+	}
 }
 
 func (a Address) less(b Address) bool {
@@ -368,6 +386,21 @@ func (a Address) less(b Address) bool {
 // order, so that sorting any mix of addresses is deterministic. Callers
 // that group by kind first (as plans do, by phase) compare Kind themselves.
 func (a Address) Less(b Address) bool { return a.less(b) }
+
+// Compare is Less as a three-way comparison, for slices.SortFunc and
+// binary search: -1, 0 or +1.
+func (a Address) Compare(b Address) int {
+	if c := strings.Compare(a.Vhost, b.Vhost); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	return strings.Compare(string(a.Kind), string(b.Kind))
+}
 
 // Queue returns the queue with the given vhost and name.
 func (t *Topology) Queue(vhost, name string) (Queue, bool) {

@@ -47,6 +47,35 @@ func TestSortIsCanonical(t *testing.T) {
 	}
 }
 
+// TestCompareBindingsIsAddressOrder checks the comparison Sort uses
+// against the addresses it avoids building, on names where the pieces of
+// "source -> destination" straddle each other.
+func TestCompareBindingsIsAddressOrder(t *testing.T) {
+	names := []string{"", "a", "a ", "a -", "a ->", "a -> b", "ab", "a-", "b", "a -> a"}
+	var bs []Binding
+	for _, v := range []string{"/", "v"} {
+		for _, s := range names {
+			for _, d := range names {
+				for _, k := range []string{"", "k"} {
+					bs = append(bs, Binding{Vhost: v, Source: s, Destination: d, DestinationType: DestQueue, RoutingKey: k})
+				}
+			}
+		}
+	}
+	bs = append(bs, Binding{Vhost: "/", Source: "a", Destination: "b", DestinationType: DestExchange},
+		Binding{Vhost: "/", Source: "a", Destination: "b", DestinationType: DestQueue, Arguments: Args{"x": int64(1)}})
+	for _, x := range bs {
+		for _, y := range bs {
+			if got, want := CompareBindings(x, y), x.Addr().Compare(y.Addr()); got != want {
+				t.Fatalf("CompareBindings(%v, %v) = %d, address order says %d", x.Addr(), y.Addr(), got, want)
+			}
+			if got, want := x.Addr().Compare(y.Addr()) < 0, x.Addr().Less(y.Addr()); got != want {
+				t.Fatalf("Compare and Less disagree on %v, %v", x.Addr(), y.Addr())
+			}
+		}
+	}
+}
+
 func TestBindingAddressIncludesArguments(t *testing.T) {
 	one := Binding{Vhost: "/", Source: "q.retry", Destination: "w", DestinationType: DestQueue, Arguments: Args{"rmqtopo-attempt": "1"}}
 	two := one
