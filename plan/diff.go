@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -67,6 +69,10 @@ const (
 // deleted. Vhosts are only ever created. Deletion is limited to owned objects
 // in the vhosts that desired describes, and the broker's reserved objects
 // ("" and amq.*) are never touched.
+//
+// The plan's objects may share memory with desired's (its slices'
+// elements, their arguments): a plan of a million objects would otherwise
+// copy them all. Neither is changed afterwards.
 func Diff(live, desired topology.Topology, opts Options) Plan {
 	live, inflight := splitMigrations(live, desired)
 	d := &differ{
@@ -93,6 +99,12 @@ func Diff(live, desired topology.Topology, opts Options) Plan {
 	return p
 }
 
+// ptr returns a pointer to a copy of v. The loops over desired objects
+// take a live object's address only for a change that shows it: taken in
+// place, the object would be copied to the heap on every iteration, a
+// million times for a plan against nothing.
+func ptr[T any](v T) *T { return &v }
+
 func objectCount(t topology.Topology) int {
 	return len(t.Vhosts) + len(t.Exchanges) + len(t.Queues) + len(t.Bindings) + len(t.Policies)
 }
@@ -108,6 +120,18 @@ type differ struct {
 	// policies are the policies in force after the plan (policy.go).
 	policies *policyView
 	changes  []Change
+	// objects holds the plan's Objects in chunks: one allocation each
+	// would be a million small ones for a large plan.
+	objects []Object
+}
+
+// object returns a new Object of the plan.
+func (d *differ) object() *Object {
+	if len(d.objects) == cap(d.objects) {
+		d.objects = make([]Object, 0, 4096)
+	}
+	d.objects = d.objects[:len(d.objects)+1]
+	return &d.objects[len(d.objects)-1]
 }
 
 func (d *differ) scope(desired topology.Topology) {
@@ -197,35 +221,42 @@ func (d *differ) diffVhosts(live, desired topology.Topology) {
 }
 
 func (d *differ) diffExchanges(live, desired topology.Topology) {
-	liveBy := map[topology.Address]topology.Exchange{}
+	liveBy := make(map[topology.Address]topology.Exchange, len(live.Exchanges))
 	for _, e := range live.Exchanges {
 		if !topology.Reserved(e.Name) {
 			liveBy[e.Addr()] = canonicalExchange(e)
 		}
 	}
-	wanted := map[topology.Address]bool{}
-	for _, e := range desired.Exchanges {
+	wanted := make(map[topology.Address]bool, len(desired.Exchanges))
+	for i := range desired.Exchanges {
+		e := &desired.Exchanges[i]
 		if topology.Reserved(e.Name) {
 			continue
 		}
-		e := canonicalExchange(e)
+		if !topology.IsNormal(e.Arguments) {
+			c := canonicalExchange(*e)
+			e = &c
+		}
 		a := e.Addr()
-		wanted[a] = true
-		after := &Object{Exchange: &e}
+		after := d.object()
+		after.Exchange = e
 		was, ok := liveBy[a]
+		if len(liveBy) > 0 { // only deletes look it up
+			wanted[a] = true
+		}
 		switch {
 		case !ok:
 			d.add(Change{Action: Create, Address: a, After: after})
-		case reflect.DeepEqual(was, e):
-			d.add(Change{Action: NoOp, Address: a, Before: &Object{Exchange: &was}, After: after})
+		case reflect.DeepEqual(was, *e):
+			d.add(Change{Action: NoOp, Address: a, Before: &Object{Exchange: ptr(was)}, After: after})
 		default:
 			d.replaced[a] = true
-			d.add(Change{Action: Replace, Address: a, Before: &Object{Exchange: &was}, After: after,
-				Reason: strings.Join(exchangeDifferences(was, e), "; ")})
+			d.add(Change{Action: Replace, Address: a, Before: &Object{Exchange: ptr(was)}, After: after,
+				Reason: strings.Join(exchangeDifferences(was, *e), "; ")})
 		}
 	}
-	for _, a := range sortedKeys(liveBy) {
-		if wanted[a] || !d.deletable(a) || !d.opts.Prune {
+	for _, a := range sortedKeysExcept(liveBy, func(a topology.Address) bool { return wanted[a] }) {
+		if !d.deletable(a) || !d.opts.Prune {
 			continue
 		}
 		was := liveBy[a]
@@ -234,40 +265,47 @@ func (d *differ) diffExchanges(live, desired topology.Topology) {
 }
 
 func (d *differ) diffQueues(live, desired topology.Topology) {
-	liveBy := map[topology.Address]topology.Queue{}
+	liveBy := make(map[topology.Address]topology.Queue, len(live.Queues))
 	for _, q := range live.Queues {
 		if !topology.Reserved(q.Name) {
 			liveBy[q.Addr()] = canonicalQueue(q)
 		}
 	}
-	wanted := map[topology.Address]bool{}
-	for _, q := range desired.Queues {
+	wanted := make(map[topology.Address]bool, len(desired.Queues))
+	for i := range desired.Queues {
+		q := &desired.Queues[i]
 		if topology.Reserved(q.Name) {
 			continue
 		}
-		q := canonicalQueue(q)
+		if !topology.IsNormal(q.Arguments) {
+			c := canonicalQueue(*q)
+			q = &c
+		}
 		a := q.Addr()
-		wanted[a] = true
-		after := &Object{Queue: &q}
+		after := d.object()
+		after.Queue = q
 		was, ok := liveBy[a]
+		if len(liveBy) > 0 { // only deletes look it up
+			wanted[a] = true
+		}
 		switch {
 		case !ok:
 			d.add(Change{Action: Create, Address: a, After: after})
-		case reflect.DeepEqual(was, q):
-			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: &was}, After: after})
+		case reflect.DeepEqual(was, *q):
+			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after})
 		default:
-			if pinned, ok := d.policies.keepsQueue(was, q); ok {
-				d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: &was}, After: after,
+			if pinned, ok := d.policies.keepsQueue(was, *q); ok {
+				d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after,
 					Reason: adoptReason(pinned), Pinned: pinned})
 				continue
 			}
 			d.replaced[a] = true
-			d.add(Change{Action: Replace, Address: a, Before: &Object{Queue: &was}, After: after,
-				Reason: strings.Join(d.policies.replaceReasons(was, q), "; "), Messages: d.messages(a), Consumers: d.consumers(a)})
+			d.add(Change{Action: Replace, Address: a, Before: &Object{Queue: ptr(was)}, After: after,
+				Reason: strings.Join(d.policies.replaceReasons(was, *q), "; "), Messages: d.messages(a), Consumers: d.consumers(a)})
 		}
 	}
-	for _, a := range sortedKeys(liveBy) {
-		if wanted[a] || !d.deletable(a) {
+	for _, a := range sortedKeysExcept(liveBy, func(a topology.Address) bool { return wanted[a] }) {
+		if !d.deletable(a) {
 			continue
 		}
 		was := liveBy[a]
@@ -307,31 +345,35 @@ func (d *differ) diffBindings(live, desired topology.Topology) {
 		b := canonicalBinding(b)
 		liveBy[b.Addr()] = b
 	}
-	desiredExchanges := make(map[topology.Address]bool, len(desired.Exchanges))
-	for _, e := range desired.Exchanges {
-		desiredExchanges[e.Addr()] = true
-	}
-	wanted := make(map[topology.Address]topology.Binding, len(desired.Bindings))
-	for _, b := range desired.Bindings {
-		b := canonicalBinding(b)
-		wanted[b.Addr()] = b
-	}
-	for _, a := range sortedKeys(wanted) {
-		b := wanted[a]
-		after := &Object{Binding: &b}
+	wanted := d.wantedBindings(desired.Bindings)
+	for _, w := range wanted {
+		a, b := w.a, w.b
+		after := d.object()
+		after.Binding = b
 		was, ok := liveBy[a]
-		switch gone := d.replacedEndpoint(b); {
+		switch gone := d.replacedEndpoint(*b); {
 		case gone != "":
 			d.add(Change{Action: Create, Address: a, After: after, Reason: "re-created after replace of " + gone})
 		case ok:
-			d.add(Change{Action: NoOp, Address: a, Before: &Object{Binding: &was}, After: after})
+			d.add(Change{Action: NoOp, Address: a, Before: &Object{Binding: ptr(was)}, After: after})
 		default:
 			d.add(Change{Action: Create, Address: a, After: after})
 		}
 	}
-	for _, a := range sortedKeys(liveBy) {
+	if len(liveBy) == 0 {
+		return
+	}
+	desiredExchanges := make(map[topology.Address]bool, len(desired.Exchanges))
+	for _, e := range desired.Exchanges {
+		desiredExchanges[e.Addr()] = true
+	}
+	isWanted := func(a topology.Address) bool {
+		_, ok := slices.BinarySearchFunc(wanted, a, func(w addressed, a topology.Address) int { return w.a.Compare(a) })
+		return ok
+	}
+	for _, a := range sortedKeysExcept(liveBy, isWanted) {
 		b := liveBy[a]
-		if _, ok := wanted[a]; ok || d.replacedEndpoint(b) != "" || !d.vhosts[a.Vhost] {
+		if d.replacedEndpoint(b) != "" || !d.vhosts[a.Vhost] {
 			continue
 		}
 		source := sourceAddr(b)
@@ -351,6 +393,54 @@ func (d *differ) diffBindings(live, desired topology.Topology) {
 			d.add(Change{Action: Delete, Address: a, Before: &Object{Binding: &b}, Reason: reasonNotInSpec})
 		}
 	}
+}
+
+// addressed is a binding with its address, which is all of it in another
+// form: computed once, because it renders the binding's arguments.
+type addressed struct {
+	a topology.Address
+	b *topology.Binding
+}
+
+// wantedBindings returns the desired bindings in canonical form, sorted by
+// address, without duplicates. An expanded spec's bindings are sorted and
+// canonical already, and are used as they are; anything else is copied.
+func (d *differ) wantedBindings(desired []topology.Binding) []addressed {
+	out := make([]addressed, 0, len(desired))
+	// Keys with arguments repeat across queues (every retry binding of
+	// attempt 2 has the same): the plan keeps one copy of each.
+	keys := map[string]string{}
+	for i := range desired {
+		b := &desired[i]
+		if !topology.IsNormal(b.Arguments) {
+			c := canonicalBinding(*b)
+			b = &c
+		}
+		a := b.Addr()
+		if len(b.Arguments) > 0 {
+			if k, ok := keys[a.Key]; ok {
+				a.Key = k
+			} else {
+				keys[a.Key] = a.Key
+			}
+		}
+		out = append(out, addressed{a, b})
+	}
+	cmp := func(x, y addressed) int { return x.a.Compare(y.a) }
+	if !slices.IsSortedFunc(out, cmp) {
+		slices.SortStableFunc(out, cmp)
+	}
+	// Of equal addresses the last wins, as it would in a map.
+	n := 0
+	for _, w := range out {
+		if n > 0 && out[n-1].a == w.a {
+			out[n-1] = w
+			continue
+		}
+		out[n] = w
+		n++
+	}
+	return out[:n]
 }
 
 // replacedEndpoint names the endpoint of b that the plan replaces, or ""
@@ -383,24 +473,31 @@ func (d *differ) diffPolicies(live, desired topology.Topology) {
 		liveBy[p.Addr()] = canonicalPolicy(p)
 	}
 	wanted := map[topology.Address]bool{}
-	for _, p := range desired.Policies {
-		p := canonicalPolicy(p)
+	for i := range desired.Policies {
+		p := &desired.Policies[i]
+		if !topology.IsNormal(p.Definition) {
+			c := canonicalPolicy(*p)
+			p = &c
+		}
 		a := p.Addr()
-		wanted[a] = true
-		after := &Object{Policy: &p}
+		after := d.object()
+		after.Policy = p
 		was, ok := liveBy[a]
+		if len(liveBy) > 0 { // only deletes look it up
+			wanted[a] = true
+		}
 		switch {
 		case !ok:
 			d.add(Change{Action: Create, Address: a, After: after})
-		case reflect.DeepEqual(was, p):
-			d.add(Change{Action: NoOp, Address: a, Before: &Object{Policy: &was}, After: after})
+		case reflect.DeepEqual(was, *p):
+			d.add(Change{Action: NoOp, Address: a, Before: &Object{Policy: ptr(was)}, After: after})
 		default:
-			d.add(Change{Action: Update, Address: a, Before: &Object{Policy: &was}, After: after,
-				Reason: strings.Join(policyDifferences(was, p), "; ")})
+			d.add(Change{Action: Update, Address: a, Before: &Object{Policy: ptr(was)}, After: after,
+				Reason: strings.Join(policyDifferences(was, *p), "; ")})
 		}
 	}
-	for _, a := range sortedKeys(liveBy) {
-		if wanted[a] || !d.deletable(a) || !(d.opts.Prune || governsDesired(a, desired)) {
+	for _, a := range sortedKeysExcept(liveBy, func(a topology.Address) bool { return wanted[a] }) {
+		if !d.deletable(a) || !(d.opts.Prune || governsDesired(a, desired)) {
 			continue
 		}
 		was := liveBy[a]
@@ -542,6 +639,18 @@ func FormatValue(v any, set bool) string {
 	if !set {
 		return "unset"
 	}
+	// What json.Marshal writes for the common scalars, without its cost:
+	// a large plan shows millions of values.
+	switch x := v.(type) {
+	case string:
+		if topology.JSONPlain(x) {
+			return `"` + x + `"`
+		}
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case bool:
+		return strconv.FormatBool(x)
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
@@ -549,10 +658,16 @@ func FormatValue(v any, set bool) string {
 	return string(b)
 }
 
-func sortedKeys[V any](m map[topology.Address]V) []topology.Address {
-	out := make([]topology.Address, 0, len(m))
+// sortedKeysExcept returns m's keys in order, without the addresses that
+// skip says to leave out, which are never sorted: in a plan with few changes almost
+// every live object is wanted, and sorting 16,000 addresses only to skip
+// them was a good part of the plan's cost.
+func sortedKeysExcept[V any](m map[topology.Address]V, skip func(topology.Address) bool) []topology.Address {
+	var out []topology.Address
 	for a := range m {
-		out = append(out, a)
+		if !skip(a) {
+			out = append(out, a)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
 	return out

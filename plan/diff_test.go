@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -564,3 +565,18 @@ func TestDiffCarriesObjects(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestFormatValueIsJSON checks FormatValue's shortcuts for plain scalars
+// against json.Marshal, which it stands in for.
+func TestFormatValueIsJSON(t *testing.T) {
+	for _, v := range []any{"", "a.b", "a<b", "a&b", "é", "tab\t", `q"`, `back\`, int64(-5), int64(1 << 60), true, false,
+		1.5, []any{int64(1), "x"}, map[string]any{"k": "v"}} {
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := plan.FormatValue(v, true); got != string(want) {
+			t.Errorf("FormatValue(%#v) = %s, json.Marshal gives %s", v, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/rmqtopo/rmqtopo/contract"
@@ -59,6 +60,12 @@ func whyNotMigratable(was, want topology.Queue) string {
 // stays an ordinary queue. The result maps each migrated queue's address
 // to its temporary queue.
 func splitMigrations(live, desired topology.Topology) (topology.Topology, map[topology.Address]topology.Queue) {
+	if !slices.ContainsFunc(live.Queues, func(q topology.Queue) bool {
+		_, ok := contract.ParseMigrationQueue(q.Name)
+		return ok
+	}) {
+		return live, nil // the usual case: no set of every desired queue
+	}
 	wanted := map[topology.Address]bool{}
 	for _, q := range desired.Queues {
 		wanted[q.Addr()] = true

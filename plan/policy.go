@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -76,17 +77,20 @@ func (v *policyView) matchingExchange(e topology.Exchange) []topology.Policy {
 }
 
 func newPolicyView(live, desired topology.Topology, operator []topology.Policy) *policyView {
-	v := &policyView{operator: operator}
-	wanted := map[topology.Address]bool{}
-	for _, p := range desired.Policies {
-		wanted[p.Addr()] = true
-		v.after = append(v.after, p)
-	}
-	// Live policies outside the spec stay unless pruned; a pruned policy is
-	// rmqtopo's own, and counting it as staying only ever reports too much.
-	for _, p := range live.Policies {
-		if !wanted[p.Addr()] {
-			v.after = append(v.after, p)
+	v := &policyView{operator: operator, after: desired.Policies}
+	if len(live.Policies) > 0 {
+		// Live policies outside the spec stay unless pruned; a pruned
+		// policy is rmqtopo's own, and counting it as staying only ever
+		// reports too much.
+		v.after = slices.Clip(desired.Policies) // appended to, never changed
+		wanted := make(map[topology.Address]bool, len(desired.Policies))
+		for _, p := range desired.Policies {
+			wanted[p.Addr()] = true
+		}
+		for _, p := range live.Policies {
+			if !wanted[p.Addr()] {
+				v.after = append(v.after, p)
+			}
 		}
 	}
 	v.index = topology.NewPolicyIndex(v.after)

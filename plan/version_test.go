@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,5 +78,24 @@ func TestCheckVersionOnlyJudgesWhatIsDeclared(t *testing.T) {
 	}
 	if ds := CheckVersion(p, topology.Version{}); ds != nil {
 		t.Errorf("unknown version gave %v", ds)
+	}
+}
+
+// TestQueueModeOn43OneFinding: 4.3's refusal of x-queue-mode is reported
+// once, as RT103, not also as RT011 by the precheck.
+func TestQueueModeOn43OneFinding(t *testing.T) {
+	p := Plan{Changes: []Change{{Action: Create, Address: topology.Address{Kind: topology.KindQueue, Vhost: "v", Name: "lazy"},
+		After: &Object{Queue: &topology.Queue{Vhost: "v", Name: "lazy", Durable: true,
+			Arguments: topology.Args{"x-queue-mode": "lazy", "x-queue-type": "classic"}}}}}}
+	var codes []string
+	v, err := topology.ParseVersion("4.3.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range append(precheck(p, nil, "4.3.0"), CheckVersion(p, v)...) {
+		codes = append(codes, d.Code)
+	}
+	if want := []string{CodeRefusedArgument}; !slices.Equal(codes, want) {
+		t.Errorf("codes = %v, want %v", codes, want)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -95,12 +97,12 @@ func writePlanText(w io.Writer, doc planDocument, l planLayout) (err error) {
 	}()
 	st := l.planPalette
 	if doc.hasChanges() {
-		pw.printf("rmqtopo will perform the following actions:\n")
-		for _, c := range doc.Changes {
-			pw.printf("\n")
-			writePlanChange(pw, c, l)
+		pw.str("rmqtopo will perform the following actions:\n")
+		for i := range doc.Changes {
+			pw.str("\n")
+			writePlanChange(pw, &doc.Changes[i], l)
 		}
-		pw.printf("\n")
+		pw.str("\n")
 	}
 	if len(doc.Diagnostics) > 0 {
 		for _, d := range doc.Diagnostics {
@@ -134,17 +136,20 @@ func planSymbol(a plan.Action) string {
 	return " "
 }
 
-func writePlanChange(pw *planWriter, c plan.Change, l planLayout) {
+// writePlanChange writes one change. It is written piece by piece rather
+// than formatted: a large plan has a million changes.
+func writePlanChange(pw *planWriter, c *plan.Change, l planLayout) {
 	st := l.planPalette
 	sym := planSymbol(c.Action)
 	if c.MayDelete {
 		sym = "?"
 	}
-	colored := st.symbol(sym)
 	if l.gutter {
-		colored = strings.Repeat(" ", 3-len(sym)) + colored
+		pw.str("   "[:3-len(sym)])
 	}
-	pw.printf("%s %s\n", colored, c.Address)
+	pw.str(st.symbol(sym), " ")
+	pw.address(c.Address)
+	pw.str("\n")
 
 	// Attributes and comments are indented past the widest symbol, with
 	// room for a marker of their own.
@@ -162,15 +167,97 @@ func writePlanChange(pw *planWriter, c plan.Change, l planLayout) {
 	if len(c.Conflict) > 0 {
 		pw.printf("%s  # conflict: also declared, with other attributes, by spec %s\n", indent, strings.Join(c.Conflict, ", "))
 	}
-	if stake := planMessagesAtStake(c); stake != "" {
+	if stake := planMessagesAtStake(*c); stake != "" {
 		pw.printf("%s  # %s\n", indent, stake)
+	}
+	if c.Action == plan.Create && c.After != nil && c.Address.Kind != topology.KindBinding && c.Address.Kind != topology.KindVhost {
+		writeCreated(pw, c.After, indent)
+		return
 	}
 	for _, line := range planAttributeLines(c) {
 		marker := " "
 		if line.marker != "" {
 			marker = st.symbol(line.marker)
 		}
-		pw.printf("%s%s %s\n", indent, marker, line.text)
+		pw.str(indent, marker, " ", line.key)
+		pw.pad(line.width - utf8.RuneCountInString(line.key))
+		pw.str(" = ", line.value, "\n")
+	}
+}
+
+// fixedAttr is a property of an object that planAttributes lists before
+// its arguments, with its value by kind ('s', 'b' or 'i').
+type fixedAttr struct {
+	key  string
+	kind byte
+	s    string
+	b    bool
+	i    int64
+	set  bool
+}
+
+// writeCreated writes the attribute lines of a created object exactly as
+// planAttributeLines makes them, without making them: nearly every change
+// of a large plan is a create, and its lines were most of the garbage the
+// plan left to collect.
+func writeCreated(pw *planWriter, o *plan.Object, indent string) {
+	var fixed [4]fixedAttr
+	var n int
+	var prefix string
+	var args topology.Args
+	switch {
+	case o.Exchange != nil:
+		e := o.Exchange
+		fixed = [4]fixedAttr{{key: "type", kind: 's', s: e.Type, set: true}, {key: "durable", kind: 'b', b: e.Durable, set: true},
+			{key: "auto_delete", kind: 'b', b: e.AutoDelete, set: e.AutoDelete}, {key: "internal", kind: 'b', b: e.Internal, set: e.Internal}}
+		n, prefix, args = 4, "arguments.", e.Arguments
+	case o.Queue != nil:
+		q := o.Queue
+		fixed = [4]fixedAttr{{key: "durable", kind: 'b', b: q.Durable, set: true}, {key: "auto_delete", kind: 'b', b: q.AutoDelete, set: q.AutoDelete}}
+		n, prefix, args = 2, "arguments.", q.Arguments
+	case o.Policy != nil:
+		p := o.Policy
+		fixed = [4]fixedAttr{{key: "pattern", kind: 's', s: p.Pattern, set: true}, {key: "apply_to", kind: 's', s: p.ApplyTo, set: true},
+			{key: "priority", kind: 'i', i: p.Priority, set: p.Priority != 0}}
+		n, prefix, args = 3, "definition.", p.Definition
+	default:
+		return
+	}
+	width := 0
+	for _, f := range fixed[:n] {
+		if f.set {
+			width = max(width, len(f.key))
+		}
+	}
+	pw.keys = pw.keys[:0]
+	for k := range args {
+		pw.keys = append(pw.keys, k)
+		width = max(width, len(prefix)+utf8.RuneCountInString(k))
+	}
+	slices.Sort(pw.keys)
+	for _, f := range fixed[:n] {
+		if !f.set {
+			continue
+		}
+		pw.str(indent, "  ", f.key)
+		pw.pad(width - len(f.key))
+		pw.str(" = ")
+		switch f.kind {
+		case 's':
+			pw.jsonString(f.s)
+		case 'b':
+			pw.str(strconv.FormatBool(f.b))
+		case 'i':
+			pw.int(f.i)
+		}
+		pw.str("\n")
+	}
+	for _, k := range pw.keys {
+		pw.str(indent, "  ", prefix, k)
+		pw.pad(width - len(prefix) - utf8.RuneCountInString(k))
+		pw.str(" = ")
+		pw.value(args[k])
+		pw.str("\n")
 	}
 }
 
@@ -200,16 +287,19 @@ type planAttribute struct {
 	set        bool
 }
 
+// planAttributeLine is "key = value", the key padded to width.
 type planAttributeLine struct {
 	marker string // "", "+", "-" or "~"
-	text   string
+	key    string
+	width  int
+	value  string // "old → new" for a changed value
 }
 
 // planAttributeLines lists a change's planAttributes: the new object's for a
 // create, both sides compared for an update or replace. A delete shows none:
 // what goes away is named by the address, and JSON carries the object.
 // Bindings show none either: their address is all there is to them.
-func planAttributeLines(c plan.Change) []planAttributeLine {
+func planAttributeLines(c *plan.Change) []planAttributeLine {
 	if c.Address.Kind == topology.KindBinding || c.Address.Kind == topology.KindVhost {
 		return nil
 	}
@@ -224,9 +314,10 @@ func planAttributeLines(c plan.Change) []planAttributeLine {
 	switch c.Action {
 	case plan.Create:
 		width := planKeyWidth(after, nil)
+		lines = make([]planAttributeLine, 0, len(after))
 		for _, a := range after {
 			if a.set {
-				lines = append(lines, planAttributeLine{text: planPad(a.key, width) + " = " + a.value})
+				lines = append(lines, planAttributeLine{key: a.key, width: width, value: a.value})
 			}
 		}
 	case plan.Update, plan.Replace, plan.Migrate:
@@ -235,13 +326,13 @@ func planAttributeLines(c plan.Change) []planAttributeLine {
 			b, a := planFind(before, k), planFind(after, k)
 			switch {
 			case b.set && a.set && b.value == a.value:
-				lines = append(lines, planAttributeLine{text: planPad(k, width) + " = " + a.value})
+				lines = append(lines, planAttributeLine{key: k, width: width, value: a.value})
 			case b.set && a.set:
-				lines = append(lines, planAttributeLine{marker: "~", text: planPad(k, width) + " = " + b.value + " → " + a.value})
+				lines = append(lines, planAttributeLine{marker: "~", key: k, width: width, value: b.value + " → " + a.value})
 			case a.set:
-				lines = append(lines, planAttributeLine{marker: "+", text: planPad(k, width) + " = " + a.value})
+				lines = append(lines, planAttributeLine{marker: "+", key: k, width: width, value: a.value})
 			case b.set:
-				lines = append(lines, planAttributeLine{marker: "-", text: planPad(k, width) + " = " + b.value})
+				lines = append(lines, planAttributeLine{marker: "-", key: k, width: width, value: b.value})
 			}
 		}
 	}
@@ -332,10 +423,6 @@ func planKeyWidth(lists ...[]planAttribute) int {
 	return width
 }
 
-func planPad(s string, width int) string {
-	return s + strings.Repeat(" ", max(0, width-utf8.RuneCountInString(s)))
-}
-
 // planPalette colours plan text for a terminal, and is the identity when off.
 type planPalette struct{ on bool }
 
@@ -376,12 +463,69 @@ func (p planPalette) severity(s plan.Severity, text string) string {
 
 // planWriter keeps the first write error so rendering code stays linear.
 type planWriter struct {
-	w   io.Writer
-	err error
+	w interface {
+		io.Writer
+		io.StringWriter
+	}
+	err  error
+	buf  []byte   // scratch for address and numbers
+	keys []string // scratch for writeCreated
 }
 
 func (e *planWriter) printf(format string, args ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+// str writes its arguments, one after the other.
+func (e *planWriter) str(parts ...string) {
+	for _, s := range parts {
+		if e.err == nil {
+			_, e.err = e.w.WriteString(s)
+		}
+	}
+}
+
+// pad writes n spaces (none if n is negative).
+func (e *planWriter) pad(n int) {
+	const spaces = "                                "
+	for ; n > 0 && e.err == nil; n -= len(spaces) {
+		_, e.err = e.w.WriteString(spaces[:min(n, len(spaces))])
+	}
+}
+
+// jsonString writes s as plan.FormatValue shows it.
+func (e *planWriter) jsonString(s string) {
+	if topology.JSONPlain(s) {
+		e.str(`"`, s, `"`)
+		return
+	}
+	e.str(plan.FormatValue(s, true))
+}
+
+func (e *planWriter) int(i int64) {
+	e.buf = strconv.AppendInt(e.buf[:0], i, 10)
+	if e.err == nil {
+		_, e.err = e.w.Write(e.buf)
+	}
+}
+
+// value writes an argument's value as plan.FormatValue shows it.
+func (e *planWriter) value(v any) {
+	switch x := v.(type) {
+	case string:
+		e.jsonString(x)
+	case int64:
+		e.int(x)
+	default:
+		e.str(plan.FormatValue(v, true))
+	}
+}
+
+func (e *planWriter) address(a topology.Address) {
+	e.buf = a.Append(e.buf[:0])
+	if e.err == nil {
+		_, e.err = e.w.Write(e.buf)
 	}
 }

@@ -192,11 +192,11 @@ func markdownGroup(g planGroup, showVhost bool) string {
 	}
 	var text strings.Builder
 	pw := &planWriter{w: &text}
-	for i, c := range g.Changes {
+	for i := range g.Changes {
 		if i > 0 {
 			pw.printf("\n")
 		}
-		writePlanChange(pw, c, planLayout{})
+		writePlanChange(pw, &g.Changes[i], planLayout{})
 	}
 	open := ""
 	if destroys {

@@ -77,8 +77,12 @@ func TestListQueues(t *testing.T) {
 		dlq.Arguments["x-delivery-limit"] != float64(5000) || dlq.DeliveryLimit() != 2000 {
 		t.Errorf("dlq = %+v, want a quorum queue of 3 ready messages, delivery limit 2000 (the policy's, lower)", dlq)
 	}
-	if q := queues[slices.Index(got, "q000")]; q.Type != "classic" {
-		t.Errorf("q000 listed as %+v, want a classic queue", q)
+	if q := queues[slices.Index(got, "q000")]; q.Type != "classic" || q.DeadLettered != nil {
+		t.Errorf("q000 listed as %+v, want a classic queue, without messages_dlx", q)
+	}
+	// A quorum queue reports messages_dlx, held dead-letters: none here.
+	if dlq.DeadLettered == nil || *dlq.DeadLettered != 0 || dlq.DeadLettersHeld() != 0 {
+		t.Errorf("dlq messages_dlx = %v, want 0", dlq.DeadLettered)
 	}
 
 	_, err = l.c.GetQueue(ctx, l.vhost, "missing")

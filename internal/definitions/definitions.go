@@ -164,7 +164,9 @@ func (d Document) ToTopology(vhosts ...string) topology.Topology {
 		}
 		return false
 	}
-	var t topology.Topology
+	// Sized once for the common case of every object kept.
+	t := topology.Topology{Exchanges: make([]topology.Exchange, 0, len(d.Exchanges)),
+		Queues: make([]topology.Queue, 0, len(d.Queues)), Bindings: make([]topology.Binding, 0, len(d.Bindings))}
 	defaults := map[string]string{}
 	for _, v := range d.Vhosts {
 		defaults[v.Name] = v.DefaultQueueType()
@@ -212,6 +214,16 @@ func (d Document) ToTopology(vhosts ...string) topology.Topology {
 		}
 		t.Policies = append(t.Policies, topology.Policy{Vhost: p.Vhost, Name: p.Name, Pattern: p.Pattern, ApplyTo: applyTo,
 			Priority: p.Priority, Definition: topology.NormalizeArgs(p.Definition)})
+	}
+	// None kept is nil, as it always was.
+	if len(t.Exchanges) == 0 {
+		t.Exchanges = nil
+	}
+	if len(t.Queues) == 0 {
+		t.Queues = nil
+	}
+	if len(t.Bindings) == 0 {
+		t.Bindings = nil
 	}
 	t.Sort()
 	return t

@@ -92,6 +92,9 @@ func DecodeRecord(e Exchange) (topology.Record, error) {
 		return fail("format_version %d; this rmqtopo reads %d", j.FormatVersion, RecordFormatVersion)
 	}
 	r := topology.NewRecord(j.Spec, e.Vhost)
+	// Sized once: a record may name 16,000 objects.
+	n := len(j.Exchanges) + len(j.Queues) + len(j.Policies) + len(j.Bindings)
+	r.Claims, r.Owned = make(map[topology.Address]string, n), make(map[topology.Address]bool, n)
 	r.Generation = j.Generation
 	groups := []struct {
 		kind    topology.Kind

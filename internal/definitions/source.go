@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -16,7 +17,7 @@ import (
 // to them. Exclusive queues are already absent from definitions.
 func Clean(t topology.Topology) topology.Topology {
 	dropped := map[topology.Address]bool{}
-	exchanges := t.Exchanges[:0:0]
+	exchanges := slices.Grow(t.Exchanges[:0:0], len(t.Exchanges))
 	for _, e := range t.Exchanges {
 		if topology.IsRecordExchange(e.Name) {
 			dropped[e.Addr()] = true
@@ -25,7 +26,7 @@ func Clean(t topology.Topology) topology.Topology {
 		exchanges = append(exchanges, e)
 	}
 	t.Exchanges = exchanges
-	queues := t.Queues[:0:0]
+	queues := slices.Grow(t.Queues[:0:0], len(t.Queues))
 	for _, q := range t.Queues {
 		if topology.Reserved(q.Name) || q.Name == contract.LockQueue {
 			dropped[q.Addr()] = true
@@ -34,7 +35,7 @@ func Clean(t topology.Topology) topology.Topology {
 		queues = append(queues, q)
 	}
 	t.Queues = queues
-	bindings := t.Bindings[:0:0]
+	bindings := slices.Grow(t.Bindings[:0:0], len(t.Bindings))
 	for _, b := range t.Bindings {
 		dest := topology.Address{Kind: topology.KindQueue, Vhost: b.Vhost, Name: b.Destination}
 		if b.DestinationType == topology.DestExchange {
