@@ -110,6 +110,8 @@ demo: build rabbitnode
 # named by RMQTOPO_TEST_URL). BENCH selects benchmarks by regexp. Figures
 # and how to read them: docs/benchmarks.md.
 BENCH_DIR ?= .broker/bench
+# The bench node's Erlang name; give each checkout its own, as TEST_NODE.
+BENCH_NODE ?= rmqtopo-bench@localhost
 BENCH ?= .
 
 bench: rabbitnode
@@ -119,7 +121,7 @@ bench: rabbitnode
 		run; \
 	else \
 		trap '$(RABBITNODE) stop --dir $(BENCH_DIR)' EXIT; \
-		$(RABBITNODE) start --dir $(BENCH_DIR) --name rmqtopo-bench@localhost >/dev/null; \
+		$(RABBITNODE) start --dir $(BENCH_DIR) --name $(BENCH_NODE) >/dev/null; \
 		. $(BENCH_DIR)/env; \
 		run; \
 	fi
