@@ -122,7 +122,7 @@ func replace(o any) plan.Change                    { return change(plan.Replace,
 func noop(o any) plan.Change                       { return change(plan.NoOp, o, o) }
 func zero() *int64                                 { n := int64(0); return &n }
 func msgs(n int64) *int64                          { return &n }
-func withMsgs(c plan.Change, n *int64) plan.Change { c.Messages = n; return c }
+func withMsgs(c plan.Change, n *int64) plan.Change { c.Detail().Messages = n; return c }
 
 func change(a plan.Action, before, after any) plan.Change {
 	obj := func(o any) (*plan.Object, topology.Address) {
@@ -270,7 +270,7 @@ func TestApplyRefusesBlockingPlan(t *testing.T) {
 		t.Errorf("calls = %q, want none", f.calls)
 	}
 	// Unknown counts are refused too.
-	p.Changes[0].Messages = nil
+	p.Changes[0].Detail().Messages = nil
 	if _, err := apply.Apply(context.Background(), f, p, apply.Options{Records: records()}); err == nil {
 		t.Fatal("a replace with an unknown count was applied")
 	}

@@ -88,32 +88,32 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 				verb, code, hint = "deleting", CodeDeleteQueueWithMessages, destroyHint(opts)
 			}
 			switch {
-			case c.Messages == nil:
+			case c.Messages() == nil:
 				ds = append(ds, Diagnostic{Code: CodeQueueMessagesUnknown, Severity: destructive, Address: a,
 					Message: fmt.Sprintf("%s %s may destroy messages: its message count is unknown%s", verb, a, hint)})
-			case *c.Messages > 0:
-				ds = append(ds, Diagnostic{Code: code, Severity: destructive, Address: a, Messages: *c.Messages,
-					Message: fmt.Sprintf("%s %s destroys %s%s", verb, a, countMessages(*c.Messages), hint)})
+			case *c.Messages() > 0:
+				ds = append(ds, Diagnostic{Code: code, Severity: destructive, Address: a, Messages: *c.Messages(),
+					Message: fmt.Sprintf("%s %s destroys %s%s", verb, a, countMessages(*c.Messages()), hint)})
 			}
 			// Counts of ready messages leave out the deliveries that
 			// consumers hold unacknowledged; a delete drops those too.
-			if c.Consumers != nil && *c.Consumers > 0 {
+			if c.Consumers() != nil && *c.Consumers() > 0 {
 				ds = append(ds, Diagnostic{Code: CodeQueueHasConsumers, Severity: destructive, Address: a,
 					Message: fmt.Sprintf("%s has %s, which may hold unacknowledged deliveries that %s it destroys%s",
-						a, countConsumers(*c.Consumers), verb, consumersHint(opts))})
+						a, countConsumers(*c.Consumers()), verb, consumersHint(opts))})
 			}
-		case c.Action == NoOp && c.Draining:
+		case c.Action == NoOp && c.Draining():
 			d := Diagnostic{Code: CodeWaitQueueDraining, Severity: SeverityInfo, Address: a}
-			if c.Messages != nil {
-				d.Messages = *c.Messages
+			if c.Messages() != nil {
+				d.Messages = *c.Messages()
 				d.Message = fmt.Sprintf("retired wait queue %q in vhost %q is draining: %s waiting; a later apply deletes it once empty",
-					a.Name, a.Vhost, countMessages(*c.Messages))
+					a.Name, a.Vhost, countMessages(*c.Messages()))
 			} else {
 				d.Message = fmt.Sprintf("retired wait queue %q in vhost %q is kept: its message count is unknown; a later apply deletes it once empty",
 					a.Name, a.Vhost)
 			}
 			ds = append(ds, d)
-		case c.Action == NoOp && c.LeftBehind:
+		case c.Action == NoOp && c.LeftBehind():
 			ds = append(ds, leftBehind(c))
 		case c.Action == Migrate || c.Action == NoOp:
 			if d, ok := checkMigration(c); ok {
@@ -135,10 +135,10 @@ func checkOwnership(p Plan, opts CheckOptions) []Diagnostic {
 	var ds []Diagnostic
 	maybe := map[string]int{}
 	for _, c := range p.Changes {
-		if c.MayDelete {
+		if c.MayDelete() {
 			maybe[c.Address.Vhost]++
 		}
-		if len(c.Conflict) == 0 {
+		if len(c.Conflict()) == 0 {
 			continue
 		}
 		this := "this spec"
@@ -147,7 +147,7 @@ func checkOwnership(p Plan, opts CheckOptions) []Diagnostic {
 		}
 		ds = append(ds, Diagnostic{Code: CodeSpecConflict, Severity: SeverityError, Address: c.Address,
 			Message: fmt.Sprintf("%s: %s and spec %q (its ownership record in the vhost) declare it with different attributes; make them agree, or rename it in one of them",
-				c.Address, this, strings.Join(c.Conflict, `", "`))})
+				c.Address, this, strings.Join(c.Conflict(), `", "`))})
 	}
 	for _, v := range sortedVhosts(maybe) {
 		ds = append(ds, Diagnostic{Code: CodeOwnershipUnknown, Severity: SeverityWarning,
@@ -242,15 +242,15 @@ func (p Plan) CountActions() ActionCounts {
 func leftBehind(c Change) Diagnostic {
 	d := Diagnostic{Code: CodeQueueLeftBehind, Severity: SeverityWarning, Address: c.Address}
 	held := "its message count is unknown"
-	if c.Messages != nil {
-		d.Messages = *c.Messages
-		held = "it holds " + countMessages(*c.Messages)
-		if *c.Messages == 0 {
+	if c.Messages() != nil {
+		d.Messages = *c.Messages()
+		held = "it holds " + countMessages(*c.Messages())
+		if *c.Messages() == 0 {
 			held = "it holds no messages"
 		}
 	}
 	remove := "rmqtopo apply --prune SPEC removes it"
-	if c.Messages == nil || *c.Messages > 0 {
+	if c.Messages() == nil || *c.Messages() > 0 {
 		remove = "drain it, or rmqtopo apply --prune --allow-destroy SPEC removes it with them"
 	}
 	d.Message = fmt.Sprintf("queue %q in vhost %q left the spec and is kept; %s; %s", c.Address.Name, c.Address.Vhost, held, remove)

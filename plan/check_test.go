@@ -28,13 +28,13 @@ func TestCheck(t *testing.T) {
 				{Action: plan.NoOp, Address: shopAddr},
 				{Action: plan.Delete, Address: shopAddr},
 				{Action: plan.Delete, Address: shopOrders.Addr()},
-				{Action: plan.Delete, Address: waitAddr, Messages: ptr(int64(0))},
-				{Action: plan.Replace, Address: ordersAddr, Messages: ptr(int64(0))},
+				{Action: plan.Delete, Address: waitAddr, Details: &plan.Details{Messages: ptr(int64(0))}},
+				{Action: plan.Replace, Address: ordersAddr, Details: &plan.Details{Messages: ptr(int64(0))}},
 			},
 		},
 		{
 			name:    "RT001 replace of a queue holding messages",
-			changes: []plan.Change{{Action: plan.Replace, Address: ordersAddr, Messages: ptr(int64(42))}},
+			changes: []plan.Change{{Action: plan.Replace, Address: ordersAddr, Details: &plan.Details{Messages: ptr(int64(42))}}},
 			want: []plan.Diagnostic{{Code: "RT001", Severity: plan.SeverityError, Address: ordersAddr, Messages: 42,
 				Message: `replacing queue "orders" in vhost "/" destroys 42 messages; re-run with --allow-destroy to accept, or --migrate to keep them (see RT030)`}},
 			wantAllowed: []plan.Diagnostic{{Code: "RT001", Severity: plan.SeverityWarning, Address: ordersAddr, Messages: 42,
@@ -42,7 +42,7 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name:    "RT002 delete of a queue holding messages",
-			changes: []plan.Change{{Action: plan.Delete, Address: ordersAddr, Messages: ptr(int64(1))}},
+			changes: []plan.Change{{Action: plan.Delete, Address: ordersAddr, Details: &plan.Details{Messages: ptr(int64(1))}}},
 			want: []plan.Diagnostic{{Code: "RT002", Severity: plan.SeverityError, Address: ordersAddr, Messages: 1,
 				Message: `deleting queue "orders" in vhost "/" destroys 1 message; re-run with --allow-destroy to accept`}},
 			wantAllowed: []plan.Diagnostic{{Code: "RT002", Severity: plan.SeverityWarning, Address: ordersAddr, Messages: 1,
@@ -70,8 +70,8 @@ func TestCheck(t *testing.T) {
 		{
 			name: "RT004 retired wait queue draining",
 			changes: []plan.Change{
-				{Action: plan.NoOp, Address: waitAddr, Messages: ptr(int64(7)), Draining: true},
-				{Action: plan.NoOp, Address: ordersAddr, Draining: true},
+				{Action: plan.NoOp, Address: waitAddr, Details: &plan.Details{Messages: ptr(int64(7)), Draining: true}},
+				{Action: plan.NoOp, Address: ordersAddr, Details: &plan.Details{Draining: true}},
 			},
 			want: []plan.Diagnostic{
 				{Code: "RT004", Severity: plan.SeverityInfo, Address: waitAddr, Messages: 7,
@@ -89,12 +89,12 @@ func TestCheck(t *testing.T) {
 		{
 			name: "RT006 queue replace or delete with consumers attached",
 			changes: []plan.Change{
-				{Action: plan.Replace, Address: ordersAddr, Messages: ptr(int64(0)), Consumers: ptr(int64(1))},
-				{Action: plan.Delete, Address: waitAddr, Messages: ptr(int64(3)), Consumers: ptr(int64(2))},
+				{Action: plan.Replace, Address: ordersAddr, Details: &plan.Details{Messages: ptr(int64(0)), Consumers: ptr(int64(1))}},
+				{Action: plan.Delete, Address: waitAddr, Details: &plan.Details{Messages: ptr(int64(3)), Consumers: ptr(int64(2))}},
 				// Zero or unknown consumers, and a draining no-op, are no RT006.
-				{Action: plan.Replace, Address: ordersAddr, Messages: ptr(int64(0)), Consumers: ptr(int64(0))},
-				{Action: plan.Delete, Address: ordersAddr, Messages: ptr(int64(0))},
-				{Action: plan.NoOp, Address: waitAddr, Messages: ptr(int64(0)), Consumers: ptr(int64(4)), Draining: true},
+				{Action: plan.Replace, Address: ordersAddr, Details: &plan.Details{Messages: ptr(int64(0)), Consumers: ptr(int64(0))}},
+				{Action: plan.Delete, Address: ordersAddr, Details: &plan.Details{Messages: ptr(int64(0))}},
+				{Action: plan.NoOp, Address: waitAddr, Details: &plan.Details{Messages: ptr(int64(0)), Consumers: ptr(int64(4)), Draining: true}},
 			},
 			want: []plan.Diagnostic{
 				{Code: "RT006", Severity: plan.SeverityError, Address: ordersAddr,

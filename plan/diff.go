@@ -142,14 +142,14 @@ func (d *differ) scope(desired topology.Topology) {
 
 func (d *differ) add(c Change) {
 	if c.Action == Delete {
-		c.Owner = d.opts.Owner[c.Address]
+		c.Detail().Owner = d.opts.Owner[c.Address]
 		if d.opts.Maybe[c.Address] {
-			c.MayDelete = true
-			c.Owner = "unknown: the source shows no ownership record; deleted only if this spec's record owns it"
+			c.Detail().MayDelete = true
+			c.Detail().Owner = "unknown: the source shows no ownership record; deleted only if this spec's record owns it"
 		}
 	}
 	if c.After != nil && len(d.opts.OthersWant[c.Address]) > 0 {
-		c.Conflict = d.conflict(c.Address, c.After.digest())
+		c.Detail().Conflict = d.conflict(c.Address, c.After.digest())
 	}
 	d.changes = append(d.changes, c)
 }
@@ -251,8 +251,7 @@ func (d *differ) diffExchanges(live, desired topology.Topology) {
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Exchange: ptr(was)}, After: after})
 		default:
 			d.replaced[a] = true
-			d.add(Change{Action: Replace, Address: a, Before: &Object{Exchange: ptr(was)}, After: after,
-				Reason: strings.Join(exchangeDifferences(was, *e), "; ")})
+			d.add(Change{Action: Replace, Address: a, Before: &Object{Exchange: ptr(was)}, After: after, Details: &Details{Reason: strings.Join(exchangeDifferences(was, *e), "; ")}})
 		}
 	}
 	for _, a := range sortedKeysExcept(liveBy, func(a topology.Address) bool { return wanted[a] }) {
@@ -260,7 +259,7 @@ func (d *differ) diffExchanges(live, desired topology.Topology) {
 			continue
 		}
 		was := liveBy[a]
-		d.add(Change{Action: Delete, Address: a, Before: &Object{Exchange: &was}, Reason: reasonNotInSpec})
+		d.add(Change{Action: Delete, Address: a, Before: &Object{Exchange: &was}, Details: &Details{Reason: reasonNotInSpec}})
 	}
 }
 
@@ -295,13 +294,11 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after})
 		default:
 			if pinned, ok := d.policies.keepsQueue(was, *q); ok {
-				d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after,
-					Reason: adoptReason(pinned), Pinned: pinned})
+				d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reason: adoptReason(pinned), Pinned: pinned}})
 				continue
 			}
 			d.replaced[a] = true
-			d.add(Change{Action: Replace, Address: a, Before: &Object{Queue: ptr(was)}, After: after,
-				Reason: strings.Join(d.policies.replaceReasons(was, *q), "; "), Messages: d.messages(a), Consumers: d.consumers(a)})
+			d.add(Change{Action: Replace, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reason: strings.Join(d.policies.replaceReasons(was, *q), "; "), Messages: d.messages(a), Consumers: d.consumers(a)}})
 		}
 	}
 	for _, a := range sortedKeysExcept(liveBy, func(a topology.Address) bool { return wanted[a] }) {
@@ -319,22 +316,18 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 		case d.opts.IsWaitQueue != nil && d.opts.IsWaitQueue(a.Name):
 			switch {
 			case n != nil && *n == 0:
-				d.add(Change{Action: Delete, Address: a, Before: before, Reason: reasonRetiredEmpty, Messages: n,
-					Consumers: d.consumers(a)})
+				d.add(Change{Action: Delete, Address: a, Before: before, Details: &Details{Reason: reasonRetiredEmpty, Messages: n, Consumers: d.consumers(a)}})
 			case n != nil:
-				d.add(Change{Action: NoOp, Address: a, Before: before, Messages: n, Draining: true,
-					Reason: fmt.Sprintf("retired wait queue draining: %d messages waiting; deleted by a later apply once empty", *n)})
+				d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Messages: n, Draining: true, Reason: fmt.Sprintf("retired wait queue draining: %d messages waiting; deleted by a later apply once empty", *n)}})
 			default:
-				d.add(Change{Action: NoOp, Address: a, Before: before, Draining: true, Reason: reasonRetiredUnknown})
+				d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Draining: true, Reason: reasonRetiredUnknown}})
 			}
 		case d.opts.Prune:
-			d.add(Change{Action: Delete, Address: a, Before: before, Reason: reasonNotInSpec, Messages: n,
-				Consumers: d.consumers(a)})
+			d.add(Change{Action: Delete, Address: a, Before: before, Details: &Details{Reason: reasonNotInSpec, Messages: n, Consumers: d.consumers(a)}})
 		default:
 			// Not pruned, so kept; said, because messages there are
 			// stranded: nothing the spec declares reads the queue.
-			d.add(Change{Action: NoOp, Address: a, Before: before, Reason: reasonLeftBehind, Messages: n,
-				LeftBehind: true})
+			d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Reason: reasonLeftBehind, Messages: n, LeftBehind: true}})
 		}
 	}
 }
@@ -353,7 +346,7 @@ func (d *differ) diffBindings(live, desired topology.Topology) {
 		was, ok := liveBy[a]
 		switch gone := d.replacedEndpoint(*b); {
 		case gone != "":
-			d.add(Change{Action: Create, Address: a, After: after, Reason: "re-created after replace of " + gone})
+			d.add(Change{Action: Create, Address: a, After: after, Details: &Details{Reason: "re-created after replace of " + gone}})
 		case ok:
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Binding: ptr(was)}, After: after})
 		default:
@@ -390,7 +383,7 @@ func (d *differ) diffBindings(live, desired topology.Topology) {
 			remove = desiredExchanges[source] && (d.opts.Owned[a] || d.opts.Owned[source]) && len(d.opts.Others[a]) == 0
 		}
 		if remove {
-			d.add(Change{Action: Delete, Address: a, Before: &Object{Binding: &b}, Reason: reasonNotInSpec})
+			d.add(Change{Action: Delete, Address: a, Before: &Object{Binding: &b}, Details: &Details{Reason: reasonNotInSpec}})
 		}
 	}
 }
@@ -492,8 +485,7 @@ func (d *differ) diffPolicies(live, desired topology.Topology) {
 		case reflect.DeepEqual(was, *p):
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Policy: ptr(was)}, After: after})
 		default:
-			d.add(Change{Action: Update, Address: a, Before: &Object{Policy: ptr(was)}, After: after,
-				Reason: strings.Join(policyDifferences(was, *p), "; ")})
+			d.add(Change{Action: Update, Address: a, Before: &Object{Policy: ptr(was)}, After: after, Details: &Details{Reason: strings.Join(policyDifferences(was, *p), "; ")}})
 		}
 	}
 	for _, a := range sortedKeysExcept(liveBy, func(a topology.Address) bool { return wanted[a] }) {
@@ -501,7 +493,7 @@ func (d *differ) diffPolicies(live, desired topology.Topology) {
 			continue
 		}
 		was := liveBy[a]
-		d.add(Change{Action: Delete, Address: a, Before: &Object{Policy: &was}, Reason: reasonNotInSpec})
+		d.add(Change{Action: Delete, Address: a, Before: &Object{Policy: &was}, Details: &Details{Reason: reasonNotInSpec}})
 	}
 }
 

@@ -76,17 +76,17 @@ func isWaitQueue(name string) bool {
 func rows(p plan.Plan, withNoOps bool) []string {
 	out := []string{}
 	for _, c := range p.Changes {
-		if c.Action == plan.NoOp && !withNoOps && !c.Draining {
+		if c.Action == plan.NoOp && !withNoOps && !c.Draining() {
 			continue
 		}
 		s := fmt.Sprintf("%s %s", c.Action, c.Address)
-		if c.Reason != "" {
-			s += " # " + c.Reason
+		if c.Reason() != "" {
+			s += " # " + c.Reason()
 		}
-		if c.Messages != nil {
-			s += fmt.Sprintf(" [messages=%d]", *c.Messages)
+		if c.Messages() != nil {
+			s += fmt.Sprintf(" [messages=%d]", *c.Messages())
 		}
-		if c.Draining {
+		if c.Draining() {
 			s += " [draining]"
 		}
 		out = append(out, s)
@@ -548,14 +548,7 @@ func TestDiffCarriesObjects(t *testing.T) {
 	if replace == nil {
 		t.Fatalf("no replace in plan:\n%s", strings.Join(rows(got, true), "\n"))
 	}
-	want := plan.Change{
-		Action:   plan.Replace,
-		Address:  orders.Addr(),
-		Before:   &plan.Object{Queue: &orders},
-		After:    &plan.Object{Queue: &desired.Queues[0]},
-		Reason:   "queue argument x-message-ttl is immutable (60000 → 30000)",
-		Messages: ptr(int64(42)),
-	}
+	want := plan.Change{Action: plan.Replace, Address: orders.Addr(), Before: &plan.Object{Queue: &orders}, After: &plan.Object{Queue: &desired.Queues[0]}, Details: &plan.Details{Reason: "queue argument x-message-ttl is immutable (60000 → 30000)", Messages: ptr(int64(42))}}
 	if desired.Queues[0].Name != "orders" {
 		t.Fatalf("test setup: first desired queue is %q", desired.Queues[0].Name)
 	}

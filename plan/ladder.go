@@ -19,7 +19,7 @@ import (
 func (d *differ) keepDrainingLadders() {
 	draining := map[contract.Ladder]bool{}
 	for _, c := range d.changes {
-		if c.Action == NoOp && c.Draining && c.Address.Kind == topology.KindQueue {
+		if c.Action == NoOp && c.Draining() && c.Address.Kind == topology.KindQueue {
 			if l, _, err := contract.ParseLevelQueue(c.Address.Name); err == nil {
 				draining[l] = true
 			}
@@ -37,8 +37,7 @@ func (d *differ) keepDrainingLadders() {
 			name = c.Before.Binding.Source
 		}
 		if l, ok := contract.ParseLadderObject(name); ok && draining[l] {
-			d.changes[i] = Change{Action: NoOp, Address: c.Address, Before: c.Before, Messages: c.Messages,
-				Reason: fmt.Sprintf("kept with retired delay ladder %s while its level queues drain; deleted by a later apply once they are empty", l.Name())}
+			d.changes[i] = Change{Action: NoOp, Address: c.Address, Before: c.Before, Details: &Details{Messages: c.Messages(), Reason: fmt.Sprintf("kept with retired delay ladder %s while its level queues drain; deleted by a later apply once they are empty", l.Name())}}
 		}
 	}
 }

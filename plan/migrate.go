@@ -117,22 +117,22 @@ func (d *differ) migrate(inflight map[topology.Address]topology.Queue) {
 			handled[a] = true
 			reason := fmt.Sprintf("resumes the migration in progress through queue %q", temp.Name)
 			if c.Action == Replace {
-				reason = c.Reason + "; " + reason
+				reason = c.Reason() + "; " + reason
 			}
-			c.Action, c.Reason, c.Resumes = Migrate, reason, true
+			c.Action, c.Detail().Reason, c.Detail().Resumes = Migrate, reason, true
 		case c.Action == Replace && d.opts.Migrate.chosen(a):
 			if why := whyNotMigratable(*c.Before.Queue, *c.After.Queue); why != "" {
-				c.Reason += "; " + why
+				c.Detail().Reason += "; " + why
 				continue
 			}
 			c.Action = Migrate
-			c.Reason += "; migrated: its messages are moved out and back with confirms"
+			c.Detail().Reason += "; migrated: its messages are moved out and back with confirms"
 		default:
 			continue
 		}
 		delete(d.replaced, a)
-		c.Messages = MigrationMessages(*c, d.opts.Messages)
-		c.Consumers = d.consumers(a)
+		c.Detail().Messages = MigrationMessages(*c, d.opts.Messages)
+		c.Detail().Consumers = d.consumers(a)
 	}
 	d.orphans(inflight, handled)
 }
@@ -150,8 +150,7 @@ func (d *differ) orphans(inflight map[topology.Address]topology.Queue, handled m
 	sort.Slice(left, func(i, j int) bool { return left[i].Less(left[j]) })
 	for _, a := range left {
 		temp := inflight[a]
-		d.add(Change{Action: NoOp, Address: temp.Addr(), Before: &Object{Queue: &temp}, Messages: d.messages(temp.Addr()),
-			Reason: fmt.Sprintf("temporary queue of a migration of queue %q, which is not in the spec; left as it is", a.Name)})
+		d.add(Change{Action: NoOp, Address: temp.Addr(), Before: &Object{Queue: &temp}, Details: &Details{Messages: d.messages(temp.Addr()), Reason: fmt.Sprintf("temporary queue of a migration of queue %q, which is not in the spec; left as it is", a.Name)}})
 	}
 }
 
@@ -167,7 +166,7 @@ func MigrationMessages(c Change, counts map[topology.Address]int64) *int64 {
 		}
 		n = 0
 	}
-	if c.Resumes {
+	if c.Resumes() {
 		m, ok := counts[migrationAddr(c.Address)]
 		if !ok {
 			return nil
@@ -193,8 +192,8 @@ func checkMigration(c Change) (Diagnostic, bool) {
 		d := Diagnostic{Code: CodeMigrationOrphaned, Severity: SeverityWarning, Address: a,
 			Message: fmt.Sprintf("queue %q in vhost %q holds the messages of an unfinished migration of queue %q, which is no longer in the spec; put the queue back in the spec to finish the migration, or move them by hand",
 				a.Name, a.Vhost, q)}
-		if c.Messages != nil {
-			d.Messages = *c.Messages
+		if c.Messages() != nil {
+			d.Messages = *c.Messages()
 		}
 		return d, true
 	}
@@ -203,9 +202,9 @@ func checkMigration(c Change) (Diagnostic, bool) {
 	}
 	moves := "an unknown number of messages"
 	d := Diagnostic{Code: CodeMigrateQueue, Severity: SeverityInfo, Address: a}
-	if c.Messages != nil {
-		moves = countMessages(*c.Messages)
-		d.Messages = *c.Messages
+	if c.Messages() != nil {
+		moves = countMessages(*c.Messages())
+		d.Messages = *c.Messages()
 	}
 	d.Message = fmt.Sprintf("migrating %s moves %s through queue %q and back, with confirms; "+
 		"publishes to %q through the default exchange are unroutable between its delete and re-declare, "+

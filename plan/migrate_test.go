@@ -156,7 +156,7 @@ func small2() topology.Topology {
 
 func TestCheckMigrate(t *testing.T) {
 	n := int64(7)
-	p := plan.Plan{Changes: []plan.Change{{Action: plan.Migrate, Address: orders.Addr(), Messages: &n}}}
+	p := plan.Plan{Changes: []plan.Change{{Action: plan.Migrate, Address: orders.Addr(), Details: &plan.Details{Messages: &n}}}}
 	ds := plan.Check(p, plan.CheckOptions{})
 	want := `migrating queue "orders" in vhost "/" moves 7 messages through queue "orders.rmqtopo-migrate" and back, with confirms; ` +
 		`publishes to "orders" through the default exchange are unroutable between its delete and re-declare, ` +

@@ -13,11 +13,11 @@ import (
 func checkPolicies(p Plan, opts CheckOptions) []Diagnostic {
 	var ds []Diagnostic
 	for _, c := range p.Changes {
-		if c.Action == NoOp && len(c.Pinned) > 0 {
+		if c.Action == NoOp && len(c.Pinned()) > 0 {
 			ds = append(ds, Diagnostic{Code: CodeArgumentPinned, Severity: SeverityInfo, Address: c.Address,
 				Message: fmt.Sprintf("%s is adopted as it is: it keeps %s %s, which its policy %q now also sets to the same value; "+
-					"a later change of %s needs a replace", c.Address, plural(len(c.Pinned), "argument", "arguments"),
-					strings.Join(c.Pinned, ", "), contract.QueuePolicy(c.Address.Name), plural(len(c.Pinned), "it", "them"))})
+					"a later change of %s needs a replace", c.Address, plural(len(c.Pinned()), "argument", "arguments"),
+					strings.Join(c.Pinned(), ", "), contract.QueuePolicy(c.Address.Name), plural(len(c.Pinned()), "it", "them"))})
 		}
 	}
 	for _, c := range p.PolicyConflicts {

@@ -126,7 +126,7 @@ func CountsNeeded(p Plan) map[string][]string {
 		if c.NeedsCount() {
 			out[c.Address.Vhost] = append(out[c.Address.Vhost], c.Address.Name)
 		}
-		if c.Resumes {
+		if c.Resumes() {
 			out[c.Address.Vhost] = append(out[c.Address.Vhost], contract.MigrationQueue(c.Address.Name))
 		}
 	}
@@ -150,11 +150,11 @@ func Recount(ctx context.Context, src Source, p *Plan) error {
 		if !ch.NeedsCount() {
 			continue
 		}
-		ch.Messages, ch.Consumers = nil, nil
+		ch.Detail().Messages, ch.Detail().Consumers = nil, nil
 		if n, ok := st.Messages[ch.Address]; ok {
-			ch.Messages = &n
-			if c, ok := st.Consumers[ch.Address]; ok && !ch.Draining {
-				ch.Consumers = &c
+			ch.Detail().Messages = &n
+			if c, ok := st.Consumers[ch.Address]; ok && !ch.Draining() {
+				ch.Detail().Consumers = &c
 			}
 		}
 	}

@@ -12,11 +12,11 @@ import (
 func migrationMoves(c plan.Change) string {
 	n := "an unknown number of messages"
 	switch {
-	case c.Messages == nil:
-	case *c.Messages == 1:
+	case c.Messages() == nil:
+	case *c.Messages() == 1:
 		n = "1 message"
 	default:
-		n = fmt.Sprintf("%d messages", *c.Messages)
+		n = fmt.Sprintf("%d messages", *c.Messages())
 	}
 	return fmt.Sprintf("moves %s through %q and back; none destroyed", n, contract.MigrationQueue(c.Address.Name))
 }

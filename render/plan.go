@@ -141,7 +141,7 @@ func planSymbol(a plan.Action) string {
 func writePlanChange(pw *planWriter, c *plan.Change, l planLayout) {
 	st := l.planPalette
 	sym := planSymbol(c.Action)
-	if c.MayDelete {
+	if c.MayDelete() {
 		sym = "?"
 	}
 	if l.gutter {
@@ -154,18 +154,18 @@ func writePlanChange(pw *planWriter, c *plan.Change, l planLayout) {
 	// Attributes and comments are indented past the widest symbol, with
 	// room for a marker of their own.
 	const indent = "      "
-	if c.Reason != "" {
-		for _, r := range strings.Split(c.Reason, "; ") {
+	if c.Reason() != "" {
+		for _, r := range strings.Split(c.Reason(), "; ") {
 			pw.printf("%s  # (%s)\n", indent, r)
 		}
 	}
-	if c.MayDelete {
-		pw.printf("%s  # ? may delete: %s\n", indent, c.Owner)
-	} else if c.Owner != "" {
-		pw.printf("%s  # owned: %s\n", indent, c.Owner)
+	if c.MayDelete() {
+		pw.printf("%s  # ? may delete: %s\n", indent, c.Owner())
+	} else if c.Owner() != "" {
+		pw.printf("%s  # owned: %s\n", indent, c.Owner())
 	}
-	if len(c.Conflict) > 0 {
-		pw.printf("%s  # conflict: also declared, with other attributes, by spec %s\n", indent, strings.Join(c.Conflict, ", "))
+	if len(c.Conflict()) > 0 {
+		pw.printf("%s  # conflict: also declared, with other attributes, by spec %s\n", indent, strings.Join(c.Conflict(), ", "))
 	}
 	if stake := planMessagesAtStake(*c); stake != "" {
 		pw.printf("%s  # %s\n", indent, stake)
@@ -269,14 +269,14 @@ func planMessagesAtStake(c plan.Change) string {
 		return ""
 	}
 	switch {
-	case c.Messages == nil:
+	case c.Messages() == nil:
 		return "message count unknown"
-	case *c.Messages == 0:
+	case *c.Messages() == 0:
 		return "no messages at stake"
-	case *c.Messages == 1:
+	case *c.Messages() == 1:
 		return "1 message at stake"
 	}
-	return fmt.Sprintf("%d messages at stake", *c.Messages)
+	return fmt.Sprintf("%d messages at stake", *c.Messages())
 }
 
 // planAttribute is one shown property of an object; set is false when the

@@ -54,7 +54,7 @@ func writeMarkdownSummary(out *strings.Builder, doc planDocument) {
 		out.WriteString("**Destructive changes**\n\n")
 		for _, c := range destructive {
 			action := mdAction(c.Action)
-			if c.MayDelete {
+			if c.MayDelete() {
 				action = "❓ may delete"
 			}
 			fmt.Fprintf(out, "- %s %s %s", action, c.Address.Kind, mdCode(c.Address.Name))
@@ -98,14 +98,14 @@ func writeMarkdownSummary(out *strings.Builder, doc planDocument) {
 // mdReasons is a change's reason and the messages it puts at stake.
 func mdReasons(c plan.Change) string {
 	var reasons []string
-	if c.Reason != "" {
-		reasons = append(reasons, c.Reason)
+	if c.Reason() != "" {
+		reasons = append(reasons, c.Reason())
 	}
 	if stake := planMessagesAtStake(c); stake != "" {
 		reasons = append(reasons, stake)
 	}
-	if c.Owner != "" {
-		reasons = append(reasons, "owned by "+c.Owner)
+	if c.Owner() != "" {
+		reasons = append(reasons, "owned by "+c.Owner())
 	}
 	return strings.Join(reasons, "; ")
 }

@@ -309,7 +309,7 @@ func BenchmarkDeleteCounts(b *testing.B) {
 				b.Fatalf("plan counts %d queues, want %d", len(n), queues)
 			}
 			for _, c := range p.Changes {
-				if c.DestroysQueue() && c.Messages == nil {
+				if c.DestroysQueue() && c.Messages() == nil {
 					b.Fatalf("no count for %s", c.Address)
 				}
 			}

@@ -68,7 +68,7 @@ func TestLadderChangeLosesNothing(t *testing.T) {
 	waitFor(t, 30*time.Second, "a plan deleting the old ladder, its queues known to be empty", func() bool {
 		p, st = l.plan(t, after, true)
 		for _, c := range p.Changes {
-			if c.DestroysQueue() && (c.Messages == nil || *c.Messages != 0) {
+			if c.DestroysQueue() && (c.Messages() == nil || *c.Messages() != 0) {
 				return false
 			}
 		}

@@ -410,7 +410,7 @@ func TestBrownfield(t *testing.T) {
 			replace = &p.Changes[i]
 		}
 	}
-	if replace == nil || replace.Action != plan.Replace || replace.Messages == nil || *replace.Messages != 3 {
+	if replace == nil || replace.Action != plan.Replace || replace.Messages() == nil || *replace.Messages() != 3 {
 		t.Fatalf("queue orders: got %+v, want a replace with 3 messages", replace)
 	}
 	diags := plan.Check(p, plan.CheckOptions{})
@@ -507,7 +507,7 @@ func TestDeleteGuard(t *testing.T) {
 				p, st = l.plan(t, desired, false)
 				for _, c := range p.Changes {
 					if c.Address == queueAddr(l.vhost, "work") {
-						return c.Action == plan.Replace && c.Messages != nil && *c.Messages == 0
+						return c.Action == plan.Replace && c.Messages() != nil && *c.Messages() == 0
 					}
 				}
 				return false
@@ -554,12 +554,12 @@ func TestPlanConsumers(t *testing.T) {
 		for _, c := range p.Changes {
 			if c.Address == queueAddr(l.vhost, "work") {
 				work = c
-				return c.Consumers != nil && *c.Consumers == 1
+				return c.Consumers() != nil && *c.Consumers() == 1
 			}
 		}
 		return false
 	})
-	if work.Action != plan.Replace || work.Messages == nil || *work.Messages != 0 {
+	if work.Action != plan.Replace || work.Messages() == nil || *work.Messages() != 0 {
 		t.Fatalf("queue work: got %+v, want a replace with 0 messages", work)
 	}
 	codes := func(ds []plan.Diagnostic) []string {
@@ -596,7 +596,7 @@ func TestPlanConsumers(t *testing.T) {
 		}
 		for _, c := range p.Changes {
 			if c.Address == queueAddr(l.vhost, "work") {
-				return c.Consumers != nil && *c.Consumers == 0
+				return c.Consumers() != nil && *c.Consumers() == 0
 			}
 		}
 		return false
@@ -640,7 +640,7 @@ func TestScheduleChangeLosesNothing(t *testing.T) {
 	draining := false
 	for _, c := range p.Changes {
 		if c.Address == queueAddr(l.vhost, oldWait) {
-			draining = c.Action == plan.NoOp && c.Draining
+			draining = c.Action == plan.NoOp && c.Draining()
 		}
 	}
 	if !draining {

@@ -113,8 +113,8 @@ func TestTwoSpecsShareAVhost(t *testing.T) {
 	for _, c := range p.Changes {
 		if c.Action == plan.Delete && c.Address.Kind == topology.KindQueue {
 			deleted = append(deleted, c.Address.Name)
-			if !strings.Contains(c.Owner, `record of spec "team-b"`) {
-				t.Errorf("delete of %s says %q, want it to name team-b's record", c.Address.Name, c.Owner)
+			if !strings.Contains(c.Owner(), `record of spec "team-b"`) {
+				t.Errorf("delete of %s says %q, want it to name team-b's record", c.Address.Name, c.Owner())
 			}
 		}
 	}
@@ -204,7 +204,7 @@ func TestCountsAreExact(t *testing.T) {
 func countOf(p plan.Plan, queue string) *int64 {
 	for _, c := range p.Changes {
 		if c.Address.Kind == topology.KindQueue && c.Address.Name == queue && c.Action == plan.Delete {
-			return c.Messages
+			return c.Messages()
 		}
 	}
 	return nil

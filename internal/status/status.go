@@ -186,14 +186,14 @@ func (s *Status) addDrift(files []*spec.File, live *topology.Topology) map[vhost
 		s.Summary.DriftedObjects++
 		if c.Address.Kind == topology.KindQueue {
 			why := string(c.Action)
-			if c.Reason != "" {
-				why += ": " + c.Reason
+			if c.Reason() != "" {
+				why += ": " + c.Reason()
 			}
 			k := vhostQueue{c.Address.Vhost, c.Address.Name}
 			queueDrift[k] = append(queueDrift[k], why)
 			continue
 		}
-		s.Drift = append(s.Drift, DriftItem{Action: c.Action, Address: c.Address.String(), Reason: c.Reason})
+		s.Drift = append(s.Drift, DriftItem{Action: c.Action, Address: c.Address.String(), Reason: c.Reason()})
 	}
 	return queueDrift
 }
