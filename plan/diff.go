@@ -227,7 +227,12 @@ func (d *differ) diffExchanges(live, desired topology.Topology) {
 			liveBy[e.Addr()] = canonicalExchange(e)
 		}
 	}
-	wanted := make(map[topology.Address]bool, len(desired.Exchanges))
+	// Only deletes need the set, and only when something is live: against
+	// an empty broker it would be a million entries for nothing.
+	var wanted map[topology.Address]bool
+	if len(liveBy) > 0 {
+		wanted = make(map[topology.Address]bool, len(desired.Exchanges))
+	}
 	for i := range desired.Exchanges {
 		e := &desired.Exchanges[i]
 		if topology.Reserved(e.Name) {
@@ -270,7 +275,12 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 			liveBy[q.Addr()] = canonicalQueue(q)
 		}
 	}
-	wanted := make(map[topology.Address]bool, len(desired.Queues))
+	// Only deletes need the set, and only when something is live: against
+	// an empty broker it would be a million entries for nothing.
+	var wanted map[topology.Address]bool
+	if len(liveBy) > 0 {
+		wanted = make(map[topology.Address]bool, len(desired.Queues))
+	}
 	for i := range desired.Queues {
 		q := &desired.Queues[i]
 		if topology.Reserved(q.Name) {
