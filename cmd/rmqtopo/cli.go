@@ -29,6 +29,7 @@ type cli struct {
 	Version     versionFlag `help:"Print the version and VCS revision, then exit."`
 	Color       string      `help:"Colour output: auto (on a TTY, unless NO_COLOR is set), always or never." enum:"auto,always,never" default:"auto"`
 	MaxSpecSize string      `name:"max-spec-size" placeholder:"SIZE" help:"Refuse spec files larger than this (e.g. 4MiB, 512KiB, 1000000)." default:"4MiB"`
+	MemoryLimit string      `name:"memory-limit" placeholder:"SIZE" help:"Soft limit on memory: near it rmqtopo collects garbage more often, trading CPU for memory; a plan that needs more goes over it, more slowly. Default: GOMEMLIMIT when set, else 450MiB; off for none."`
 }
 
 // env is what every command runs with, bound by kong.
@@ -82,6 +83,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return &ExitError{Code: 1, Err: fmt.Errorf("--max-spec-size: %w", err)}
 	}
+	restore, err := setMemoryLimit(c.MemoryLimit, os.Getenv)
+	if err != nil {
+		return &ExitError{Code: 1, Err: fmt.Errorf("--memory-limit: %w", err)}
+	}
+	defer restore()
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, maxSpecSize: size}
 	e.color = wantColor(c.Color, stdout, e.getenv)
 	return kctx.Run(e)
