@@ -468,7 +468,7 @@ func verb(c plan.Change) string {
 	case plan.Update:
 		return "update"
 	}
-	return string(c.Action)
+	return c.Action.String()
 }
 
 // do carries out one change, by the kind of object it acts on.

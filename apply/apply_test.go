@@ -310,7 +310,7 @@ func TestApplyStopsAtFirstFailedPhase(t *testing.T) {
 	// What was not done is listed, for the message.
 	var notDone []string
 	for _, c := range res.NotDone {
-		notDone = append(notDone, string(c.Action)+" "+c.Address.Name)
+		notDone = append(notDone, c.Action.String()+" "+c.Address.Name)
 	}
 	if diff := cmp.Diff([]string{"create b", "create x -> a", "delete old"}, notDone); diff != "" {
 		t.Errorf("NotDone (-want +got):\n%s", diff)

@@ -1,6 +1,9 @@
 package plan
 
 import (
+	"fmt"
+	"strconv"
+
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -8,19 +11,53 @@ import (
 // incompatible change to the JSON shape.
 const FormatVersion = 1
 
-// Action is what happens to one object.
-type Action string
+// Action is what happens to one object. It is a byte, not its name: a
+// large plan has a million of them. Text and JSON show the name.
+type Action uint8
 
 const (
-	NoOp    Action = "no-op"
-	Create  Action = "create"
-	Update  Action = "update"
-	Replace Action = "replace"
-	Delete  Action = "delete"
+	actionUnset Action = iota
+	NoOp
+	Create
+	Update
+	Replace
+	Delete
 	// Migrate re-creates a queue with properties that cannot change in
 	// place without losing its messages: see Migration.
-	Migrate Action = "migrate"
+	Migrate
 )
+
+var actionNames = [...]string{
+	actionUnset: "", NoOp: "no-op", Create: "create", Update: "update",
+	Replace: "replace", Delete: "delete", Migrate: "migrate",
+}
+
+// String returns the action's name, e.g. "create".
+func (a Action) String() string {
+	if int(a) < len(actionNames) {
+		return actionNames[a]
+	}
+	return "action(" + strconv.Itoa(int(a)) + ")"
+}
+
+// MarshalText writes the action's name.
+func (a Action) MarshalText() ([]byte, error) {
+	if a == actionUnset || int(a) >= len(actionNames) {
+		return nil, fmt.Errorf("plan: no name for action %d", a)
+	}
+	return []byte(actionNames[a]), nil
+}
+
+// UnmarshalText reads an action's name.
+func (a *Action) UnmarshalText(b []byte) error {
+	for i, n := range actionNames {
+		if i != int(actionUnset) && n == string(b) {
+			*a = Action(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown action %q", b)
+}
 
 // Object is the state of one object on one side of a change: exactly one
 // field is set, matching Address.Kind (Vhost uses Address.Name alone).

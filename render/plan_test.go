@@ -270,7 +270,7 @@ func TestPlanJSONShape(t *testing.T) {
 func addresses(cs []plan.Change) []string {
 	out := []string{}
 	for _, c := range cs {
-		out = append(out, string(c.Action)+" "+c.Address.String())
+		out = append(out, c.Action.String()+" "+c.Address.String())
 	}
 	return out
 }

@@ -185,7 +185,7 @@ func (s *Status) addDrift(files []*spec.File, live *topology.Topology) map[vhost
 		}
 		s.Summary.DriftedObjects++
 		if c.Address.Kind == topology.KindQueue {
-			why := string(c.Action)
+			why := c.Action.String()
 			if c.Reason() != "" {
 				why += ": " + c.Reason()
 			}
