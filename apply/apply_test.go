@@ -88,7 +88,7 @@ func (f *fake) PutRecord(ctx context.Context, r topology.Record) error {
 	f.mu.Unlock()
 	var names []string
 	for _, a := range owned {
-		names = append(names, string(a.Kind)+":"+a.Name)
+		names = append(names, a.Kind.String()+":"+a.Name)
 	}
 	return f.call(ctx, "put-owned "+r.Vhost+" ["+strings.Join(names, " ")+"]")
 }

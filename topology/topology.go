@@ -11,6 +11,7 @@ package topology
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -80,16 +81,58 @@ type Policy struct {
 	Definition Args   `json:"definition"`
 }
 
-// Kind names the kind of a topology object.
-type Kind string
+// Kind is the kind of a topology object. It is a byte, not its name: a
+// large plan holds a million addresses. Text and JSON show the name, and
+// kinds sort as their names do.
+type Kind uint8
 
 const (
-	KindVhost    Kind = "vhost"
-	KindExchange Kind = "exchange"
-	KindQueue    Kind = "queue"
-	KindBinding  Kind = "binding"
-	KindPolicy   Kind = "policy"
+	kindUnset Kind = iota
+	KindBinding
+	KindExchange
+	KindPolicy
+	KindQueue
+	KindVhost
 )
+
+var kindNames = [...]string{kindUnset: "", KindBinding: "binding", KindExchange: "exchange",
+	KindPolicy: "policy", KindQueue: "queue", KindVhost: "vhost"}
+
+// String returns the kind's name, e.g. "queue".
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// ParseKind returns the kind named s.
+func ParseKind(s string) (Kind, bool) {
+	for i, n := range kindNames {
+		if i != int(kindUnset) && n == s {
+			return Kind(i), true
+		}
+	}
+	return kindUnset, false
+}
+
+// MarshalText writes the kind's name.
+func (k Kind) MarshalText() ([]byte, error) {
+	if k == kindUnset || int(k) >= len(kindNames) {
+		return nil, fmt.Errorf("topology: no name for kind %d", k)
+	}
+	return []byte(kindNames[k]), nil
+}
+
+// UnmarshalText reads a kind's name.
+func (k *Kind) UnmarshalText(b []byte) error {
+	kind, ok := ParseKind(string(b))
+	if !ok {
+		return fmt.Errorf("unknown kind %q", b)
+	}
+	*k = kind
+	return nil
+}
 
 // Address identifies one object. Two objects with the same Address are the
 // same object in two states; anything else about them is content.
@@ -110,7 +153,7 @@ func (a Address) String() string { return string(a.Append(nil)) }
 // addresses, each better written than built.
 func (a Address) Append(b []byte) []byte {
 	// strconv.Quote is what %q does to a string.
-	b = append(b, a.Kind...)
+	b = append(b, a.Kind.String()...)
 	b = append(b, ' ')
 	b = strconv.AppendQuote(b, a.Name)
 	if a.Kind == KindVhost {
@@ -399,7 +442,7 @@ func (a Address) Compare(b Address) int {
 	if c := strings.Compare(a.Key, b.Key); c != 0 {
 		return c
 	}
-	return strings.Compare(string(a.Kind), string(b.Kind))
+	return cmp.Compare(a.Kind, b.Kind)
 }
 
 // Queue returns the queue with the given vhost and name.
