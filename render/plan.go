@@ -2,6 +2,7 @@ package render
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,13 +60,72 @@ func newPlanDocument(p plan.Plan, diags []plan.Diagnostic) planDocument {
 func (d planDocument) hasChanges() bool { return len(d.Changes) > 0 }
 
 // PlanJSON writes the plan, its diagnostics and its summary as versioned
-// JSON for tools; docs/plan-json.md describes the format.
-func PlanJSON(w io.Writer, p plan.Plan, diags []plan.Diagnostic) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+// JSON for tools; docs/plan-json.md describes the format. The document is
+// written a change at a time, byte for byte as encoding/json would write
+// planDocument whole: whole, a 150,000-queue plan was 620 MB of JSON held
+// in memory before the first byte went out.
+func PlanJSON(w io.Writer, p plan.Plan, diags []plan.Diagnostic) (err error) {
+	doc := newPlanDocument(p, diags)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	defer func() {
+		if ferr := bw.Flush(); ferr != nil && err == nil {
+			err = ferr
+		}
+	}()
+	fmt.Fprintf(bw, "{\n  \"format_version\": %d,\n  \"changes\": ", doc.FormatVersion)
+	if len(doc.Changes) == 0 {
+		bw.WriteString("[]")
+	} else {
+		change := newJSONIndenter("    ")
+		bw.WriteString("[")
+		for i := range doc.Changes {
+			if i > 0 {
+				bw.WriteString(",")
+			}
+			bw.WriteString("\n    ")
+			if err := change.write(bw, &doc.Changes[i]); err != nil {
+				return err
+			}
+		}
+		bw.WriteString("\n  ]")
+	}
+	top := newJSONIndenter("  ")
+	bw.WriteString(",\n  \"diagnostics\": ")
+	if err := top.write(bw, doc.Diagnostics); err != nil {
+		return err
+	}
+	bw.WriteString(",\n  \"summary\": ")
+	if err := top.write(bw, doc.Summary); err != nil {
+		return err
+	}
+	_, err = bw.WriteString("\n}\n")
+	return err
+}
+
+// jsonIndenter writes values as encoding/json indents them at one depth,
+// through one buffer for all of them.
+type jsonIndenter struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+func newJSONIndenter(prefix string) *jsonIndenter {
+	j := &jsonIndenter{}
+	j.enc = json.NewEncoder(&j.buf)
+	j.enc.SetIndent(prefix, "  ")
 	// Names and reasons are shown verbatim: "->" and "→" stay readable.
-	enc.SetEscapeHTML(false)
-	return enc.Encode(newPlanDocument(p, diags))
+	j.enc.SetEscapeHTML(false)
+	return j
+}
+
+// write writes v without the newline the Encoder ends it with.
+func (j *jsonIndenter) write(w *bufio.Writer, v any) error {
+	j.buf.Reset()
+	if err := j.enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(bytes.TrimSuffix(j.buf.Bytes(), []byte("\n")))
+	return err
 }
 
 // PlanText writes the plan the way Terraform shows one: a symbol and the
