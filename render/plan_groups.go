@@ -14,9 +14,11 @@ import (
 // what was generated for it (retry exchange, wait queues, DLX, DLQ,
 // parking lot, their bindings), or of a vhost's shared objects (Queue "").
 type planGroup struct {
-	Vhost   string
-	Queue   string
-	Changes []plan.Change
+	Vhost string
+	Queue string
+	// Changes point into the plan: a copy of a large plan's changes was
+	// its size again.
+	Changes []*plan.Change
 }
 
 // groupChanges sorts a plan's changes into planGroups, in natural order of
@@ -29,7 +31,8 @@ type planGroup struct {
 func groupChanges(all []plan.Change) []planGroup {
 	roots := planRoots(all)
 	groups := map[groupKey]*planGroup{}
-	for _, c := range all {
+	for i := range all {
+		c := &all[i]
 		if c.Action == plan.NoOp {
 			continue
 		}
@@ -43,7 +46,7 @@ func groupChanges(all []plan.Change) []planGroup {
 	}
 	out := make([]planGroup, 0, len(groups))
 	for _, g := range groups {
-		sort.SliceStable(g.Changes, func(i, j int) bool { return changeLess(g.Changes[i], g.Changes[j]) })
+		sort.SliceStable(g.Changes, func(i, j int) bool { return changeLess(*g.Changes[i], *g.Changes[j]) })
 		out = append(out, *g)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -87,7 +90,7 @@ func planRoots(all []plan.Change) map[groupKey]bool {
 // binding goes with its destination when that has a group (an exchange of
 // the spec bound to a work queue), else with its source (a retry exchange
 // bound to a shared wait queue).
-func groupOf(c plan.Change, roots map[groupKey]bool) string {
+func groupOf(c *plan.Change, roots map[groupKey]bool) string {
 	a := c.Address
 	rootOf := func(name string) string {
 		for _, n := range []string{name, generatedFor(name)} {
@@ -113,7 +116,7 @@ func groupOf(c plan.Change, roots map[groupKey]bool) string {
 	return ""
 }
 
-func changeBinding(c plan.Change) *topology.Binding {
+func changeBinding(c *plan.Change) *topology.Binding {
 	for _, o := range []*plan.Object{c.After, c.Before} {
 		if o != nil && o.Binding != nil {
 			return o.Binding
@@ -139,8 +142,12 @@ func generatedFor(name string) string {
 	if w, ok := contract.ParseWaitQueue(name); ok && w.Queue != "" {
 		return w.Queue
 	}
-	if m := goqueueRetryQueue.FindStringSubmatch(name); m != nil {
-		return m[1]
+	// The regexp only where it can match: it is most of the time a
+	// million names take otherwise.
+	if strings.Contains(name, "__retry.") {
+		if m := goqueueRetryQueue.FindStringSubmatch(name); m != nil {
+			return m[1]
+		}
 	}
 	for _, s := range generatedSuffixes {
 		if base, ok := strings.CutSuffix(name, s); ok && base != "" {

@@ -196,7 +196,7 @@ func markdownGroup(g planGroup, showVhost bool) string {
 		if i > 0 {
 			pw.printf("\n")
 		}
-		writePlanChange(pw, &g.Changes[i], planLayout{})
+		writePlanChange(pw, g.Changes[i], planLayout{})
 	}
 	open := ""
 	if destroys {
