@@ -17,6 +17,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/status"
+	"github.com/rmqtopo/rmqtopo/plan"
 )
 
 // TestStatusExitCodeOrder: the most urgent finding wins, stuck
@@ -35,6 +36,29 @@ func TestStatusExitCodeOrder(t *testing.T) {
 	} {
 		if got := statusExitCode(status.Status{Summary: tc.sum}); got != tc.want {
 			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestHeldWaitMatters: re-reading held wait queues matters only when its
+// verdict can change the exit code: not when a DLQ holds messages or
+// objects are missing, which outrank stuck dead-letters.
+func TestHeldWaitMatters(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		st      status.Status
+		code    int
+		matters bool
+	}{
+		{"held only", status.Status{}, 0, true},
+		{"held and drift", status.Status{Summary: status.StatusSummary{DriftedObjects: 1}}, ExitDrift, true},
+		{"held and DLQ", status.Status{Summary: status.StatusSummary{DLQsNotEmpty: 1}}, ExitDLQNotEmpty, false},
+		{"held and missing queue", status.Status{Summary: status.StatusSummary{MissingQueues: 1}}, ExitMissing, false},
+		{"held and missing exchange", status.Status{Drift: []status.DriftItem{{Action: plan.Create}}}, ExitMissing, false},
+	} {
+		code, matters := heldWaitMatters(tc.st, 2)
+		if code != tc.code || matters != tc.matters {
+			t.Errorf("%s: code %d, matters %t; want %d, %t", tc.name, code, matters, tc.code, tc.matters)
 		}
 	}
 }
@@ -127,6 +151,88 @@ func TestStatusStuckDeadLetters(t *testing.T) {
 		t.Errorf("stderr: %q", stderr)
 	}
 	if d := time.Since(start); d < 6*time.Second {
+		t.Errorf("status took %s, less than its margin", d)
+	}
+}
+
+// waitMessages waits until the management API shows queue holding want
+// messages: status reads its counts there, and they lag the broker.
+func (o *online) waitMessages(t *testing.T, queue string, want int64) {
+	t.Helper()
+	var c waitCounts
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		c = waitCounts{}
+		body := o.api(t, http.MethodGet, "/api/queues/"+url.PathEscape(o.vhost)+"/"+url.PathEscape(queue), "")
+		if err := json.Unmarshal(body, &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Messages == want {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("%s never showed %d messages: last counts %+v", queue, want, c)
+}
+
+// TestStatusHeldSkippedWhenOutranked: with the wait queue of
+// TestStatusStuckDeadLetters holding stuck dead-letters, status --exit-code
+// does not spend its 30 s margin when a DLQ holds messages (3) or a queue
+// is missing (5): stuck dead-letters (7) could not change the code. Once
+// neither holds, the same wait queue is re-read and found stuck (7).
+func TestStatusHeldSkippedWhenOutranked(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	const body = `queues:
+  - name: orders
+    type: quorum
+    max_length: 1
+    retry: {delays: [1s]}
+`
+	file := o.spec(t, "full.yaml", body)
+	more := o.spec(t, "more.yaml", body+"  - name: invoices\n")
+	o.must(t, 0, "apply", "--auto-approve", file)
+	conn := o.b.Dial(t, o.vhost)
+	brokertest.PublishConfirmed(t, conn, "", "orders.dlq", amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte("dead")})
+	brokertest.PublishConfirmed(t, conn, "", "orders", amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte("fills orders")})
+	brokertest.PublishConfirmed(t, conn, "", "orders", amqp.Publishing{DeliveryMode: amqp.Persistent, Body: []byte("over the limit")})
+	retry(t, conn, "orders", "orders", 4)
+	o.waitHeld(t, "rmqtopo.wait.1s", 4)
+	o.waitMessages(t, "orders.dlq", 1)
+
+	quick := func(spec string, want int, margin string) {
+		t.Helper()
+		start := time.Now()
+		stdout, stderr, code := rmqtopo(t, "", append([]string{"status", "--exit-code", "--held-margin", margin, spec}, o.conn()...)...)
+		took := time.Since(start)
+		if code != want {
+			t.Fatalf("status exited %d, want %d\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
+		}
+		if took >= 15*time.Second {
+			t.Errorf("status took %s with a %s margin: it waited although exit %d was certain", took, margin, want)
+		}
+		if !strings.Contains(stdout, "dead-letters-held") || strings.Contains(stdout, "stuck") {
+			t.Errorf("stdout, want the wait queue held and not judged:\n%s", stdout)
+		}
+		line := fmt.Sprintf("status: 1 wait queue holds 4 dead-letters; not re-reading for --held-margin: the exit code is %d either way\n", want)
+		if stderr != line {
+			t.Errorf("stderr %q, want %q", stderr, line)
+		}
+	}
+	quick(file, ExitDLQNotEmpty, "30s")
+	quick(more, ExitDLQNotEmpty, "30s")
+
+	o.api(t, http.MethodDelete, "/api/queues/"+url.PathEscape(o.vhost)+"/orders.dlq/contents", "")
+	o.waitMessages(t, "orders.dlq", 0)
+	quick(more, ExitMissing, "30s")
+
+	// The control: nothing outranks it now, so status waits and exits 7.
+	start := time.Now()
+	stdout, stderr, code := rmqtopo(t, "", append([]string{"status", "--exit-code", "--held-margin", "5s", file}, o.conn()...)...)
+	if code != ExitDeadLettersStuck || !strings.Contains(stderr, "re-reading for up to 5s") {
+		t.Fatalf("status exited %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitDeadLettersStuck, stdout, stderr)
+	}
+	if d := time.Since(start); d < 5*time.Second {
 		t.Errorf("status took %s, less than its margin", d)
 	}
 }

@@ -29,7 +29,7 @@ type statusCmd struct {
 	Files      []string      `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
 	Format     string        `short:"f" help:"Output format: text or json." enum:"text,json" default:"text"`
 	ExitCode   bool          `name:"exit-code" help:"Exit 3 when a DLQ of the specs holds messages, else 5 when objects are missing, else 7 when a wait queue's dead-letters are stuck, else 6 on drift (for cron and CI alerts; see docs/exit-codes.md)."`
-	HeldMargin time.Duration `name:"held-margin" default:"30s" help:"With --exit-code, how long to re-read wait queues that hold dead-letters; those that forward none meanwhile are stuck (exit 7). 0 only reports them; else at least 5s, the broker's statistics interval."`
+	HeldMargin time.Duration `name:"held-margin" default:"30s" help:"With --exit-code, how long to re-read wait queues that hold dead-letters; those that forward none meanwhile are stuck (exit 7). Skipped when a DLQ holds messages or objects are missing (exit 3 or 5 either way). 0 only reports them; else at least 5s, the broker's statistics interval."`
 	NoDrift    bool          `name:"no-drift" help:"Do not compare the live topology with the specs (needs no access to definitions)."`
 	Conn       connFlags     `embed:""`
 }
@@ -100,6 +100,8 @@ func (c *statusCmd) Run(e *env) (err error) {
 
 // watchHeld re-reads the wait queues that hold dead-letters for
 // --held-margin and flags those that forwarded none (status.HeldWatch).
+// It does not wait when the exit code is already certain without the
+// re-read: a finding that ranks above stuck dead-letters decides it.
 func (c *statusCmd) watchHeld(e *env, conn *opsConn, st *status.Status) error {
 	held := st.HeldQueues()
 	if c.HeldMargin == 0 || len(held) == 0 {
@@ -109,8 +111,13 @@ func (c *statusCmd) watchHeld(e *env, conn *opsConn, st *status.Status) error {
 	for _, q := range held {
 		n += q.Held
 	}
-	fmt.Fprintf(e.stderr, "status: %d wait %s %d dead-%s; re-reading for up to %s (--held-margin)\n",
-		len(held), plural(len(held), "queue holds", "queues hold"), n, plural(int(n), "letter", "letters"), c.HeldMargin)
+	holds := fmt.Sprintf("%d wait %s %d dead-%s",
+		len(held), plural(len(held), "queue holds", "queues hold"), n, plural(int(n), "letter", "letters"))
+	if code, matters := heldWaitMatters(*st, len(held)); !matters {
+		fmt.Fprintf(e.stderr, "status: %s; not re-reading for --held-margin: the exit code is %d either way\n", holds, code)
+		return nil
+	}
+	fmt.Fprintf(e.stderr, "status: %s; re-reading for up to %s (--held-margin)\n", holds, c.HeldMargin)
 	read := func(ctx context.Context, vhost, name string) (broker.QueueInfo, bool, error) {
 		q, err := conn.client.GetQueue(ctx, vhost, name)
 		if isOpsNotFound(err) {
@@ -132,6 +139,18 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// heldWaitMatters reports whether re-reading the held wait queues can
+// change the exit code, and the code as it stands. It asks statusExitCode
+// with none of them stuck and with all of them stuck, so the ranking stays
+// in one place: the two agree when a finding that outranks stuck
+// dead-letters (a DLQ holding messages, missing objects) decides the code.
+func heldWaitMatters(st status.Status, held int) (code int, matters bool) {
+	allStuck := st
+	allStuck.Summary.WaitQueuesStuck = held
+	code = statusExitCode(st)
+	return code, statusExitCode(allStuck) != code
 }
 
 // statusExitCode picks the code of the most urgent finding: messages
