@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 // TestSetMemoryLimit checks each form of --memory-limit, and that the
@@ -49,4 +52,66 @@ func TestSetMemoryLimit(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != before {
 		t.Errorf("a refused --memory-limit changed the limit to %d", got)
 	}
+}
+
+// TestStrain checks when collection counts as strain on the limit.
+func TestStrain(t *testing.T) {
+	const limit = 800
+	at := func(live int64, gc, all float64) gcLook { return gcLook{live: live, gcCPU: gc, allCPU: all} }
+	for _, tc := range []struct {
+		name        string
+		before, now gcLook
+		want        float64
+	}{
+		{"near the limit, mostly collecting", at(0, 1, 2), at(750, 1.8, 3), 0.8},
+		{"near the limit, mostly working", at(0, 1, 2), at(750, 1.3, 3), 0},
+		{"far from the limit, mostly collecting", at(0, 1, 2), at(600, 1.8, 3), 0},
+		{"no CPU between looks", at(750, 1, 2), at(750, 1, 2), 0},
+	} {
+		if got := strain(limit, tc.before, tc.now); got < tc.want-1e-9 || got > tc.want+1e-9 {
+			t.Errorf("%s: strain %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestOutgrow holds more live heap than a limit allows and keeps
+// allocating: the watch must lift the limit and set outgrowPercent,
+// rather than leave the runtime collecting without pause.
+func TestOutgrow(t *testing.T) {
+	const limit = 64 << 20
+	prevLimit := debug.SetMemoryLimit(limit)
+	prevPercent := debug.SetGCPercent(100)
+	defer func() {
+		debug.SetMemoryLimit(prevLimit)
+		debug.SetGCPercent(prevPercent)
+	}()
+	stop := outgrow(limit)
+	defer stop()
+	// A heap like a plan's: millions of small objects of pointers, about
+	// 96 MiB live, over the limit.
+	type node struct {
+		next *node
+		name *string
+		pad  [2]int64
+	}
+	var live *node
+	for i := range 3 << 20 {
+		s := fmt.Sprint(i)
+		live = &node{next: live, name: &s}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	var sink []byte
+	for debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		if time.Now().After(deadline) {
+			t.Fatal("the limit was not lifted within 60 s of collecting under it")
+		}
+		for range 64 {
+			sink = make([]byte, 64<<10)
+		}
+	}
+	if got := debug.SetGCPercent(-1); got != outgrowPercent {
+		t.Errorf("GOGC after outgrowing: %d, want %d", got, outgrowPercent)
+	}
+	runtime.KeepAlive(live)
+	runtime.KeepAlive(sink)
 }
