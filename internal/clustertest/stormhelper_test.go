@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,35 +102,19 @@ func (o *stormObserver) Settled(s retry.Settlement) {
 	}
 }
 
-// rotatingDialer is worker i's retry.Dialer: each call tries the
-// cluster's nodes in turn, starting after the node it last reached (the
-// one that is likely gone), and fails only when none answers; Consume
-// then backs off and calls it again. Every call after the first counts as
-// a redial.
+// rotatingDialer is worker i's retry.Dialer: retry.DialURLs over the
+// cluster's nodes, starting at node i so that the workers spread, each
+// call after the first counted as a redial.
 func rotatingDialer(s *storm, i int) retry.Dialer {
-	var mu sync.Mutex
-	next, calls := i, 0
+	urls := append(slices.Clone(s.urls[i%len(s.urls):]), s.urls[:i%len(s.urls)]...)
+	props := amqp.NewConnectionProperties()
+	props.SetClientConnectionName(fmt.Sprintf("storm-helper-%d", i))
+	dial := retry.DialURLs(urls, amqp.Config{Heartbeat: 5 * time.Second, Dial: amqp.DefaultDial(3 * time.Second), Properties: props})
+	var calls atomic.Int64
 	return func(ctx context.Context) (*amqp.Connection, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if calls++; calls > 1 {
+		if calls.Add(1) > 1 {
 			s.redials.Add(1)
 		}
-		var errs []error
-		for j := range s.urls {
-			n := (next + j) % len(s.urls)
-			props := amqp.NewConnectionProperties()
-			props.SetClientConnectionName(fmt.Sprintf("storm-helper-%d", i))
-			conn, err := amqp.DialConfig(s.urls[n], amqp.Config{Heartbeat: 5 * time.Second, Dial: amqp.DefaultDial(3 * time.Second), Properties: props})
-			if err == nil {
-				next = n + 1
-				return conn, nil
-			}
-			errs = append(errs, fmt.Errorf("node %d: %w", n, err))
-			if ctx.Err() != nil {
-				break
-			}
-		}
-		return nil, errors.Join(errs...)
+		return dial(ctx)
 	}
 }
