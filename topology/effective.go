@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // What RabbitMQ makes of a queue's arguments and the policies that match
@@ -82,18 +83,31 @@ func (p Policy) matchesName(name string) bool {
 }
 
 // patterns caches compiled patterns: a plan matches every queue against
-// every policy.
-var patterns sync.Map // string -> *regexp.Regexp
+// every policy. It is emptied when it reaches maxCachedPatterns, so that a
+// long-running caller reading many brokers' policies does not keep every
+// pattern it ever saw (rmqtopo's own policies have literal patterns and
+// never get here: see PolicyIndex).
+var (
+	patterns      sync.Map // string -> *regexp.Regexp
+	patternsSaved atomic.Int64
+)
+
+const maxCachedPatterns = 4096
 
 func compilePattern(p string) (*regexp.Regexp, error) {
 	if re, ok := patterns.Load(p); ok {
 		return re.(*regexp.Regexp), nil
 	}
 	re, err := regexp.Compile(p)
-	if err == nil {
-		patterns.Store(p, re)
+	if err != nil {
+		return nil, err
 	}
-	return re, err
+	if patternsSaved.Add(1) > maxCachedPatterns {
+		patterns.Clear()
+		patternsSaved.Store(1)
+	}
+	patterns.Store(p, re)
+	return re, nil
 }
 
 // AppliesExchange reports whether p applies to exchange e.
