@@ -77,6 +77,18 @@ type waitCounts struct {
 // messages neither ready nor delivered.
 func (o *online) waitHeld(t *testing.T, queue string, want int64) {
 	t.Helper()
+	c := o.waitCounts(t, queue, fmt.Sprintf("held %d dead-letters", want), func(c waitCounts) bool {
+		return c.Ready == 0 && c.Messages == want && c.DLX != nil && *c.DLX == want
+	})
+	if c.Messages-c.Ready-c.Unacked != *c.DLX {
+		t.Fatalf("%s: messages_dlx %d, but %d messages neither ready nor delivered", queue, *c.DLX, c.Messages-c.Ready-c.Unacked)
+	}
+}
+
+// waitCounts polls the management API's counts of queue until done says
+// they are what the test waits for, what, and returns them.
+func (o *online) waitCounts(t *testing.T, queue, what string, done func(waitCounts) bool) waitCounts {
+	t.Helper()
 	var c waitCounts
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -85,15 +97,13 @@ func (o *online) waitHeld(t *testing.T, queue string, want int64) {
 		if err := json.Unmarshal(body, &c); err != nil {
 			t.Fatal(err)
 		}
-		if c.Ready == 0 && c.Messages == want && c.DLX != nil && *c.DLX == want {
-			if c.Messages-c.Ready-c.Unacked != *c.DLX {
-				t.Fatalf("%s: messages_dlx %d, but %d messages neither ready nor delivered", queue, *c.DLX, c.Messages-c.Ready-c.Unacked)
-			}
-			return
+		if done(c) {
+			return c
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Fatalf("%s never held %d dead-letters: last counts %+v", queue, want, c)
+	t.Fatalf("%s never %s: last counts %+v", queue, what, c)
+	return c
 }
 
 // retry publishes n failed deliveries the way a service does: to the
@@ -159,20 +169,7 @@ func TestStatusStuckDeadLetters(t *testing.T) {
 // messages: status reads its counts there, and they lag the broker.
 func (o *online) waitMessages(t *testing.T, queue string, want int64) {
 	t.Helper()
-	var c waitCounts
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		c = waitCounts{}
-		body := o.api(t, http.MethodGet, "/api/queues/"+url.PathEscape(o.vhost)+"/"+url.PathEscape(queue), "")
-		if err := json.Unmarshal(body, &c); err != nil {
-			t.Fatal(err)
-		}
-		if c.Messages == want {
-			return
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Fatalf("%s never showed %d messages: last counts %+v", queue, want, c)
+	o.waitCounts(t, queue, fmt.Sprintf("showed %d messages", want), func(c waitCounts) bool { return c.Messages == want })
 }
 
 // TestStatusHeldSkippedWhenOutranked: with the wait queue of
