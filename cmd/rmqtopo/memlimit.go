@@ -12,7 +12,7 @@ import (
 // defaultMemoryLimit is the soft memory limit rmqtopo runs with unless
 // told otherwise. rmqtopo holds the desired topology and the plan in
 // memory until it exits, and by default Go lets the heap grow to twice
-// what is live before collecting: a 150,000-queue plan with 380 MiB live
+// what is live before collecting: a 150,000-queue plan with 356 MiB live
 // reached 0.66 GB. Near this limit the runtime collects more often
 // instead, so that plan stays under 500 MB (docs/benchmarks.md) and a
 // job in a 512 MB container is not killed for garbage.
@@ -43,7 +43,8 @@ func setMemoryLimit(flag string, getenv func(string) string) (restore func(), er
 	debug.SetGCPercent(prevPercent)
 	stop := func() {}
 	if soft {
-		stop = outgrow(limit)
+		// GOGC set by the user is theirs to keep when the limit is lifted.
+		stop = outgrow(limit, getenv("GOGC") == "")
 	}
 	return func() {
 		stop()
@@ -62,12 +63,12 @@ const outgrowPercent = 25
 // time; under a limit the runtime holds collection near half). Once the
 // collector has spent outgrowAfter of CPU under strain, the limit is
 // outgrown: it is lifted, and the heap grows by outgrowPercent between
-// collections instead. Held under a limit it has outgrown, the runtime
+// collections instead (with setPercent; else by what GOGC says). Held under a limit it has outgrown, the runtime
 // collects almost without pause: a 250,000-queue plan took 12.5 s
 // instead of 8.6. A plan that just fits strains it briefly at its peak
 // (150,000 queues: 0.25 s) and keeps it. Collections are seen through a
 // finalizer re-armed each time; stop ends the watch.
-func outgrow(limit int64) (stop func()) {
+func outgrow(limit int64, setPercent bool) (stop func()) {
 	var (
 		mu       sync.Mutex
 		stopped  bool
@@ -86,7 +87,9 @@ func outgrow(limit int64) (stop func()) {
 			strained += strain(limit, last, now)
 			last = now
 			if strained > outgrowAfter {
-				debug.SetGCPercent(outgrowPercent)
+				if setPercent {
+					debug.SetGCPercent(outgrowPercent)
+				}
 				debug.SetMemoryLimit(math.MaxInt64)
 				stopped = true
 				return

@@ -85,7 +85,7 @@ func TestOutgrow(t *testing.T) {
 		debug.SetMemoryLimit(prevLimit)
 		debug.SetGCPercent(prevPercent)
 	}()
-	stop := outgrow(limit)
+	stop := outgrow(limit, true)
 	defer stop()
 	// A heap like a plan's: millions of small objects of pointers, about
 	// 96 MiB live, over the limit.
