@@ -4,6 +4,7 @@ go 1.25
 
 require (
 	github.com/alecthomas/kong v1.17.0
+	github.com/goccy/go-yaml v1.19.2
 	github.com/google/go-cmp v0.7.0
 	github.com/michaelklishin/rabbit-hole/v2 v2.12.0
 	github.com/prometheus/client_golang v1.23.2

@@ -187,7 +187,13 @@ func parseChunked(path string, data []byte, size int, queues *queueChunks) (*Fil
 			return nil, nil, p.errs
 		}
 		line, msg := yamlErrorLine(err)
-		p.errs = append(p.errs, Error{File: path, Line: line, Column: 1, Message: msg})
+		col := 1
+		// A position at or after the one yaml.v3 gives is the same problem,
+		// placed exactly; one before it would be a disagreement.
+		if l, c, ok := syntaxPosition(data); ok && l >= line {
+			line, col = l, c
+		}
+		p.errs = append(p.errs, Error{File: path, Line: line, Column: col, Message: msg})
 		return nil, nil, p.errs
 	}
 	var extra yaml.Node

@@ -100,7 +100,24 @@ func TestValidationMessages(t *testing.T) {
 		{
 			name: "malformed YAML",
 			spec: "version: 1\nqueues: [\n",
-			want: []string{"2:1 "}, contains: []string{"invalid YAML"},
+			want: []string{"2:9 "}, contains: []string{"invalid YAML"},
+		},
+		{
+			// yaml.v3 places these at the enclosing block (4:1, 3:1, 4:1);
+			// the position is the token at fault (syntaxPosition).
+			name: "unclosed flow mapping",
+			spec: "version: 1\nname: shop\nqueues:\n  - name: orders\n    retry: {delays: [1s, 5s]\n  - name: payments\n",
+			want: []string{"6:3 "}, contains: []string{"did not find expected ',' or '}'"},
+		},
+		{
+			name: "misindented key",
+			spec: "version: 1\nname: shop\nqueues:\n  - name: orders\n    retry:\n      delays: [1s, 5s]\n     bad: x\n",
+			want: []string{"7:6 "}, contains: []string{"invalid YAML"},
+		},
+		{
+			name: "unterminated quote",
+			spec: "version: 1\nname: shop\nqueues:\n  - name: \"orders\n",
+			want: []string{"4:11 "}, contains: []string{"invalid YAML"},
 		},
 		{
 			name: "unknown key",
