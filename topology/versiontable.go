@@ -112,8 +112,10 @@ func (f Feature) Span() string {
 		return fmt.Sprintf("RabbitMQ %s to %s only", f.Since, until)
 	case f.Since.Known():
 		return fmt.Sprintf("since RabbitMQ %s", f.Since)
+	case until != "" && f.Permit != "":
+		return fmt.Sprintf("denied by default since RabbitMQ %s", f.Until)
 	case until != "":
-		return fmt.Sprintf("RabbitMQ %s refuses it", f.Until)
+		return fmt.Sprintf("removed in RabbitMQ %s", f.Until)
 	}
 	return "any version"
 }
