@@ -123,11 +123,3 @@ func tags(a topology.Access) string {
 	}
 	return strings.Join(a.Tags, ", ")
 }
-
-// CheckAccess is the access analyzer alone, for callers that have not
-// moved to Check with CheckOptions.Access yet.
-//
-// Deprecated: set CheckOptions.Access and call Check.
-func CheckAccess(p Plan, specs map[string]string, a topology.Access) []Diagnostic {
-	return checkAccess(p, specs, a)
-}

@@ -70,6 +70,18 @@ func (c CodeInfo) severity(allowDestroy bool) Severity {
 	return c.Severity
 }
 
+// Refusals returns the diagnostics of ds that the broker itself would
+// refuse (CodeInfo.Refused): no flag accepts them.
+func Refusals(ds []Diagnostic) []Diagnostic {
+	var out []Diagnostic
+	for _, d := range ds {
+		if info, _ := LookupCode(d.Code); info.Refused && d.Severity == SeverityError {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // BlockingError is the one-line error of a command whose plan has the
 // blocking diagnostics b (see Blocking), worded from the registry: what
 // the broker would refuse needs a changed spec; what only puts messages
@@ -98,7 +110,7 @@ func BlockingError(cmd string, b []Diagnostic) error {
 		return fmt.Errorf("%s: %d %s messages at risk (%s); apply refuses without --allow-destroy",
 			cmd, len(b), plural(len(b), "change puts", "changes put"), codes)
 	case refused == len(b):
-		return fmt.Errorf("%s: the broker would refuse %d %s of this plan (%s); nothing was written: fix the spec (see the errors above)",
+		return fmt.Errorf("%s: RabbitMQ would refuse %d %s of this plan (%s); nothing was written: fix the spec (see the errors above)",
 			cmd, len(b), plural(len(b), "change", "changes"), codes)
 	}
 	return fmt.Errorf("%s: %d %s cannot be applied (%s); nothing was written: fix the spec (see the errors above)",

@@ -86,7 +86,7 @@ func TestBlockingError(t *testing.T) {
 	}{
 		{[]Diagnostic{d(CodeReplaceQueueWithMessages)}, "plan: 1 change puts messages at risk (RT001); apply refuses without --allow-destroy"},
 		{[]Diagnostic{d(CodeManagedPolicyShadowed), d(CodeQueueHasConsumers)}, "plan: 2 changes put messages at risk (RT021, RT006); apply refuses without --allow-destroy"},
-		{[]Diagnostic{d(CodeTransientQueue), d(CodeUnknownPolicyKey)}, "plan: the broker would refuse 2 changes of this plan (RT104, RT009); nothing was written: fix the spec (see the errors above)"},
+		{[]Diagnostic{d(CodeTransientQueue), d(CodeUnknownPolicyKey)}, "plan: RabbitMQ would refuse 2 changes of this plan (RT104, RT009); nothing was written: fix the spec (see the errors above)"},
 		{[]Diagnostic{d(CodeSpecConflict), d(CodeReplaceQueueWithMessages)}, "plan: 2 changes cannot be applied (RT007, RT001); nothing was written: fix the spec (see the errors above)"},
 	} {
 		if got := BlockingError("plan", c.ds).Error(); got != c.want {

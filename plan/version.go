@@ -234,9 +234,3 @@ func refused(q topology.Queue, a topology.Address, v topology.Version) []Diagnos
 	}
 	return ds
 }
-
-// CheckVersion is the version analyzer alone, for callers that have not
-// moved to Check with Plan.RabbitMQ yet.
-//
-// Deprecated: set Plan.RabbitMQ and call Check.
-func CheckVersion(p Plan, v topology.Version) []Diagnostic { return checkVersion(p, v, nil) }
