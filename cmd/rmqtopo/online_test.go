@@ -94,7 +94,7 @@ func TestOnlinePlanApplyPlan(t *testing.T) {
 	path := o.spec(t, "small.yaml", smallSpec)
 
 	out := o.must(t, 2, "plan", "--detailed-exitcode", path)
-	if !strings.Contains(out, "Plan: 12 to create, 0 to update, 0 to replace, 0 to delete.") {
+	if !strings.Contains(out, "Plan: 11 to create, 0 to update, 0 to replace, 0 to delete.") {
 		t.Errorf("plan output:\n%s", out)
 	}
 	var doc struct {
@@ -103,7 +103,7 @@ func TestOnlinePlanApplyPlan(t *testing.T) {
 			Create int `json:"create"`
 		} `json:"summary"`
 	}
-	if err := json.Unmarshal([]byte(o.must(t, 0, "plan", "-f", "json", path)), &doc); err != nil || doc.Summary.Create != 12 || doc.FormatVersion != 1 {
+	if err := json.Unmarshal([]byte(o.must(t, 0, "plan", "-f", "json", path)), &doc); err != nil || doc.Summary.Create != 11 || doc.FormatVersion != 1 {
 		t.Errorf("plan -f json: %+v, %v", doc, err)
 	}
 	if md := o.must(t, 0, "plan", "--format", "markdown", path); !strings.Contains(md, "work.wait.2.5s") {
@@ -111,7 +111,7 @@ func TestOnlinePlanApplyPlan(t *testing.T) {
 	}
 
 	out = o.must(t, 0, "apply", "--auto-approve", path)
-	if !strings.Contains(out, "Apply complete: 12 created") {
+	if !strings.Contains(out, "Apply complete: 11 created") {
 		t.Errorf("apply output:\n%s", out)
 	}
 	out = o.must(t, 0, "plan", "--detailed-exitcode", path)
@@ -193,7 +193,7 @@ func TestOnlineSavedPlan(t *testing.T) {
 
 	o.must(t, 0, "plan", "--out", saved, path)
 	out := o.must(t, 0, "apply", "--auto-approve", saved)
-	if !strings.Contains(out, "Apply complete: 12 created") {
+	if !strings.Contains(out, "Apply complete: 11 created") {
 		t.Errorf("apply of the saved plan:\n%s", out)
 	}
 	o.must(t, 0, "plan", "--detailed-exitcode", path)
@@ -332,7 +332,7 @@ func TestOnlineNewVhost(t *testing.T) {
 	})
 	path := o.spec(t, "small.yaml", smallSpec)
 	out := o.must(t, 2, "plan", "--detailed-exitcode", path)
-	if !strings.Contains(out, fmt.Sprintf("+ vhost %q", o.vhost)) || !strings.Contains(out, "Plan: 13 to create") {
+	if !strings.Contains(out, fmt.Sprintf("+ vhost %q", o.vhost)) || !strings.Contains(out, "Plan: 12 to create") {
 		t.Errorf("plan:\n%s", out)
 	}
 	o.must(t, 0, "apply", "--auto-approve", path)
@@ -344,7 +344,7 @@ func TestOnlineAgainst(t *testing.T) {
 	o := newOnline(t)
 	path := o.spec(t, "small.yaml", smallSpec)
 	stdout, stderr, code := rmqtopo(t, "", "plan", "--against", "empty", "--detailed-exitcode", path)
-	if code != 2 || !strings.Contains(stdout, "Plan: 13 to create") {
+	if code != 2 || !strings.Contains(stdout, "Plan: 12 to create") {
 		t.Errorf("--against empty: exit %d\n%s%s", code, stdout, stderr)
 	}
 	o.must(t, 0, "apply", "--auto-approve", path)

@@ -277,7 +277,6 @@ func TestExamplesPlanApplyPlan(t *testing.T) {
 			want := []string{
 				"create exchange added.work.dlx",
 				"create exchange added.work.retry",
-				"create policy rmqtopo.queue.added.work",
 				"create queue added.work",
 				"create queue added.work.dlq",
 				"create queue added.work.wait.1.3777ms",
@@ -456,7 +455,6 @@ func TestBrownfield(t *testing.T) {
 		"delete queue orders",
 		"delete queue orders.dlq",
 		"delete queue rmqtopo.wait.5s",
-		"delete policy rmqtopo.queue.orders",
 		"delete exchange orders.dlx",
 		"delete exchange orders.retry",
 	}
@@ -851,7 +849,6 @@ func TestHTTPWrites(t *testing.T) {
 		"delete queue work.wait.2.2s",
 		"delete exchange extra.dlx",
 		"delete exchange extra.retry",
-		"delete policy rmqtopo.queue.extra",
 	}
 	if diff := cmp.Diff(want, changes(p)); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)

@@ -216,15 +216,14 @@ func TestGoQueueExhaustedRetryKept(t *testing.T) {
 	}
 }
 
-// TestAttributeChangesInPlace: TTL, dead-letter exchange and length limit
+// TestAttributeChangesInPlace: TTL, length limit and delivery limit
 // changes on a queue holding messages are policy updates: no replace, no
-// --allow-destroy, messages and bindings kept.
+// --allow-destroy, messages and bindings kept. (The dead-letter exchange,
+// named after the queue, is an argument: see spec/policies.go.)
 func TestAttributeChangesInPlace(t *testing.T) {
 	t.Parallel()
 	l := newLive(t)
 	const base = "version: 1\nexchanges: [{name: biz, type: topic}]\nqueues:\n  - name: work\n    type: quorum\n    bindings: [{exchange: biz, routing_key: k}]\n"
-	// Dropping the DLQ is a change of the work queue's policy alone: the
-	// retry exchange has no alternate exchange (exhaustion is a return).
 	steps := []struct {
 		name, extra string
 		also        []string
@@ -232,7 +231,7 @@ func TestAttributeChangesInPlace(t *testing.T) {
 		{"start", "    message_ttl: 1h\n    max_length: 1000\n", nil},
 		{"ttl", "    message_ttl: 2h\n    max_length: 1000\n", nil},
 		{"max-length", "    message_ttl: 2h\n    max_length: 500\n", nil},
-		{"dead-letter exchange", "    message_ttl: 2h\n    max_length: 500\n    dlq: false\n", nil},
+		{"delivery limit", "    message_ttl: 2h\n    max_length: 500\n    delivery_limit: 5\n", nil},
 	}
 	conn := l.b.Dial(t, l.vhost)
 	var bindingsBefore []string
