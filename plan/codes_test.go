@@ -97,3 +97,20 @@ func TestBlockingError(t *testing.T) {
 		t.Error("no blocking diagnostics, yet an error")
 	}
 }
+
+// TestAnalyzersDocumented: docs/architecture.md's table of analyzers
+// lists Check's, in Check's order.
+func TestAnalyzersDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := -1
+	for _, a := range analyzers {
+		i := strings.Index(string(doc), "| "+a.name+" |")
+		if i < 0 || i < last {
+			t.Errorf("docs/architecture.md: analyzer %q missing or out of Check's order", a.name)
+		}
+		last = i
+	}
+}
