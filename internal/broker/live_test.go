@@ -420,7 +420,7 @@ func TestBrownfield(t *testing.T) {
 	if diff := cmp.Diff([]string{plan.CodeReplaceQueueWithMessages + " orders"}, codes); diff != "" {
 		t.Errorf("blocking diagnostics (-want +got):\n%s", diff)
 	}
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err == nil ||
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs()), Diagnostics: diags}); err == nil ||
 		!strings.Contains(err.Error(), "refusing") {
 		t.Fatalf("apply without AllowDestroy: err = %v, want a refusal", err)
 	}
@@ -575,7 +575,8 @@ func TestPlanConsumers(t *testing.T) {
 		codes(plan.Check(p, plan.CheckOptions{AllowDestroy: true}))); diff != "" {
 		t.Errorf("diagnostics with AllowDestroy (-want +got):\n%s", diff)
 	}
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err == nil ||
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs()),
+		Diagnostics: plan.Check(p, plan.CheckOptions{})}); err == nil ||
 		!strings.Contains(err.Error(), "refusing") || !strings.Contains(err.Error(), "consumer") {
 		t.Fatalf("apply without AllowDestroy: err = %v, want a refusal naming the consumer", err)
 	}
