@@ -36,6 +36,7 @@ const (
 	CodeManagedPolicyShadowed = "RT021"
 	CodeOperatorPolicyCaps    = "RT022"
 	CodeArgumentPinned        = "RT023"
+	CodePolicyApplies         = "RT024"
 )
 
 // Diagnostic is one finding of Check about one change.

@@ -43,6 +43,7 @@ var Codes = []CodeInfo{
 	{Code: CodeManagedPolicyShadowed, Severity: SeverityError, AllowDestroy: true, Meaning: "a user policy wins over (or ties with) rmqtopo's policy of queues: their dead-lettering and limits do not apply"},
 	{Code: CodeOperatorPolicyCaps, Severity: SeverityInfo, Meaning: "an operator policy caps a limit below rmqtopo's policy"},
 	{Code: CodeArgumentPinned, Severity: SeverityInfo, Meaning: "an adopted queue keeps arguments its policy now carries"},
+	{Code: CodePolicyApplies, Severity: SeverityInfo, Meaning: "a user policy applies to queues the spec declares without an rmqtopo policy: its keys take effect there"},
 	{Code: CodeMigrateQueue, Severity: SeverityInfo, Meaning: "a queue migration: the messages it moves, the unroutable window of the default exchange, consumers cancelled"},
 	{Code: CodeMigrationOrphaned, Severity: SeverityWarning, Meaning: "an unfinished migration's temporary queue holds messages of a queue no longer in the spec"},
 	{Code: CodeDefaultDeliveryLimit, Severity: SeverityWarning, Meaning: "4.0+: a quorum queue that delivers to consumers, without a delivery limit (argument or policy), gets the default of 20"},

@@ -80,6 +80,7 @@
 //	                                     of queues: rmqtopo's dead-lettering and limits do not apply
 //	RT022  info                          an operator policy caps a limit below rmqtopo's policy
 //	RT023  info                          an adopted queue keeps arguments its policy now carries
+//	RT024  info                          a user policy applies to queues without an rmqtopo policy
 //	RT030  info                          a queue migration: the messages it moves, the unroutable
 //	                                     window of the default exchange, consumers cancelled
 //	RT031  warning                       an unfinished migration's temporary queue holds messages

@@ -96,8 +96,9 @@ func TestDeliveryLimitFromPolicy(t *testing.T) {
 	desired := topology.Topology{Vhosts: []string{"v"}, Queues: []topology.Queue{bare, limited},
 		Policies: []topology.Policy{{Vhost: "v", Name: "lim", Pattern: "^limited$", ApplyTo: "queues", Definition: topology.Args{"delivery-limit": int64(10)}}}}
 	got := codesOf(judged(t, topology.NewState([]string{"v"}), desired, "4.0.5"))
-	if !slices.Equal(got, []string{plan.CodeDefaultDeliveryLimit}) {
-		t.Errorf("codes %v, want one RT101 (for bare)", got)
+	// lim applies to limited, which has no rmqtopo policy: RT024 says so.
+	if !slices.Equal(got, []string{plan.CodePolicyApplies, plan.CodeDefaultDeliveryLimit}) {
+		t.Errorf("codes %v, want RT024 (lim applies to limited) and one RT101 (for bare)", got)
 	}
 }
 
