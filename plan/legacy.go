@@ -38,19 +38,19 @@ func foldLegacy(live, desired topology.Topology) (topology.Topology, map[topolog
 	if len(live.Queues) == 0 || len(desired.Queues) == 0 {
 		return desired, nil
 	}
-	liveBy := make(map[topology.Address]topology.Queue, len(live.Queues))
-	for _, q := range live.Queues {
-		liveBy[q.Addr()] = q
+	liveAt := make(map[topology.Address]int, len(live.Queues)) // an index: a large live vhost is copied once already
+	for i, q := range live.Queues {
+		liveAt[q.Addr()] = i
 	}
 	var folded map[topology.Address]bool
 	var queues []topology.Queue
 	moved := map[topology.Address]topology.Args{} // policy address -> keys to add
 	for i, q := range desired.Queues {
-		was, ok := liveBy[q.Addr()]
+		at, ok := liveAt[q.Addr()]
 		if !ok {
 			continue
 		}
-		kept, keys, ok := foldQueue(was, q)
+		kept, keys, ok := foldQueue(live.Queues[at], q)
 		if !ok {
 			continue
 		}
