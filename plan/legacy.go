@@ -19,7 +19,7 @@ import (
 // here on carries them as arguments.
 
 // legacyReason is the Reason of a NoOp that keeps such a queue.
-const legacyReason = "kept as an earlier rmqtopo made it: its dead-lettering and default limits stay in its policy"
+const legacyReason = "kept: what it was not declared with (dead-lettering, the default delivery limit) is in its policy, as an earlier rmqtopo made it"
 
 // KeepLegacy is what Diff plans against: desired with every queue an
 // earlier rmqtopo made kept in that shape (see foldLegacy). The importer
