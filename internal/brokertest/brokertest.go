@@ -117,7 +117,7 @@ func setup() (*Broker, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	node, err := StartNode(ctx, NodeConfig{BaseDir: dir})
+	node, err := StartNode(ctx, NodeConfig{BaseDir: dir, StatsInterval: TestStatsInterval})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
