@@ -25,6 +25,7 @@ import (
 // dead_letter_worker_publisher_confirm_timeout plus a margin.
 // RMQTOPO_STORM_MESSAGES sets the number of messages (default 10,000).
 func TestRetryStormNodeLoss(t *testing.T) {
+	killsNodes(t)
 	runStormNodeLoss(t, 6, func(ctx context.Context, s *storm, i int) { s.work(ctx, i) })
 }
 
@@ -209,7 +210,7 @@ func countStorm(t *testing.T, s *storm, b *brokertest.Broker, vhost string, n in
 		}
 	}
 	if s.late > lateBound {
-		t.Errorf("a retry arrived %v after its delay; the bound is %v", s.late, lateBound)
+		t.Errorf("a retry arrived %v after its delay; the bound is %v: were held dead-letters re-sent only after RabbitMQ's default confirm timeout (180s)?", s.late, lateBound)
 	}
 	if !flowing {
 		t.Logf("note: every first publish was confirmed before the second kill; retries were still flowing from the wait queues")
@@ -217,6 +218,10 @@ func countStorm(t *testing.T, s *storm, b *brokertest.Broker, vhost string, n in
 }
 
 // lateBound is how late after its delay a retry may arrive through node
-// losses: the dead-letter worker's confirm timeout (it re-sends what the
-// dead target did not confirm), plus a leader election and a restart.
-var lateBound = brokertest.DeadLetterConfirmTimeout + 30*time.Second
+// losses: the dead-letter worker re-sends what the dead target did not
+// confirm after the cluster's lowered confirm timeout, after a leader
+// election and a restart. The latest retry seen was 11s late on a machine
+// at load 13; the bound is over 10 times that, not a timing goal, and
+// still tells the lowered timeout from RabbitMQ's default of 180s (the
+// advanced.config not applied).
+const lateBound = 2 * time.Minute

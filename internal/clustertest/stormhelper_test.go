@@ -26,6 +26,7 @@ import (
 // handler counts its successes itself: a success whose ack was lost with
 // its node is handled again, a duplicate.
 func TestRetryStormNodeLossHelper(t *testing.T) {
+	killsNodes(t)
 	obs := &stormObserver{}
 	s := runStormNodeLoss(t, 4, func(ctx context.Context, st *storm, i int) {
 		dial := rotatingDialer(st, i)
