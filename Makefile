@@ -78,10 +78,11 @@ test: rabbitnode
 	@set -e; \
 	log=$$(mktemp); \
 	$(GO) test $(TEST_FLAGS) $(CLUSTER_PKG) >$$log 2>&1 & cluster=$$!; \
+	trap 'kill $$cluster 2>/dev/null || true' EXIT; \
 	if [ -n "$$RMQTOPO_TEST_URL" ]; then \
 		echo "make test: using the broker at RMQTOPO_TEST_URL=$$RMQTOPO_TEST_URL"; \
 	else \
-		trap '$(RABBITNODE) stop --dir $(BROKER_DIR)' EXIT; \
+		trap 'kill $$cluster 2>/dev/null || true; $(RABBITNODE) stop --dir $(BROKER_DIR)' EXIT; \
 		$(RABBITNODE) start --dir $(BROKER_DIR) --name $(TEST_NODE) $(TEST_NODE_FLAGS) >/dev/null; \
 		. $(BROKER_DIR)/env; \
 	fi; \
