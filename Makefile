@@ -70,15 +70,16 @@ rabbitnode:
 # fail, and the tests' exit status is kept.
 # internal/clustertest also starts a 3-node cluster and a TLS node of its
 # own; RMQTOPO_TEST_CLUSTER_URLS and RMQTOPO_TEST_CLUSTER_AMQP_URLS point
-# it at an existing cluster instead. It starts first (it needs no single
-# node) and runs beside the other packages, its output held until they are
-# done so that the two never interleave.
+# it at an existing cluster instead. It starts first, before the build of
+# the rest and the single node (it needs neither), and runs beside the
+# other packages, its output held until they are done so that the two
+# never interleave.
 test: rabbitnode
-	$(GO) build ./...
 	@set -e; \
 	log=$$(mktemp); \
 	$(GO) test $(TEST_FLAGS) $(CLUSTER_PKG) >$$log 2>&1 & cluster=$$!; \
 	trap 'kill $$cluster 2>/dev/null || true' EXIT; \
+	echo "$(GO) build ./..."; $(GO) build ./...; \
 	if [ -n "$$RMQTOPO_TEST_URL" ]; then \
 		echo "make test: using the broker at RMQTOPO_TEST_URL=$$RMQTOPO_TEST_URL"; \
 	else \
