@@ -430,7 +430,10 @@ func TestOnlineKilledApplyConverges(t *testing.T) {
 	t.Logf("killed at %q", seen[len(seen)-1])
 	o.must(t, 2, "plan", "--detailed-exitcode", path)
 
-	out := o.must(t, 0, "apply", "--auto-approve", path)
+	// The killed apply's lock, an exclusive queue, goes once the broker
+	// sees its connection closed: a moment later, longer on a busy machine.
+	// The re-run waits for it, as an operator's would.
+	out := o.must(t, 0, "apply", "--auto-approve", "--lock-timeout", "1m", path)
 	if !strings.Contains(out, "Apply complete") {
 		t.Errorf("re-run:\n%s", out)
 	}

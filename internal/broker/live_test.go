@@ -648,11 +648,12 @@ func TestScheduleChangeLosesNothing(t *testing.T) {
 	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err != nil {
 		t.Fatal(err)
 	}
-	if time.Since(start) > 8*time.Second {
-		t.Fatalf("the apply came too late (%s) to prove anything: the old messages may have expired already", time.Since(start))
-	}
+	// The old messages still wait in the old queue, so the apply ran while
+	// they did: what the test is about. Their 10s TTL is over 10 times what
+	// the plan and apply need on a quiet machine (logged).
+	t.Logf("plan and apply %s after the publish", time.Since(start).Round(time.Millisecond))
 	if n := l.b.QueueDepth(t, l.vhost, oldWait); n != early {
-		t.Errorf("%s holds %d messages right after the apply, want %d", oldWait, n, early)
+		t.Fatalf("%s holds %d messages right after the apply, want %d: the apply came too late to prove anything", oldWait, n, early)
 	}
 	publish(t, conn, contract.RetryExchange("work"), "work", retry, late)
 
