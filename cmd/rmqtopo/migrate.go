@@ -2,11 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
@@ -20,24 +16,21 @@ func choices(files []*spec.File, prune, migrateAll bool) plan.Choices {
 	return plan.Choices{Specs: spec.Names(files), Prune: prune, Migrate: plan.Migration{All: migrateAll, Queues: spec.Migrations(files...)}}
 }
 
-// failpointEnv names the environment variable that makes apply kill
-// itself with SIGKILL at a step of a migration, "STEP" or "STEP:N" (a
-// move step once N messages moved). The tests use it to check that a
-// migration interrupted anywhere is finished by the next apply.
+// failpointEnv names the environment variable of the migration
+// failpoint; only binaries built with -tags rmqtopo_testhooks honour it
+// (testhooks.go).
 const failpointEnv = "RMQTOPO_TEST_MIGRATE_KILL_AT"
 
 // migrateHook reports each step of a migration on stderr (moves about
 // once a second) and honours the failpoint.
 func migrateHook(e *env) func(queue, step string, moved int) {
-	killStep, killAt := parseFailpoint(os.Getenv(failpointEnv))
+	kill := killAt()
 	var (
 		mu   sync.Mutex
 		last time.Time
 	)
 	return func(queue, step string, moved int) {
-		if step == killStep && moved >= killAt {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		}
+		kill(step, moved)
 		mu.Lock()
 		defer mu.Unlock()
 		switch step {
@@ -54,10 +47,4 @@ func migrateHook(e *env) func(queue, step string, moved int) {
 			fmt.Fprintf(e.stderr, "migrate queue %q: %s\n", queue, step)
 		}
 	}
-}
-
-func parseFailpoint(v string) (string, int) {
-	step, n, _ := strings.Cut(v, ":")
-	at, _ := strconv.Atoi(n)
-	return step, at
 }
