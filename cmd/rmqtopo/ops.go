@@ -14,7 +14,7 @@ import (
 
 	"github.com/alecthomas/kong"
 	amqp "github.com/rabbitmq/amqp091-go"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
