@@ -43,12 +43,31 @@ type env struct {
 	getenv func(string) string
 	// maxSpecSize bounds a spec file, in bytes (--max-spec-size).
 	maxSpecSize int64
+	// secrets give the strings (passwords, URLs with credentials) of the
+	// connections the command opened: run scrubs them from its error.
+	secrets []func() []string
 }
+
+// hide has run scrub the strings secrets gives (when the command ends)
+// from the command's error.
+func (e *env) hide(secrets func() []string) { e.secrets = append(e.secrets, secrets) }
 
 type kongExit struct{ code int }
 
-// run parses args and runs one command. It never calls os.Exit.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+// run parses args and runs one command. It never calls os.Exit, and it
+// leaves process-wide settings alone (tests call it many times in one
+// process): --memory-limit is checked, but only runMain applies it.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return execute(ctx, args, stdin, stdout, stderr, false)
+}
+
+// runMain is run for a whole process, as main calls it: it also applies
+// --memory-limit to the Go runtime.
+func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return execute(ctx, args, stdin, stdout, stderr, true)
+}
+
+func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, process bool) (err error) {
 	var c cli
 	parser, err := kong.New(&c,
 		kong.Name("rmqtopo"),
@@ -83,14 +102,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return &ExitError{Code: 1, Err: fmt.Errorf("--max-spec-size: %w", err)}
 	}
-	restore, err := setMemoryLimit(c.MemoryLimit, os.Getenv)
-	if err != nil {
+	if _, _, _, err := memoryLimit(c.MemoryLimit, os.Getenv); err != nil {
 		return &ExitError{Code: 1, Err: fmt.Errorf("--memory-limit: %w", err)}
 	}
-	defer restore()
+	if process {
+		// Process-wide, and for as long as the process lives: nothing to
+		// restore.
+		if _, err := setMemoryLimit(c.MemoryLimit, os.Getenv); err != nil {
+			return &ExitError{Code: 1, Err: fmt.Errorf("--memory-limit: %w", err)}
+		}
+	}
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, maxSpecSize: size}
 	e.color = wantColor(c.Color, stdout, e.getenv)
-	return kctx.Run(e)
+	err = kctx.Run(e)
+	for _, s := range e.secrets {
+		err = scrub(err, s())
+	}
+	return err
 }
 
 // wantColor honours --color, NO_COLOR (any non-empty value) and whether

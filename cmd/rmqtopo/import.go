@@ -30,7 +30,6 @@ func (c *importCmd) Run(e *env) (err error) {
 		if err != nil {
 			return err
 		}
-		defer func() { err = scrub(err, client.Secrets()) }()
 		st, err := client.Read(e.ctx, []string{c.Vhost})
 		if err != nil {
 			return fmt.Errorf("import: %w", err)

@@ -18,25 +18,35 @@ import (
 // job in a 512 MB container is not killed for garbage.
 const defaultMemoryLimit = 450 << 20
 
-// setMemoryLimit applies --memory-limit: a size, "off", or "" for
-// GOMEMLIMIT when the environment sets it (the runtime has applied it
-// already) and defaultMemoryLimit otherwise. The default gives way to a
-// plan that needs more (outgrow); a limit given is kept as given. The
-// returned func restores the previous settings: tests run many commands
-// in one process.
-func setMemoryLimit(flag string, getenv func(string) string) (restore func(), err error) {
-	limit, soft := int64(defaultMemoryLimit), true
+// memoryLimit reads --memory-limit: a size, "off", or "" for GOMEMLIMIT
+// when the environment sets it (the runtime has applied it already: keep
+// is set) and defaultMemoryLimit otherwise, which is soft: it gives way to
+// a plan that needs more (outgrow). A limit given is kept as given.
+func memoryLimit(flag string, getenv func(string) string) (limit int64, soft, keep bool, err error) {
 	switch f := strings.TrimSpace(flag); {
 	case f == "" && getenv("GOMEMLIMIT") != "":
-		return func() {}, nil
+		return 0, false, true, nil
 	case f == "":
+		return defaultMemoryLimit, true, false, nil
 	case strings.EqualFold(f, "off"):
-		limit, soft = math.MaxInt64, false
+		return math.MaxInt64, false, false, nil
 	default:
-		if limit, err = parseSize(f); err != nil {
-			return nil, err
-		}
-		soft = false
+		limit, err = parseSize(f)
+		return limit, false, false, err
+	}
+}
+
+// setMemoryLimit applies --memory-limit (see memoryLimit) to the process.
+// Only a whole process calls it (runMain): the settings are process-wide,
+// so run() in tests leaves them alone. The returned func restores the
+// previous settings, for the tests of this function.
+func setMemoryLimit(flag string, getenv func(string) string) (restore func(), err error) {
+	limit, soft, keep, err := memoryLimit(flag, getenv)
+	if err != nil {
+		return nil, err
+	}
+	if keep {
+		return func() {}, nil
 	}
 	prevLimit := debug.SetMemoryLimit(limit)
 	prevPercent := debug.SetGCPercent(-1)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -59,7 +58,6 @@ func (c *planCmd) Run(e *env) (err error) {
 		if err != nil {
 			return err
 		}
-		defer func() { err = scrub(err, client.Secrets()) }()
 		src, brokerURL = client, client.URL()
 	}
 	p, st, err := plan.MakeWith(e.ctx, src, desired, choices(files, c.Prune, c.Migrate))
@@ -176,29 +174,60 @@ func (c *applyCmd) Run(e *env) (err error) {
 	if err != nil {
 		return err
 	}
-	secrets := client.Secrets()
-	defer func() { err = scrub(err, secrets) }()
 	sess, err := client.NewSession(e.ctx)
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
-	secrets = sess.Secrets()
+	e.hide(sess.Secrets)
 	defer sess.Close()
-
-	a := &applying{e: e, client: client, sess: sess, locked: map[string]bool{}, lockTimeout: c.LockTimeout}
 	sess.MigrateHook = migrateHook(e)
-	p, st, err := a.lockAndPlan(saved, desired, ch)
-	if err != nil {
+
+	progress := newProgress(e.stderr)
+	defer progress.stop()
+	b := apply.Broker{Target: sess, Source: client, Lock: sess.Lock, Errors: brokerErrors}
+	out, err := apply.Run(e.ctx, b, apply.Request{
+		Saved: saved, SavedPath: c.Files[0], Desired: desired, Choices: ch,
+		LockTimeout: c.LockTimeout,
+		OnLockWait: func(vhost string) {
+			fmt.Fprintf(e.stderr, "waiting up to %s for another apply's lock on vhost %q\n", c.LockTimeout, vhost)
+		},
+		Review: func(p plan.Plan, st *topology.State) error {
+			return c.review(e, client, saved != nil, ch.Specs, p, st)
+		},
+		Options: apply.Options{Concurrency: c.Concurrency, AllowDestroy: c.AllowDestroy, Progress: progress.update},
+	})
+	progress.stop()
+	res := out.Result
+	switch {
+	case err != nil && out.Applied:
+		fmt.Fprintf(e.stderr, "Apply stopped after %s: %s; %s\n", res.Elapsed.Round(time.Millisecond), res.String(), brokerErrors.NotDone(res, err))
 		return err
+	case err != nil:
+		return err
+	case out.Plan.HasChanges():
+		fmt.Fprintf(e.stdout, "\nApply complete: %s in %s.\n", res.String(), res.Elapsed.Round(time.Millisecond))
 	}
-	if saved != nil {
-		if p, err = a.checkSaved(saved, c.Files[0], st); err != nil {
-			return err
-		}
-	}
-	specs := ch.Specs
+	return nil
+}
+
+// brokerErrors are the broker's errors as the apply workflow tells them
+// apart.
+var brokerErrors = apply.Errors{
+	Locked:        func(err error) bool { return errors.Is(err, broker.ErrLocked) },
+	VhostNotFound: func(err error) bool { return errors.Is(err, broker.ErrVhostNotFound) },
+	NotEmpty:      func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) },
+	Connection: func(err error) bool {
+		return errors.Is(err, broker.ErrUnreachable) || errors.Is(err, broker.ErrTimeout) || errors.Is(err, broker.ErrServer)
+	},
+	NodeDown: func(err error) bool { return errors.Is(err, broker.ErrNodeDown) },
+}
+
+// review checks the plan apply is about to carry out, shows it and asks
+// for approval; an error stops the apply before anything is written.
+func (c *applyCmd) review(e *env, client *broker.Client, saved bool, specs map[string]string, p plan.Plan, st *topology.State) error {
 	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs, State: st})
-	if diags, err = (rabbitVersionFlag{}).withVersion(e, p, diags, st, client); err != nil {
+	diags, err := (rabbitVersionFlag{}).withVersion(e, p, diags, st, client)
+	if err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
 	if p.HasChanges() {
@@ -214,7 +243,7 @@ func (c *applyCmd) Run(e *env) (err error) {
 	if !p.HasChanges() {
 		// Nothing to change; the spec's record may still need to claim
 		// objects that exist already, which asks for no approval.
-		return a.run(p, st, specs, c.Concurrency, c.AllowDestroy)
+		return nil
 	}
 	if err := versionRefusals("apply", diags); err != nil {
 		return err
@@ -225,12 +254,10 @@ func (c *applyCmd) Run(e *env) (err error) {
 	// A saved plan was reviewed and approved when it was saved, and it
 	// is refused above if the broker changed since: asking again would
 	// only break the pipelines that apply it (Terraform does not either).
-	if !c.AutoApprove && saved == nil {
-		if err := confirm(e); err != nil {
-			return err
-		}
+	if !c.AutoApprove && !saved {
+		return confirm(e)
 	}
-	return a.run(p, st, specs, c.Concurrency, c.AllowDestroy)
+	return nil
 }
 
 // input reads what apply applies: a saved plan (one file whose kind says
@@ -258,191 +285,6 @@ func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, plan.Choice
 		return nil, topology.Topology{}, plan.Choices{}, err
 	}
 	return nil, desired, choices(files, c.Prune, c.Migrate), nil
-}
-
-// applying is one apply's hold on the broker: its client, its session
-// (the AMQP connection that writes and holds the locks) and the vhosts it
-// has locked.
-type applying struct {
-	e      *env
-	client *broker.Client
-	sess   *broker.Session
-	locked map[string]bool
-	// lockTimeout bounds the wait for a lock another apply holds.
-	lockTimeout time.Duration
-}
-
-// lock takes the apply lock of each existing vhost of vs not yet locked.
-func (a *applying) lock(vs []string) error {
-	for _, v := range vs {
-		if a.locked[v] {
-			continue
-		}
-		err := a.waitLock(v)
-		if errors.Is(err, broker.ErrVhostNotFound) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("apply: %w", err)
-		}
-		a.locked[v] = true
-	}
-	return nil
-}
-
-// waitLock takes vhost's lock, waiting up to lockTimeout while another
-// apply holds it. The lock is an exclusive queue, so there is nothing to
-// wait on but the queue itself: it polls, at most every two seconds.
-func (a *applying) waitLock(vhost string) error {
-	deadline := time.Now().Add(a.lockTimeout)
-	pause := 100 * time.Millisecond
-	for said := false; ; said = true {
-		err := a.sess.Lock(a.e.ctx, vhost)
-		if !errors.Is(err, broker.ErrLocked) || a.lockTimeout == 0 {
-			return err
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return fmt.Errorf("waited %s (--lock-timeout): %w", a.lockTimeout, err)
-		}
-		if !said {
-			fmt.Fprintf(a.e.stderr, "waiting up to %s for another apply's lock on vhost %q\n", a.lockTimeout, vhost)
-		}
-		select {
-		case <-a.e.ctx.Done():
-			return a.e.ctx.Err()
-		case <-time.After(min(pause, left)):
-		}
-		pause = min(2*pause, 2*time.Second)
-	}
-}
-
-// lockAndPlan locks before reading, so that the state planned from is the
-// state applied to, then reads (for a saved plan) or plans (for specs). A
-// vhost created by someone else between the lock and the read is locked
-// and read again; a vhost that does not exist yet is locked as soon as
-// this apply creates it (see vhostCreated).
-func (a *applying) lockAndPlan(saved *planfile.File, desired topology.Topology, ch plan.Choices) (plan.Plan, *topology.State, error) {
-	vhosts := desired.VhostNames()
-	if saved != nil {
-		vhosts = saved.Vhosts
-	}
-	if err := a.lock(vhosts); err != nil {
-		return plan.Plan{}, nil, err
-	}
-	for attempt := 0; ; attempt++ {
-		var (
-			p   plan.Plan
-			st  *topology.State
-			err error
-		)
-		if saved != nil {
-			st, err = a.client.Read(a.e.ctx, vhosts)
-		} else {
-			p, st, err = plan.MakeWith(a.e.ctx, a.client, desired, ch)
-		}
-		if err != nil {
-			return plan.Plan{}, nil, fmt.Errorf("apply: %w", err)
-		}
-		var unlocked []string
-		for _, v := range st.Topology.Vhosts {
-			if !a.locked[v] {
-				unlocked = append(unlocked, v)
-			}
-		}
-		if len(unlocked) == 0 || attempt > 0 {
-			return p, st, nil
-		}
-		if err := a.lock(unlocked); err != nil {
-			return plan.Plan{}, nil, err
-		}
-	}
-}
-
-// checkSaved refuses a saved plan whose broker changed since it was made,
-// and gives the plan with the counts at stake now: counts change all the
-// time and are not part of the fingerprint.
-func (a *applying) checkSaved(saved *planfile.File, path string, st *topology.State) (plan.Plan, error) {
-	if saved.Stale(st) {
-		return plan.Plan{}, fmt.Errorf("apply: the plan in %s is stale: the broker's topology or ownership record changed since it was made (%s); run plan again",
-			path, saved.CreatedAt.Format(time.RFC3339))
-	}
-	p := saved.Plan
-	if err := plan.Recount(a.e.ctx, a.client, &p); err != nil {
-		return plan.Plan{}, fmt.Errorf("apply: %w", err)
-	}
-	return p, nil
-}
-
-// run applies p, made from st, showing progress, and says what was done.
-func (a *applying) run(p plan.Plan, st *topology.State, specs map[string]string, concurrency int, allowDestroy bool) error {
-	progress := newProgress(a.e.stderr)
-	defer progress.stop()
-	res, err := apply.Apply(a.e.ctx, a.sess, p, apply.Options{
-		Concurrency:  concurrency,
-		AllowDestroy: allowDestroy,
-		Records:      plan.OwnRecords(st, specs),
-		Progress:     progress.update,
-		IsNotEmpty:   func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) },
-		VhostCreated: a.vhostCreated,
-	})
-	progress.stop()
-	if err != nil {
-		fmt.Fprintf(a.e.stderr, "Apply stopped after %s: %s; %s\n", res.Elapsed.Round(time.Millisecond), res.String(), notDone(res, err))
-		return err
-	}
-	if !p.HasChanges() {
-		return nil
-	}
-	fmt.Fprintf(a.e.stdout, "\nApply complete: %s in %s.\n", res.String(), res.Elapsed.Round(time.Millisecond))
-	return nil
-}
-
-// notDone says what an apply that stopped did not do, and whether running
-// it again can finish: not when the broker refused a change, which will
-// refuse again until the spec or the broker changes.
-func notDone(res apply.Result, err error) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d changes not made", len(res.NotDone))
-	for i, c := range res.NotDone {
-		if i == 3 {
-			fmt.Fprintf(&b, ", and %d more", len(res.NotDone)-3)
-			break
-		}
-		fmt.Fprintf(&b, "%s %s %s", map[bool]string{true: ":", false: ","}[i == 0], c.Action, c.Address)
-	}
-	b.WriteString(". The ownership record lists what exists. ")
-	switch {
-	case errors.Is(err, broker.ErrUnreachable), errors.Is(err, broker.ErrTimeout), errors.Is(err, broker.ErrServer):
-		b.WriteString("The connection failed: planning and applying again finishes the job once the broker is reachable.")
-	case errors.Is(err, broker.ErrNodeDown):
-		b.WriteString("A cluster node is down (above): planning and applying again finishes the job once it is back.")
-	case errors.Is(err, broker.ErrNotEmpty), errors.Is(err, broker.ErrLocked):
-		b.WriteString("Plan again once the cause above is gone.")
-	default:
-		b.WriteString("The broker refused a change: applying again will fail the same way until the spec or the broker changes.")
-	}
-	return b.String()
-}
-
-// vhostCreated locks a vhost this apply has just created. The plan was
-// made when the vhost did not exist: if another apply created and filled
-// it meanwhile, this plan is stale.
-func (a *applying) vhostCreated(ctx context.Context, vhost string) error {
-	if a.locked[vhost] {
-		return nil
-	}
-	if err := a.sess.Lock(ctx, vhost); err != nil {
-		return err
-	}
-	t, err := a.client.ReadVhost(ctx, vhost)
-	if err != nil {
-		return err
-	}
-	if n := len(t.Exchanges) + len(t.Queues) + len(t.Policies); n > 0 {
-		return fmt.Errorf("vhost %q appeared with %d objects since the plan was made; plan again", vhost, n)
-	}
-	return nil
 }
 
 // confirm asks for "yes" on a terminal and refuses to guess otherwise.

@@ -20,9 +20,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/status"
 	"github.com/rmqtopo/rmqtopo/ops"
-	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
-	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 type statusCmd struct {
@@ -34,53 +32,25 @@ type statusCmd struct {
 	Conn       connFlags     `embed:""`
 }
 
-// statsInterval is the management API's default collect_statistics_interval:
-// its counts change no more often, so re-reading sooner sees the same ones.
-const statsInterval = 5 * time.Second
-
 func (c *statusCmd) Run(e *env) (err error) {
-	if c.HeldMargin < 0 || (c.HeldMargin > 0 && c.HeldMargin < statsInterval) {
-		return fmt.Errorf("--held-margin must be 0 or at least %s (the statistics interval: a shorter one re-reads the same counts), got %s", statsInterval, c.HeldMargin)
+	if c.HeldMargin < 0 || (c.HeldMargin > 0 && c.HeldMargin < status.StatsInterval) {
+		return fmt.Errorf("--held-margin must be 0 or at least %s (the statistics interval: a shorter one re-reads the same counts), got %s", status.StatsInterval, c.HeldMargin)
 	}
 	files, err := loadSpecs(e, c.Files)
 	if err != nil {
 		return err
 	}
-	conn, err := c.Conn.ops(e)
+	client, err := c.Conn.client(e)
 	if err != nil {
 		return err
 	}
-	defer func() { err = scrub(err, conn.secrets()) }()
-	// A server that is not RabbitMQ would read as a broker with nothing on
-	// it: every queue "missing", exit 0.
-	if _, err := conn.client.Server(e.ctx); err != nil {
-		return fmt.Errorf("status: %w", err)
-	}
-	vhosts := spec.Expand(files...).VhostNames()
-	stats := map[string][]broker.QueueInfo{}
-	for _, v := range vhosts {
-		qs, err := conn.client.ListQueues(e.ctx, v)
-		if isOpsNotFound(err) {
-			continue // no vhost: every queue shows as missing
-		}
-		if err != nil {
-			return fmt.Errorf("status: %w", err)
-		}
-		stats[v] = qs
-	}
-	var live *topology.Topology
-	if !c.NoDrift {
-		st, err := conn.client.Read(e.ctx, vhosts)
-		if err != nil {
-			return fmt.Errorf("status: reading the live topology for drift (--no-drift skips it): %w", err)
-		}
-		live = &st.Topology
-	}
-	st := status.BuildStatus(files, stats, live)
+	opts := status.Options{Drift: !c.NoDrift, Log: e.stderr}
 	if c.ExitCode {
-		if err := c.watchHeld(e, conn, &st); err != nil {
-			return fmt.Errorf("status: re-reading wait queues that hold dead-letters: %w", err)
-		}
+		opts.HeldMargin = c.HeldMargin
+	}
+	st, err := status.Read(e.ctx, client, files, opts)
+	if err != nil {
+		return err
 	}
 	if c.Format == "json" {
 		err = st.WriteJSON(e.stdout)
@@ -91,90 +61,19 @@ func (c *statusCmd) Run(e *env) (err error) {
 		return err
 	}
 	if c.ExitCode {
-		if code := statusExitCode(st); code != 0 {
+		if code := st.ExitCode(); code != 0 {
 			return &ExitError{Code: code}
 		}
 	}
 	return nil
 }
 
-// watchHeld re-reads the wait queues that hold dead-letters for
-// --held-margin and flags those that forwarded none (status.HeldWatch).
-// It does not wait when the exit code is already certain without the
-// re-read: a finding that ranks above stuck dead-letters decides it.
-func (c *statusCmd) watchHeld(e *env, conn *opsConn, st *status.Status) error {
-	held := st.HeldQueues()
-	if c.HeldMargin == 0 || len(held) == 0 {
-		return nil
-	}
-	var n int64
-	for _, q := range held {
-		n += q.Held
-	}
-	holds := fmt.Sprintf("%d wait %s %d dead-%s",
-		len(held), plural(len(held), "queue holds", "queues hold"), n, plural(int(n), "letter", "letters"))
-	if code, matters := heldWaitMatters(*st, len(held)); !matters {
-		fmt.Fprintf(e.stderr, "status: %s; not re-reading for --held-margin: the exit code is %d either way\n", holds, code)
-		return nil
-	}
-	fmt.Fprintf(e.stderr, "status: %s; re-reading for up to %s (--held-margin)\n", holds, c.HeldMargin)
-	read := func(ctx context.Context, vhost, name string) (broker.QueueInfo, bool, error) {
-		q, err := conn.client.GetQueue(ctx, vhost, name)
-		if isOpsNotFound(err) {
-			return q, false, nil // deleted since: it holds nothing
-		}
-		return q, err == nil, err
-	}
-	w := status.HeldWatch{Margin: c.HeldMargin, Every: statsInterval, Read: read}
-	stuck, err := w.Stuck(e.ctx, held)
-	if err != nil {
-		return err
-	}
-	st.MarkStuck(c.HeldMargin, stuck)
-	return nil
-}
+// statusExitCode and heldWaitMatters are status.Status's ExitCode and
+// HeldWaitMatters, for the CLI's tests of them (internal/status tests
+// them too).
+func statusExitCode(st status.Status) int { return st.ExitCode() }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-// heldWaitMatters reports whether re-reading the held wait queues can
-// change the exit code, and the code as it stands. It asks statusExitCode
-// with none of them stuck and with all of them stuck, so the ranking stays
-// in one place: the two agree when a finding that outranks stuck
-// dead-letters (a DLQ holding messages, missing objects) decides the code.
-func heldWaitMatters(st status.Status, held int) (code int, matters bool) {
-	allStuck := st
-	allStuck.Summary.WaitQueuesStuck = held
-	code = statusExitCode(st)
-	return code, statusExitCode(allStuck) != code
-}
-
-// statusExitCode picks the code of the most urgent finding: messages
-// waiting in a DLQ (someone must look at them), then missing objects (the
-// topology is not there: messages may be unroutable, and a missing work
-// queue is itself a reason dead-letters cannot be forwarded), then stuck
-// dead-letters (retries not happening now), then drift.
-func statusExitCode(st status.Status) int {
-	missing := st.Summary.MissingQueues > 0
-	for _, d := range st.Drift {
-		missing = missing || d.Action == plan.Create
-	}
-	switch {
-	case st.DLQHasMessages():
-		return ExitDLQNotEmpty
-	case missing:
-		return ExitMissing
-	case st.Summary.WaitQueuesStuck > 0:
-		return ExitDeadLettersStuck
-	case st.Summary.DriftedObjects > 0:
-		return ExitDrift
-	}
-	return 0
-}
+func heldWaitMatters(st status.Status, held int) (int, bool) { return st.HeldWaitMatters(held) }
 
 // dlqCmd's subcommands are listed in a group of their own, whose column
 // width leaves the main list's as it was.
@@ -209,10 +108,10 @@ func (q *opsQueueFlags) open(e *env, purpose string) (*opsSession, error) {
 	}
 	s := &opsSession{conn: conn}
 	if s.major, err = conn.client.MajorVersion(e.ctx); err != nil {
-		return nil, scrub(err, conn.secrets())
+		return nil, err
 	}
 	if s.amqp, err = conn.dial(e.ctx, q.Vhost, purpose); err != nil {
-		return nil, scrub(err, conn.secrets())
+		return nil, err
 	}
 	return s, nil
 }
@@ -247,7 +146,6 @@ func (c *dlqShowCmd) Run(e *env) (err error) {
 		return fmt.Errorf("dlq show: %w", err)
 	}
 	defer s.close()
-	defer func() { err = scrub(err, s.conn.secrets()) }()
 	q, err := s.queue(e.ctx, c.Vhost, c.Queue)
 	if err != nil {
 		return fmt.Errorf("dlq show: %w", err)
@@ -390,7 +288,6 @@ func (c *dlqReplayCmd) Run(e *env) (err error) {
 		return fmt.Errorf("dlq replay: %w", err)
 	}
 	defer s.close()
-	defer func() { err = scrub(err, s.conn.secrets()) }()
 	q, err := s.queue(e.ctx, c.Vhost, c.Queue)
 	if err != nil {
 		return fmt.Errorf("dlq replay: %w", err)
@@ -510,7 +407,6 @@ func (c *dlqSweepCmd) Run(e *env) (err error) {
 		return fmt.Errorf("dlq sweep: %w", err)
 	}
 	defer s.close()
-	defer func() { err = scrub(err, s.conn.secrets()) }()
 	queues, err := s.conn.client.ListQueues(e.ctx, c.Vhost)
 	if isOpsNotFound(err) {
 		return fmt.Errorf("dlq sweep: vhost %q not found", c.Vhost)

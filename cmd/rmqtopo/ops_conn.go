@@ -16,6 +16,8 @@ import (
 type opsConn struct {
 	client *broker.Client
 	sess   *broker.Session // nil until dial
+	// hide registers the session's secrets for scrubbing (env.hide).
+	hide func(func() []string)
 }
 
 func (f *connFlags) ops(e *env) (*opsConn, error) {
@@ -23,15 +25,7 @@ func (f *connFlags) ops(e *env) (*opsConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &opsConn{client: client}, nil
-}
-
-// secrets are the strings no output may contain.
-func (o *opsConn) secrets() []string {
-	if o.sess != nil {
-		return o.sess.Secrets()
-	}
-	return o.client.Secrets()
+	return &opsConn{client: client, hide: e.hide}, nil
 }
 
 // isOpsNotFound reports a missing queue or vhost, which callers turn into
@@ -48,6 +42,7 @@ func (o *opsConn) dial(ctx context.Context, vhost, purpose string) (*amqp.Connec
 			return nil, err
 		}
 		o.sess = sess
+		o.hide(sess.Secrets)
 	}
 	return o.sess.Dial(vhost, purpose)
 }
