@@ -156,6 +156,33 @@ func TestPlanSweep(t *testing.T) {
 	}
 }
 
+// A sweep's target must be a queue of the specs that exists (a dry run
+// need not find it), or one --unmanaged-target allows.
+func TestCheckSweepTargets(t *testing.T) {
+	queues := []broker.QueueInfo{{Name: "dlq.a"}, {Name: "dead.dlq.a"}}
+	sources := []SweepSource{{Queue: queues[0], Target: "dead.dlq.a"}}
+	missing := []SweepSource{{Queue: queues[0], Target: "parked"}}
+	declared := map[string]bool{"dead.dlq.a": true, "parked": true}
+	for _, tt := range []struct {
+		name              string
+		sources           []SweepSource
+		declared          map[string]bool
+		unmanaged, dryRun bool
+		err               string
+	}{
+		{"declared and there", sources, declared, false, false, ""},
+		{"declared, not there", missing, declared, false, false, `target "parked" is in the specs but not on the broker; run rmqtopo apply first`},
+		{"declared, not there, dry run", missing, declared, false, true, ""},
+		{"undeclared", sources, nil, false, false, `target "dead.dlq.a" of queue "dlq.a" is not a queue of any --spec`},
+		{"undeclared, unmanaged allowed", missing, nil, true, false, ""},
+	} {
+		err := CheckSweepTargets(tt.sources, queues, tt.declared, tt.unmanaged, tt.dryRun)
+		if (tt.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("%s: error %v, want %q", tt.name, err, tt.err)
+		}
+	}
+}
+
 func TestCheckLeaveSafe(t *testing.T) {
 	for _, tt := range []struct {
 		q     broker.QueueInfo

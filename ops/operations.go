@@ -243,6 +243,27 @@ func PlanSweep(queues []broker.QueueInfo, o SweepOptions) ([]SweepSource, error)
 	return out, nil
 }
 
+// CheckSweepTargets refuses a target that declared (the queues of the
+// vhost the operator's specs declare) lacks, unless unmanaged allows it: a
+// queue created by a sweep is one no plan shows and no apply looks after.
+// A declared target must exist already among queues (rmqtopo apply creates
+// it, with the spec's arguments), unless this is a dry run.
+func CheckSweepTargets(sources []SweepSource, queues []broker.QueueInfo, declared map[string]bool, unmanaged, dryRun bool) error {
+	exists := map[string]bool{}
+	for _, q := range queues {
+		exists[q.Name] = true
+	}
+	for _, src := range sources {
+		switch {
+		case declared[src.Target] && !exists[src.Target] && !dryRun:
+			return fmt.Errorf("target %q is in the specs but not on the broker; run rmqtopo apply first", src.Target)
+		case !declared[src.Target] && !unmanaged:
+			return fmt.Errorf("target %q of queue %q is not a queue of any --spec; pass the spec that declares it, or --unmanaged-target to use a queue no spec manages", src.Target, src.Queue.Name)
+		}
+	}
+	return nil
+}
+
 // SweepTarget renders a target template for a source queue.
 func SweepTarget(to, source string) string { return strings.ReplaceAll(to, "{name}", source) }
 

@@ -423,8 +423,12 @@ func (c *dlqSweepCmd) Run(e *env) (err error) {
 			return fmt.Errorf("dlq sweep: %w", err)
 		}
 	}
-	if err := c.checkTargets(e, sources, queues); err != nil {
+	declared, err := c.declared(e)
+	if err != nil {
 		return err
+	}
+	if err := ops.CheckSweepTargets(sources, queues, declared, c.Unmanaged, c.DryRun); err != nil {
+		return fmt.Errorf("dlq sweep: %w", err)
 	}
 	var results []ops.Result
 	var errs []error
@@ -455,36 +459,23 @@ func (c *dlqSweepCmd) Run(e *env) (err error) {
 	return finishMoves(e, c.Format, "dlq sweep", results, errors.Join(errs...))
 }
 
-// checkTargets refuses a target no --spec declares, unless
-// --unmanaged-target allows it: a queue created by a sweep is one no plan
-// shows and no apply looks after. A target a spec declares must exist
-// already (rmqtopo apply creates it, with the spec's arguments).
-func (c *dlqSweepCmd) checkTargets(e *env, sources []ops.SweepSource, queues []broker.QueueInfo) error {
+// declared are the queues of the vhost that the --spec files declare:
+// the targets a sweep may use without --unmanaged-target.
+func (c *dlqSweepCmd) declared(e *env) (map[string]bool, error) {
 	declared := map[string]bool{}
-	if len(c.Specs) > 0 {
-		files, err := loadSpecs(e, c.Specs)
-		if err != nil {
-			return err
-		}
-		for _, q := range spec.Expand(files...).Queues {
-			if q.Vhost == c.Vhost {
-				declared[q.Name] = true
-			}
-		}
+	if len(c.Specs) == 0 {
+		return declared, nil
 	}
-	exists := map[string]bool{}
-	for _, q := range queues {
-		exists[q.Name] = true
+	files, err := loadSpecs(e, c.Specs)
+	if err != nil {
+		return nil, err
 	}
-	for _, src := range sources {
-		switch {
-		case declared[src.Target] && !exists[src.Target] && !c.DryRun:
-			return fmt.Errorf("dlq sweep: target %q is in the specs but not on the broker; run rmqtopo apply first", src.Target)
-		case !declared[src.Target] && !c.Unmanaged:
-			return fmt.Errorf("dlq sweep: target %q of queue %q is not a queue of any --spec; pass the spec that declares it, or --unmanaged-target to use a queue no spec manages", src.Target, src.Queue.Name)
+	for _, q := range spec.Expand(files...).Queues {
+		if q.Vhost == c.Vhost {
+			declared[q.Name] = true
 		}
 	}
-	return nil
+	return declared, nil
 }
 
 // finishMoves prints the summary of moves to stdout, their warnings to
