@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -153,7 +151,7 @@ func (c *dlqShowCmd) Run(e *env) (err error) {
 	if !ops.InPlaceRequeue(q.Type) && q.Ready > int64(c.Limit) {
 		fmt.Fprintf(e.stderr, "reading all %d messages of %s queue %q to leave them in order\n", q.Ready, q.Type, c.Queue)
 	}
-	if note := lookingIsDelivery(q); note != "" {
+	if note := ops.LookingIsDelivery(q); note != "" {
 		fmt.Fprintln(e.stderr, note)
 	}
 	msgs, res, err := ops.Peek(e.ctx, s.amqp, c.Queue, q.Type, c.Limit, c.Window)
@@ -161,100 +159,11 @@ func (c *dlqShowCmd) Run(e *env) (err error) {
 	if err != nil {
 		return fmt.Errorf("dlq show: %w", err)
 	}
+	shown := ops.Shown{Vhost: c.Vhost, Queue: c.Queue, Type: q.Type, ReadIsDelivery: ops.LookingIsDelivery(q) != "", Depth: res.Depth, Messages: msgs}
 	if c.Format == "json" {
-		return opsWriteJSON(e.stdout, struct {
-			Vhost string `json:"vhost"`
-			Queue string `json:"queue"`
-			Type  string `json:"type"`
-			// ReadIsDelivery: reading raised each message's x-delivery-count.
-			ReadIsDelivery bool          `json:"read_is_delivery"`
-			Depth          int           `json:"depth"`
-			Messages       []ops.Message `json:"messages"`
-		}{c.Vhost, c.Queue, q.Type, lookingIsDelivery(q) != "", res.Depth, opsNonNil(msgs)})
+		return shown.WriteJSON(e.stdout)
 	}
-	return writeMessages(e.stdout, c.Vhost, c.Queue, res.Depth, msgs)
-}
-
-// lookingIsDelivery says when reading a queue counts as a delivery: a
-// quorum queue counts every delivery of a message, requeued or not, in
-// its x-delivery-count and against its delivery limit. Classic queues
-// count nothing.
-func lookingIsDelivery(q broker.QueueInfo) string {
-	if q.Type != "quorum" {
-		return ""
-	}
-	limit := ""
-	if n := q.DeliveryLimit(); n > 0 {
-		limit = fmt.Sprintf(", towards its delivery limit of %d", n)
-	}
-	return fmt.Sprintf("note: %q is a quorum queue: reading it is a delivery, so each message read gets x-delivery-count one higher%s", q.Name, limit)
-}
-
-func opsNonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-// bodyPreview is how much of a body the text output shows.
-const bodyPreview = 200
-
-func writeMessages(w io.Writer, vhost, queue string, depth int, msgs []ops.Message) error {
-	fmt.Fprintf(w, "queue %s (vhost %s): %d %s, showing %d\n", queue, vhost, depth, opsPlural(depth, "message", "messages"), len(msgs))
-	for _, m := range msgs {
-		fmt.Fprintf(w, "\n#%d", m.Position)
-		if m.MessageID != "" {
-			fmt.Fprintf(w, " id %s", m.MessageID)
-		}
-		if m.Timestamp != nil {
-			fmt.Fprintf(w, " published %s", m.Timestamp.Format(time.RFC3339))
-		}
-		fmt.Fprintln(w)
-		reason := m.Reason
-		if m.ReasonSource != "" {
-			reason += " (from " + m.ReasonSource + ")"
-		}
-		fmt.Fprintf(w, "  reason:         %s\n", reason)
-		switch {
-		case m.Attempt != nil:
-			fmt.Fprintf(w, "  attempt:        %d\n", *m.Attempt)
-		case m.AttemptRaw != "":
-			fmt.Fprintf(w, "  attempt:        unreadable (%s)\n", m.AttemptRaw)
-		}
-		if m.DeathsUnreadable != "" {
-			fmt.Fprintf(w, "  deaths:         unreadable (%s)\n", m.DeathsUnreadable)
-		} else {
-			fmt.Fprintf(w, "  deaths:         %d\n", m.Deaths)
-		}
-		if m.FirstFailure != "" {
-			fmt.Fprintf(w, "  first failure:  %s\n", m.FirstFailure)
-		}
-		if m.LastError != "" {
-			fmt.Fprintf(w, "  last error:     %s\n", m.LastError)
-		}
-		fmt.Fprintf(w, "  original route: exchange %q, routing key %q\n", m.OriginalExchange, m.OriginalRoutingKey)
-		if m.ReplayCount > 0 {
-			fmt.Fprintf(w, "  replayed:       %d %s\n", m.ReplayCount, opsPlural(int(m.ReplayCount), "time", "times"))
-		}
-		body := m.Body
-		if len(body) > bodyPreview {
-			body = body[:bodyPreview] + "…"
-		}
-		kind := m.ContentType
-		if kind == "" {
-			kind = "no content type"
-		}
-		fmt.Fprintf(w, "  body:           %d bytes, %s, %s: %s\n", m.Size, kind, m.BodyEncoding, body)
-	}
-	return nil
-}
-
-func opsPlural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
+	return shown.WriteText(e.stdout)
 }
 
 type dlqReplayCmd struct {
@@ -303,7 +212,7 @@ func (c *dlqReplayCmd) Run(e *env) (err error) {
 		verb = "dry run: nothing moves; counting what would replay"
 	}
 	fmt.Fprintf(e.stderr, "%s from %s to %s\n", verb, c.Queue, target)
-	if note := lookingIsDelivery(q); note != "" && c.DryRun {
+	if note := ops.LookingIsDelivery(q); note != "" && c.DryRun {
 		fmt.Fprintln(e.stderr, note)
 	}
 	res, err := ops.Replay(e.ctx, s.amqp, ops.ReplayOptions{
@@ -481,72 +390,21 @@ func (c *dlqSweepCmd) declared(e *env) (map[string]bool, error) {
 // finishMoves prints the summary of moves to stdout, their warnings to
 // stderr, and turns their error into the command's.
 func finishMoves(e *env, format, cmd string, results []ops.Result, err error) error {
-	var total moveTotal
 	for _, r := range results {
 		warnPass(e, r)
-		total.Scanned += r.Scanned
-		total.Moved += r.Moved
-		total.Left += r.Left
-		total.Failed += r.Failed
-		total.Unexamined += r.Unexamined
-		for k, n := range r.LeftBy {
-			if total.LeftBy == nil {
-				total.LeftBy = map[string]int{}
-			}
-			total.LeftBy[k] += n
-		}
 	}
-	var werr error
-	if format == "json" {
-		werr = opsWriteJSON(e.stdout, struct {
-			Results []ops.Result `json:"results"`
-			Total   moveTotal    `json:"total"`
-		}{opsNonNil(results), total})
-	} else {
-		for _, r := range results {
-			fmt.Fprintf(e.stdout, "%s -> %s: %s\n", r.Queue, r.Target, moveSummary(r))
-		}
-		if len(results) > 1 {
-			fmt.Fprintf(e.stdout, "total: %s\n", moveSummary(ops.Result{Moved: total.Moved, Left: total.Left, Failed: total.Failed, LeftBy: total.LeftBy}))
-		}
-	}
+	werr := ops.WriteResults(e.stdout, format == "json", results)
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, opsOneLineErr(err))
 	}
-	if total.Failed > 0 {
-		return fmt.Errorf("%s: %d %s could not be moved and stayed where they were", cmd, total.Failed, opsPlural(total.Failed, "message", "messages"))
+	if failed := ops.Sum(results).Failed; failed > 0 {
+		noun := "messages"
+		if failed == 1 {
+			noun = "message"
+		}
+		return fmt.Errorf("%s: %d %s could not be moved and stayed where they were", cmd, failed, noun)
 	}
 	return werr
-}
-
-// moveTotal adds up the results of several passes.
-type moveTotal struct {
-	Scanned    int            `json:"scanned"`
-	Moved      int            `json:"moved"`
-	Left       int            `json:"left"`
-	LeftBy     map[string]int `json:"left_by,omitempty"`
-	Failed     int            `json:"failed"`
-	Unexamined int            `json:"unexamined,omitempty"`
-}
-
-func moveSummary(r ops.Result) string {
-	s := fmt.Sprintf("moved %d, left %d, failed %d", r.Moved, r.Left, r.Failed)
-	keys := make([]string, 0, len(r.LeftBy))
-	for k := range r.LeftBy {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%d %s", r.LeftBy[k], k))
-	}
-	if len(parts) > 0 {
-		s += " (" + strings.Join(parts, "; ") + ")"
-	}
-	if r.Stopped != "" {
-		s += "; stopped: " + r.Stopped
-	}
-	return s
 }
 
 // opsOneLineErr joins the lines of several errors, so that the command still
@@ -587,10 +445,4 @@ func (p *passProgress) update(r ops.Result) {
 	p.mu.Lock()
 	p.last = r
 	p.mu.Unlock()
-}
-
-func opsWriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
