@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/alecthomas/kong"
 	"golang.org/x/term"
+
+	"github.com/rmqtopo/rmqtopo/internal/memlimit"
 )
 
 // cli is the command tree. The offline commands (validate, render) live
@@ -98,17 +98,17 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		return err
 	}
-	size, err := parseSize(c.MaxSpecSize)
+	size, err := memlimit.ParseSize(c.MaxSpecSize)
 	if err != nil {
 		return &ExitError{Code: 1, Err: fmt.Errorf("--max-spec-size: %w", err)}
 	}
-	if _, _, _, err := memoryLimit(c.MemoryLimit, os.Getenv); err != nil {
+	if _, _, _, err := memlimit.Parse(c.MemoryLimit, os.Getenv); err != nil {
 		return &ExitError{Code: 1, Err: fmt.Errorf("--memory-limit: %w", err)}
 	}
 	if process {
 		// Process-wide, and for as long as the process lives: nothing to
 		// restore.
-		if _, err := setMemoryLimit(c.MemoryLimit, os.Getenv); err != nil {
+		if _, err := memlimit.Set(c.MemoryLimit, os.Getenv); err != nil {
 			return &ExitError{Code: 1, Err: fmt.Errorf("--memory-limit: %w", err)}
 		}
 	}
@@ -142,25 +142,4 @@ func wantColor(mode string, w io.Writer, getenv func(string) string) bool {
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// parseSize reads a byte count: a number with an optional unit, KiB, MiB,
-// GiB (or KB, MB, GB, taken as the binary ones).
-func parseSize(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"B", 1}} {
-		if rest, ok := strings.CutSuffix(t, u.suffix); ok {
-			t, mult = strings.TrimSpace(rest), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 || n > (1<<40)/mult {
-		return 0, fmt.Errorf("want a size such as 4MiB or 1000000, got %q", s)
-	}
-	return n * mult, nil
 }

@@ -1,47 +1,53 @@
-package main
+// Package memlimit sets the Go runtime's soft memory limit for a run of
+// rmqtopo, which holds the desired topology and the plan in memory until
+// it exits: near the limit the runtime collects more often, and a default
+// limit gives way to a plan that needs more.
+package memlimit
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"sync"
 )
 
-// defaultMemoryLimit is the soft memory limit rmqtopo runs with unless
+// Default is the soft memory limit rmqtopo runs with unless
 // told otherwise. rmqtopo holds the desired topology and the plan in
 // memory until it exits, and by default Go lets the heap grow to twice
 // what is live before collecting: a 150,000-queue plan with 356 MiB live
 // reached 0.66 GB. Near this limit the runtime collects more often
 // instead, so that plan stays under 500 MB (docs/benchmarks.md) and a
 // job in a 512 MB container is not killed for garbage.
-const defaultMemoryLimit = 450 << 20
+const Default = 450 << 20
 
-// memoryLimit reads --memory-limit: a size, "off", or "" for GOMEMLIMIT
+// Parse reads --memory-limit: a size, "off", or "" for GOMEMLIMIT
 // when the environment sets it (the runtime has applied it already: keep
-// is set) and defaultMemoryLimit otherwise, which is soft: it gives way to
+// is set) and Default otherwise, which is soft: it gives way to
 // a plan that needs more (outgrow). A limit given is kept as given.
-func memoryLimit(flag string, getenv func(string) string) (limit int64, soft, keep bool, err error) {
+func Parse(flag string, getenv func(string) string) (limit int64, soft, keep bool, err error) {
 	switch f := strings.TrimSpace(flag); {
 	case f == "" && getenv("GOMEMLIMIT") != "":
 		return 0, false, true, nil
 	case f == "":
-		return defaultMemoryLimit, true, false, nil
+		return Default, true, false, nil
 	case strings.EqualFold(f, "off"):
 		return math.MaxInt64, false, false, nil
 	default:
-		limit, err = parseSize(f)
+		limit, err = ParseSize(f)
 		return limit, false, false, err
 	}
 }
 
-// setMemoryLimit applies --memory-limit (see memoryLimit) to the process.
-// Only a whole process calls it (runMain): the settings are process-wide,
+// Set applies --memory-limit (see Parse) to the process.
+// Only a whole process calls it (the CLI's runMain): the settings are process-wide,
 // so run() in tests leaves them alone. The returned func restores the
 // previous settings, for the tests of this function.
-func setMemoryLimit(flag string, getenv func(string) string) (restore func(), err error) {
-	limit, soft, keep, err := memoryLimit(flag, getenv)
+func Set(flag string, getenv func(string) string) (restore func(), err error) {
+	limit, soft, keep, err := Parse(flag, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -162,3 +168,24 @@ func strain(limit int64, before, now gcLook) float64 {
 // that allocates millions of small strings was seven times in fifty
 // collections.
 type gcSentinel struct{ _ [16]byte }
+
+// ParseSize reads a byte count: a number with an optional unit, KiB, MiB,
+// GiB (or KB, MB, GB, taken as the binary ones).
+func ParseSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"B", 1}} {
+		if rest, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("want a size such as 4MiB or 1000000, got %q", s)
+	}
+	return n * mult, nil
+}
