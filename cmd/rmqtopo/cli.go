@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/alecthomas/kong"
 	"golang.org/x/term"
@@ -13,9 +14,9 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/memlimit"
 )
 
-// cli is the command tree. The offline commands (validate, render) live
-// in offline.go, plan and apply in online.go, show in show.go, status and
-// dlq in ops.go.
+// cli is the command tree. Each command lives in the file of its name
+// (validate.go, render.go, plan.go, apply.go, show.go, status.go, dlq.go,
+// import.go); conn.go holds the flags that reach a broker.
 type cli struct {
 	Validate validateCmd `cmd:"" help:"Check spec files and report every problem at once."`
 	Render   renderCmd   `cmd:"" help:"Render spec files offline: definitions, mermaid, dot, schedule, k8s or terraform."`
@@ -142,4 +143,28 @@ func wantColor(mode string, w io.Writer, getenv func(string) string) bool {
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// scrub removes secrets from an error's text, as a last line of defence:
+// messages are built without credentials, but errors of other libraries
+// may quote a URL.
+func scrub(err error, secrets []string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	clean := msg
+	for _, s := range secrets {
+		if s != "" {
+			clean = strings.ReplaceAll(clean, s, "xxxxx")
+		}
+	}
+	if clean == msg {
+		return err
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return &ExitError{Code: ee.Code, Err: errors.New(clean)}
+	}
+	return errors.New(clean)
 }

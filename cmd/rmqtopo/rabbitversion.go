@@ -6,7 +6,6 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/plan"
-	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -70,33 +69,4 @@ func versionRefusals(cmd string, ds []plan.Diagnostic) error {
 		return nil
 	}
 	return fmt.Errorf("%s: the broker's RabbitMQ version refuses %d queue declaration(s) of this plan (%s); change the spec: nothing was written", cmd, n, strings.Join(codes, ", "))
-}
-
-// nativeFlags choose RabbitMQ 4.3's native delayed retry in renderings.
-type nativeFlags struct {
-	NativeDelayedRetry bool `name:"native-delayed-retry" help:"Render linear schedules of quorum queues as RabbitMQ 4.3 x-delayed-retry-* arguments instead of wait queues; needs --rabbitmq-version 4.3 or later."`
-	rabbitVersionFlag
-}
-
-// expander returns how to expand files for rendering: as always, or with
-// native delayed retry, which it reports on stderr queue by queue.
-func (f nativeFlags) expander(e *env, files []*spec.File) (func() topology.Topology, error) {
-	plain := func() topology.Topology { return spec.Expand(files...) }
-	if !f.NativeDelayedRetry {
-		return plain, nil
-	}
-	v, err := f.version(e, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	if !v.AtLeast(4, 3) {
-		return nil, fmt.Errorf("render: --native-delayed-retry needs --rabbitmq-version 4.3 or later (got %s): older brokers ignore x-delayed-retry-*", v)
-	}
-	return func() topology.Topology {
-		t, converted := spec.NativeDelayedRetry(files, spec.Expand(files...))
-		for _, q := range converted {
-			fmt.Fprintf(e.stderr, "queue %q: native delayed retry (x-delayed-retry-*), no wait queues; its service must reject failed deliveries instead of republishing\n", q)
-		}
-		return t
-	}, nil
 }

@@ -11,136 +11,13 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/apply"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
-	"github.com/rmqtopo/rmqtopo/internal/definitions"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
 	"github.com/rmqtopo/rmqtopo/render"
-	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 var _ apply.Target = (*broker.Session)(nil)
-
-type planCmd struct {
-	Files            []string          `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
-	Format           string            `short:"f" help:"Output format: text, json or markdown." enum:"text,json,markdown" default:"text"`
-	DetailedExitcode bool              `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 2 when there are, 4 when apply would refuse them, 1 on error (see docs/exit-codes.md)."`
-	Out              string            `name:"out" placeholder:"FILE" help:"Save the plan to FILE, for 'rmqtopo apply FILE'."`
-	Against          string            `name:"against" placeholder:"FILE|empty" help:"Plan against a definitions export (rabbitmqctl export_definitions, GET /api/definitions) or an empty broker instead of a live one; needs no credentials."`
-	Prune            bool              `help:"Delete objects rmqtopo created that left the spec."`
-	AllowDestroy     bool              `name:"allow-destroy" help:"Accept changes that destroy messages (queue replaces and deletes)."`
-	Migrate          bool              `help:"Migrate queues that would be replaced: move their messages out with confirms, re-create them and move the messages back."`
-	Conn             connFlags         `embed:""`
-	Version          rabbitVersionFlag `embed:""`
-}
-
-// Validate refuses flag combinations before anything is read.
-func (c *planCmd) Validate() error {
-	if c.Against != "" && c.Out != "" {
-		return errors.New("plan: --out needs a live broker, not --against: a saved plan is checked against the broker it was made from")
-	}
-	return nil
-}
-
-func (c *planCmd) Run(e *env) (err error) {
-	files, desired, err := loadExpanded(e, c.Files)
-	if err != nil {
-		return err
-	}
-	specs := spec.Names(files)
-	var (
-		src       plan.Source = definitions.FileSource{Path: c.Against}
-		brokerURL string
-		client    *broker.Client
-	)
-	if c.Against == "" {
-		client, err = c.Conn.client(e)
-		if err != nil {
-			return err
-		}
-		src, brokerURL = client, client.URL()
-	}
-	p, st, err := plan.MakeWith(e.ctx, src, desired, choices(files, c.Prune, c.Migrate))
-	if err != nil {
-		if c.Against != "" {
-			return fmt.Errorf("plan: --against: %w", err)
-		}
-		return fmt.Errorf("plan: %w", err)
-	}
-	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs, State: st})
-	if diags, err = c.Version.withVersion(e, p, diags, st, client); err != nil {
-		return fmt.Errorf("plan: %w", err)
-	}
-	if err := renderPlan(e, c.Format, p, diags); err != nil {
-		return err
-	}
-	if err := versionRefusals("plan", diags); err != nil {
-		return err
-	}
-	if c.Out != "" {
-		if err := planfile.New(brokerURL, st, specs, c.Prune, p, diags).Write(c.Out); err != nil {
-			return fmt.Errorf("plan: %w", err)
-		}
-		fmt.Fprintf(e.stderr, "Saved the plan to %s; apply it with: rmqtopo apply %s\n", c.Out, c.Out)
-	}
-	if b := plan.Blocking(diags); len(b) > 0 {
-		err := blockingError("plan", b)
-		if c.DetailedExitcode {
-			return &ExitError{Code: ExitRefused, Err: err}
-		}
-		return err
-	}
-	if c.DetailedExitcode && p.HasChanges() {
-		return &ExitError{Code: ExitChanges}
-	}
-	return nil
-}
-
-// renderPlan writes p in the chosen format: text, json or markdown.
-func renderPlan(e *env, format string, p plan.Plan, diags []plan.Diagnostic) error {
-	switch format {
-	case "json":
-		return render.PlanJSON(e.stdout, p, diags)
-	case "markdown":
-		return render.PlanMarkdown(e.stdout, p, diags)
-	default:
-		return render.PlanText(e.stdout, p, diags, e.color)
-	}
-}
-
-func blockingError(cmd string, b []plan.Diagnostic) error {
-	codes := map[string]bool{}
-	var list, refused []string
-	for _, d := range b {
-		if !codes[d.Code] {
-			codes[d.Code] = true
-			list = append(list, d.Code)
-			if !destructive[d.Code] {
-				refused = append(refused, d.Code)
-			}
-		}
-	}
-	if len(refused) > 0 {
-		noun := "change"
-		if len(b) > 1 {
-			noun = "changes"
-		}
-		return fmt.Errorf("%s: %d %s cannot be applied (%s); nothing was written: fix the spec (see the errors above)",
-			cmd, len(b), noun, strings.Join(list, ", "))
-	}
-	noun := "change puts"
-	if len(b) > 1 {
-		noun = "changes put"
-	}
-	return fmt.Errorf("%s: %d %s messages at risk (%s); apply refuses without --allow-destroy",
-		cmd, len(b), noun, strings.Join(list, ", "))
-}
-
-// destructive are the codes of diagnostics that --allow-destroy accepts.
-var destructive = map[string]bool{
-	plan.CodeReplaceQueueWithMessages: true, plan.CodeDeleteQueueWithMessages: true,
-	plan.CodeQueueMessagesUnknown: true, plan.CodeQueueHasConsumers: true,
-}
 
 type applyCmd struct {
 	Files        []string      `arg:"" name:"FILE" help:"Spec files (one vhost each), or one plan saved with 'rmqtopo plan --out'."`
@@ -361,26 +238,35 @@ func everySecond(tick func()) *ticker {
 // stop ends the ticks; it may be called more than once.
 func (t *ticker) stop() { t.once.Do(func() { close(t.quit) }) }
 
-// scrub removes secrets from an error's text, as a last line of defence:
-// messages are built without credentials, but errors of other libraries
-// may quote a URL.
-func scrub(err error, secrets []string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	clean := msg
-	for _, s := range secrets {
-		if s != "" {
-			clean = strings.ReplaceAll(clean, s, "xxxxx")
+// failpointEnv names the environment variable of the migration
+// failpoint; only binaries built with -tags rmqtopo_testhooks honour it
+// (testhooks.go).
+const failpointEnv = "RMQTOPO_TEST_MIGRATE_KILL_AT"
+
+// migrateHook reports each step of a migration on stderr (moves about
+// once a second) and honours the failpoint.
+func migrateHook(e *env) func(queue, step string, moved int) {
+	kill := killAt()
+	var (
+		mu   sync.Mutex
+		last time.Time
+	)
+	return func(queue, step string, moved int) {
+		kill(step, moved)
+		mu.Lock()
+		defer mu.Unlock()
+		switch step {
+		case broker.StepMoveOut, broker.StepMoveBack:
+			if time.Since(last) >= time.Second {
+				last = time.Now()
+				fmt.Fprintf(e.stderr, "migrate queue %q: %s: %d messages moved\n", queue, step, moved)
+			}
+		case broker.StepDelete:
+			fmt.Fprintf(e.stderr, "migrate queue %q: %s, after moving %d messages out\n", queue, step, moved)
+		case broker.StepDone:
+			fmt.Fprintf(e.stderr, "migrate queue %q: %s, %d messages moved back\n", queue, step, moved)
+		default:
+			fmt.Fprintf(e.stderr, "migrate queue %q: %s\n", queue, step)
 		}
 	}
-	if clean == msg {
-		return err
-	}
-	var ee *ExitError
-	if errors.As(err, &ee) {
-		return &ExitError{Code: ee.Code, Err: errors.New(clean)}
-	}
-	return errors.New(clean)
 }
