@@ -46,11 +46,11 @@ type Options struct {
 }
 
 // Read reads the status of the specs' queues from b.
-func Read(ctx context.Context, b Broker, files []*spec.File, opts Options) (Status, error) {
+func Read(ctx context.Context, b Broker, files []*spec.File, opts Options) (Report, error) {
 	// A server that is not RabbitMQ would read as a broker with nothing on
 	// it: every queue "missing", exit 0.
 	if _, err := b.Server(ctx); err != nil {
-		return Status{}, fmt.Errorf("status: %w", err)
+		return Report{}, fmt.Errorf("status: %w", err)
 	}
 	vhosts := spec.Expand(files...).VhostNames()
 	stats := map[string][]broker.QueueInfo{}
@@ -60,7 +60,7 @@ func Read(ctx context.Context, b Broker, files []*spec.File, opts Options) (Stat
 			continue // no vhost: every queue shows as missing
 		}
 		if err != nil {
-			return Status{}, fmt.Errorf("status: %w", err)
+			return Report{}, fmt.Errorf("status: %w", err)
 		}
 		stats[v] = qs
 	}
@@ -68,13 +68,13 @@ func Read(ctx context.Context, b Broker, files []*spec.File, opts Options) (Stat
 	if opts.Drift {
 		st, err := b.Read(ctx, vhosts)
 		if err != nil {
-			return Status{}, fmt.Errorf("status: reading the live topology for drift (--no-drift skips it): %w", err)
+			return Report{}, fmt.Errorf("status: reading the live topology for drift (--no-drift skips it): %w", err)
 		}
 		live = &st.Topology
 	}
-	st := BuildStatus(files, stats, live)
+	st := Build(files, stats, live)
 	if err := st.watchHeld(ctx, b, opts); err != nil {
-		return Status{}, fmt.Errorf("status: re-reading wait queues that hold dead-letters: %w", err)
+		return Report{}, fmt.Errorf("status: re-reading wait queues that hold dead-letters: %w", err)
 	}
 	return st, nil
 }
@@ -88,7 +88,7 @@ func isNotFound(err error) bool {
 // margin and flags those that forwarded none (HeldWatch). It does not
 // wait when the exit code is already certain without the re-read: a
 // finding that ranks above stuck dead-letters decides it.
-func (s *Status) watchHeld(ctx context.Context, b Broker, opts Options) error {
+func (s *Report) watchHeld(ctx context.Context, b Broker, opts Options) error {
 	held := s.HeldQueues()
 	if opts.HeldMargin <= 0 || len(held) == 0 {
 		return nil
@@ -139,7 +139,7 @@ const (
 // not there: messages may be unroutable, and a missing work queue is
 // itself a reason dead-letters cannot be forwarded), then stuck
 // dead-letters (retries not happening now), then drift; 0 for none.
-func (s Status) ExitCode() int {
+func (s Report) ExitCode() int {
 	missing := s.Summary.MissingQueues > 0
 	for _, d := range s.Drift {
 		missing = missing || d.Action == plan.Create
@@ -162,7 +162,7 @@ func (s Status) ExitCode() int {
 // none of them stuck and with all of them stuck, so the ranking stays in
 // one place: the two agree when a finding that outranks stuck
 // dead-letters (a DLQ holding messages, missing objects) decides the code.
-func (s Status) HeldWaitMatters(held int) (code int, matters bool) {
+func (s Report) HeldWaitMatters(held int) (code int, matters bool) {
 	allStuck := s
 	allStuck.Summary.WaitQueuesStuck = held
 	code = s.ExitCode()

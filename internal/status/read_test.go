@@ -139,16 +139,16 @@ func TestReadWatchInterrupted(t *testing.T) {
 func TestExitCodeOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		st      Status
+		st      Report
 		code    int
 		matters bool
 	}{
-		{"healthy, held but not stuck", Status{Summary: StatusSummary{DeadLettersHeld: 5}}, 0, true},
-		{"stuck and drift", Status{Summary: StatusSummary{WaitQueuesStuck: 1, DriftedObjects: 1}}, ExitDeadLettersStuck, false},
-		{"drift", Status{Summary: StatusSummary{DriftedObjects: 1}}, ExitDrift, true},
-		{"stuck and missing", Status{Summary: StatusSummary{WaitQueuesStuck: 1, MissingQueues: 1}}, ExitMissing, false},
-		{"missing exchange", Status{Drift: []DriftItem{{Action: plan.Create}}}, ExitMissing, false},
-		{"stuck and DLQ", Status{Summary: StatusSummary{WaitQueuesStuck: 1, DLQsNotEmpty: 1}}, ExitDLQNotEmpty, false},
+		{"healthy, held but not stuck", Report{Summary: Summary{DeadLettersHeld: 5}}, 0, true},
+		{"stuck and drift", Report{Summary: Summary{WaitQueuesStuck: 1, DriftedObjects: 1}}, ExitDeadLettersStuck, false},
+		{"drift", Report{Summary: Summary{DriftedObjects: 1}}, ExitDrift, true},
+		{"stuck and missing", Report{Summary: Summary{WaitQueuesStuck: 1, MissingQueues: 1}}, ExitMissing, false},
+		{"missing exchange", Report{Drift: []DriftItem{{Action: plan.Create}}}, ExitMissing, false},
+		{"stuck and DLQ", Report{Summary: Summary{WaitQueuesStuck: 1, DLQsNotEmpty: 1}}, ExitDLQNotEmpty, false},
 	} {
 		code, matters := tc.st.HeldWaitMatters(2)
 		if got := tc.st.ExitCode(); got != tc.code || code != tc.code || matters != tc.matters {

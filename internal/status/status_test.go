@@ -42,7 +42,7 @@ func parseSpec(t *testing.T, yaml string) []*spec.File {
 	return []*spec.File{f}
 }
 
-func TestBuildStatus(t *testing.T) {
+func TestBuild(t *testing.T) {
 	files := parseSpec(t, statusSpec)
 	stats := map[string][]broker.QueueInfo{"shop": {
 		{Name: "orders.created", Messages: 4, Ready: 3, Unacked: 1, Consumers: 2, PublishRate: 1.5, DeliverRate: 1.25},
@@ -80,7 +80,7 @@ func TestBuildStatus(t *testing.T) {
 			break
 		}
 	}
-	st := BuildStatus(files, stats, &live)
+	st := Build(files, stats, &live)
 
 	type row struct {
 		Name, Role string
@@ -119,7 +119,7 @@ func TestBuildStatus(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
-	wantSum := StatusSummary{DLQsNotEmpty: 1, DLQMessages: 2, WithoutConsumers: 1, MissingQueues: 1, DriftedObjects: 4, MessagesInRetries: 8}
+	wantSum := Summary{DLQsNotEmpty: 1, DLQMessages: 2, WithoutConsumers: 1, MissingQueues: 1, DriftedObjects: 4, MessagesInRetries: 8}
 	if diff := cmp.Diff(wantSum, st.Summary); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}
@@ -171,8 +171,8 @@ func squeeze(s string) string {
 	return b.String()
 }
 
-func TestBuildStatusWithoutLive(t *testing.T) {
-	st := BuildStatus(parseSpec(t, statusSpec), nil, nil)
+func TestBuildWithoutLive(t *testing.T) {
+	st := Build(parseSpec(t, statusSpec), nil, nil)
 	if st.DriftChecked || st.Summary.DriftedObjects != 0 {
 		t.Errorf("without a live topology: DriftChecked=%v drifted=%d, want false and 0", st.DriftChecked, st.Summary.DriftedObjects)
 	}
@@ -181,10 +181,10 @@ func TestBuildStatusWithoutLive(t *testing.T) {
 	}
 }
 
-// TestBuildStatusHeldDeadLetters: a wait queue whose messages are neither
+// TestBuildHeldDeadLetters: a wait queue whose messages are neither
 // ready nor delivered holds dead-letters its work queue has not confirmed
 // (after a node loss, for minutes); status flags and counts them.
-func TestBuildStatusHeldDeadLetters(t *testing.T) {
+func TestBuildHeldDeadLetters(t *testing.T) {
 	f, err := spec.Parse("held.yaml", []byte("version: 1\nvhost: v\nqueues:\n  - name: work\n    type: quorum\n    retry: {delays: [1s]}\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +194,7 @@ func TestBuildStatusHeldDeadLetters(t *testing.T) {
 		{Name: "work.dlq", Type: "quorum"},
 		{Name: "rmqtopo.wait.1s", Type: "quorum", Messages: 1200, Ready: 10, Unacked: 2},
 	}}
-	st := BuildStatus([]*spec.File{f}, stats, nil)
+	st := Build([]*spec.File{f}, stats, nil)
 	var wait *QueueStatus
 	for i, q := range st.Queues[0].Queues {
 		if q.Role == RoleWait {
