@@ -201,7 +201,7 @@ func (w *workflow) lockAndPlan(ctx context.Context) (plan.Plan, *topology.State,
 		if w.req.Saved != nil {
 			st, err = w.b.Source.Read(ctx, vhosts)
 		} else {
-			p, st, err = plan.MakeWith(ctx, w.b.Source, w.req.Desired, w.req.Choices)
+			p, st, err = plan.Make(ctx, w.b.Source, w.req.Desired, w.req.Choices)
 		}
 		if err != nil {
 			return plan.Plan{}, nil, fmt.Errorf("apply: %w", err)

@@ -52,7 +52,7 @@ func (c *planCmd) Run(e *env) (err error) {
 		}
 		src, brokerURL = client, client.URL()
 	}
-	p, st, err := plan.MakeWith(e.ctx, src, desired, choices(files, c.Prune, c.Migrate))
+	p, st, err := plan.Make(e.ctx, src, desired, choices(files, c.Prune, c.Migrate))
 	if err != nil {
 		if c.Against != "" {
 			return fmt.Errorf("plan: --against: %w", err)

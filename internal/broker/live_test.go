@@ -103,7 +103,7 @@ func loadFor(t *testing.T, path, vhost string) *spec.File {
 
 func (l *live) plan(t *testing.T, desired topology.Topology, prune bool) (plan.Plan, *topology.State) {
 	t.Helper()
-	p, st, err := plan.Make(context.Background(), l.c, desired, l.specs(), prune)
+	p, st, err := plan.Make(context.Background(), l.c, desired, plan.Choices{Specs: l.specs(), Prune: prune})
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}

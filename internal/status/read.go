@@ -64,13 +64,12 @@ func Read(ctx context.Context, b Broker, files []*spec.File, opts Options) (Repo
 		}
 		stats[v] = qs
 	}
-	var live *topology.Topology
+	var live *topology.State
 	if opts.Drift {
-		st, err := b.Read(ctx, vhosts)
-		if err != nil {
+		var err error
+		if live, err = b.Read(ctx, vhosts); err != nil {
 			return Report{}, fmt.Errorf("status: reading the live topology for drift (--no-drift skips it): %w", err)
 		}
-		live = &st.Topology
 	}
 	st := Build(files, stats, live)
 	if err := st.watchHeld(ctx, b, opts); err != nil {

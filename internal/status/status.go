@@ -145,7 +145,7 @@ type Summary struct {
 // Build puts together the spec, the queue counts the management API
 // reported per vhost, and (when live is not nil) the drift between the live
 // topology and the spec as plan.Diff computes it: any change but a no-op.
-func Build(files []*spec.File, stats map[string][]broker.QueueInfo, live *topology.Topology) Report {
+func Build(files []*spec.File, stats map[string][]broker.QueueInfo, live *topology.State) Report {
 	st := Report{FormatVersion: FormatVersion, DriftChecked: live != nil}
 	b := builder{
 		st:      &st,
@@ -170,15 +170,17 @@ func Build(files []*spec.File, stats map[string][]broker.QueueInfo, live *topolo
 // vhostQueue names a queue across vhosts.
 type vhostQueue [2]string
 
-// addDrift diffs live against the spec: it lists the objects other than
+// addDrift diffs live against the spec as plan does (plan.DiffState: the
+// specs' ownership records, the operator policies, the wait-queue names),
+// so that status drift is plan drift: it lists the objects other than
 // queues that differ in s.Drift, counts all of them, and returns each
 // queue's drift. Without live it does nothing.
-func (s *Report) addDrift(files []*spec.File, live *topology.Topology) map[vhostQueue][]string {
+func (s *Report) addDrift(files []*spec.File, live *topology.State) map[vhostQueue][]string {
 	queueDrift := map[vhostQueue][]string{}
 	if live == nil {
 		return queueDrift
 	}
-	p := plan.Diff(*live, spec.Expand(files...), plan.Options{})
+	p := plan.DiffState(live, spec.Expand(files...), plan.Choices{Specs: spec.Names(files)})
 	for _, c := range p.Changes {
 		if c.Action == plan.NoOp {
 			continue

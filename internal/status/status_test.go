@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -32,6 +33,14 @@ queues:
     retry: {delays: [10s]}
     dlq: false
 `
+
+// liveState is a broker's state holding live and nothing else: no
+// ownership records, no counts.
+func liveState(live topology.Topology) *topology.State {
+	st := topology.NewState(live.Vhosts)
+	st.Topology = live
+	return st
+}
 
 func parseSpec(t *testing.T, yaml string) []*spec.File {
 	t.Helper()
@@ -80,7 +89,7 @@ func TestBuild(t *testing.T) {
 			break
 		}
 	}
-	st := Build(files, stats, &live)
+	st := Build(files, stats, liveState(live))
 
 	type row struct {
 		Name, Role string
@@ -210,5 +219,33 @@ func TestBuildHeldDeadLetters(t *testing.T) {
 	var text strings.Builder
 	if err := st.WriteText(&text, false); err != nil || !strings.Contains(text.String(), "1188 dead-letters held in wait queues") {
 		t.Errorf("text lacks the held count (%v):\n%s", err, text.String())
+	}
+}
+
+// Status drift is plan drift: Build diffs with the inputs plan does (the
+// specs' records, the operator policies, the wait-queue names), so it
+// counts exactly the changes plan.DiffState makes of the same state.
+func TestBuildDriftIsPlanDrift(t *testing.T) {
+	files := parseSpec(t, statusSpec)
+	live := spec.Expand(files...)
+	live.Queues = live.Queues[1:] // one missing
+	st := liveState(live)
+	st.OperatorPolicies = []topology.Policy{{Vhost: "shop", Name: "cap", Pattern: ".*", ApplyTo: "queues",
+		Definition: topology.Args{"max-length": int64(10)}}}
+	rec := topology.NewRecord(files[0].Spec.Name, "shop")
+	rec.Owned[topology.Address{Kind: topology.KindQueue, Vhost: "shop", Name: "rmqtopo.wait.9s"}] = true
+	st.Records = []topology.Record{rec}
+	st.Topology.Queues = append(st.Topology.Queues, topology.Queue{Vhost: "shop", Name: "rmqtopo.wait.9s", Durable: true})
+
+	p := plan.DiffState(st, spec.Expand(files...), plan.Choices{Specs: spec.Names(files)})
+	changes := 0
+	for _, c := range p.Changes {
+		if c.Action != plan.NoOp {
+			changes++
+		}
+	}
+	got := Build(files, nil, st)
+	if changes == 0 || got.Summary.DriftedObjects != changes {
+		t.Errorf("status counts %d drifted objects, plan %d changes", got.Summary.DriftedObjects, changes)
 	}
 }
