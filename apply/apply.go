@@ -16,6 +16,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -269,7 +271,7 @@ func writeRecords(ctx context.Context, t Target, next, prev map[string]topology.
 		defer cancel()
 	}
 	var first error
-	for _, v := range sortedKeys(next) {
+	for _, v := range slices.Sorted(maps.Keys(next)) {
 		r := next[v]
 		old := prev[v]
 		if r.Generation <= old.Generation {
@@ -618,15 +620,6 @@ func policyOf(o *plan.Object) *topology.Policy {
 		return nil
 	}
 	return o.Policy
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // String is a one-line account of a result, for people.
