@@ -52,9 +52,11 @@ func (q *opsQueueFlags) open(e *env, purpose string) (*opsSession, error) {
 		return nil, err
 	}
 	s := &opsSession{conn: conn}
-	if s.major, err = conn.client.MajorVersion(e.ctx); err != nil {
+	v, err := conn.client.Version(e.ctx)
+	if err != nil {
 		return nil, err
 	}
+	s.major = v.Major
 	if s.amqp, err = conn.dial(e.ctx, q.Vhost, purpose); err != nil {
 		return nil, err
 	}
