@@ -12,7 +12,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
-	"github.com/rmqtopo/rmqtopo/internal/broker"
 )
 
 // Peek reads up to limit messages from the head of queue and leaves every
@@ -206,14 +205,14 @@ type SweepOptions struct {
 
 // SweepSource is one queue a sweep scans and where its messages go.
 type SweepSource struct {
-	Queue  broker.QueueInfo
+	Queue  Queue
 	Target string
 }
 
 // PlanSweep picks the sources of a sweep from a vhost's queues. It refuses
 // a target that is its own source, and one the pattern matches: a later
 // sweep would move its messages again.
-func PlanSweep(queues []broker.QueueInfo, o SweepOptions) ([]SweepSource, error) {
+func PlanSweep(queues []Queue, o SweepOptions) ([]SweepSource, error) {
 	if o.Pattern == "" {
 		return nil, errors.New("a pattern is required")
 	}
@@ -248,7 +247,7 @@ func PlanSweep(queues []broker.QueueInfo, o SweepOptions) ([]SweepSource, error)
 // queue created by a sweep is one no plan shows and no apply looks after.
 // A declared target must exist already among queues (rmqtopo apply creates
 // it, with the spec's arguments), unless this is a dry run.
-func CheckSweepTargets(sources []SweepSource, queues []broker.QueueInfo, declared map[string]bool, unmanaged, dryRun bool) error {
+func CheckSweepTargets(sources []SweepSource, queues []Queue, declared map[string]bool, unmanaged, dryRun bool) error {
 	exists := map[string]bool{}
 	for _, q := range queues {
 		exists[q.Name] = true

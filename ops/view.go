@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/rmqtopo/rmqtopo/internal/broker"
 )
 
 // The views of dlq show, replay and sweep: what they print on stdout, as
@@ -19,12 +17,12 @@ import (
 // quorum queue counts every delivery of a message, requeued or not, in
 // its x-delivery-count and against its delivery limit. Classic queues
 // count nothing.
-func LookingIsDelivery(q broker.QueueInfo) string {
+func LookingIsDelivery(q Queue) string {
 	if q.Type != "quorum" {
 		return ""
 	}
 	limit := ""
-	if n := q.DeliveryLimit(); n > 0 {
+	if n := q.DeliveryLimit; n > 0 {
 		limit = fmt.Sprintf(", towards its delivery limit of %d", n)
 	}
 	return fmt.Sprintf("note: %q is a quorum queue: reading it is a delivery, so each message read gets x-delivery-count one higher%s", q.Name, limit)

@@ -67,14 +67,15 @@ func (s *opsSession) close() { _ = s.amqp.Close() }
 
 // queue reads a queue that messages will be left in, and refuses one whose
 // delivery limit would lose them.
-func (s *opsSession) queue(ctx context.Context, vhost, name string) (broker.QueueInfo, error) {
-	q, err := s.conn.client.GetQueue(ctx, vhost, name)
+func (s *opsSession) queue(ctx context.Context, vhost, name string) (ops.Queue, error) {
+	info, err := s.conn.client.GetQueue(ctx, vhost, name)
 	if isOpsNotFound(err) {
-		return q, fmt.Errorf("queue %q not found in vhost %q", name, vhost)
+		return ops.Queue{}, fmt.Errorf("queue %q not found in vhost %q", name, vhost)
 	}
 	if err != nil {
-		return q, err
+		return ops.Queue{}, err
 	}
+	q := opsQueue(info)
 	return q, ops.CheckLeaveSafe(q, s.major)
 }
 
@@ -265,12 +266,16 @@ func (c *dlqSweepCmd) Run(e *env) (err error) {
 		return fmt.Errorf("dlq sweep: %w", err)
 	}
 	defer s.close()
-	queues, err := s.conn.client.ListQueues(e.ctx, c.Vhost)
+	infos, err := s.conn.client.ListQueues(e.ctx, c.Vhost)
 	if isOpsNotFound(err) {
 		return fmt.Errorf("dlq sweep: vhost %q not found", c.Vhost)
 	}
 	if err != nil {
 		return fmt.Errorf("dlq sweep: %w", err)
+	}
+	queues := make([]ops.Queue, len(infos))
+	for i, q := range infos {
+		queues[i] = opsQueue(q)
 	}
 	sources, err := ops.PlanSweep(queues, ops.SweepOptions{Pattern: c.Pattern, MaxDeaths: *c.MaxDeaths, To: c.To})
 	if err != nil {

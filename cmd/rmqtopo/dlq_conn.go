@@ -7,6 +7,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/ops"
 )
 
 // opsConn is what the operations commands connect with: the management
@@ -26,6 +27,11 @@ func (f *connFlags) ops(e *env) (*opsConn, error) {
 		return nil, err
 	}
 	return &opsConn{client: client, hide: e.hide}, nil
+}
+
+// opsQueue is a queue of the management API's listing as ops takes it.
+func opsQueue(q broker.QueueInfo) ops.Queue {
+	return ops.Queue{Name: q.Name, Type: q.Type, Ready: q.Ready, DeliveryLimit: q.DeliveryLimit()}
 }
 
 // isOpsNotFound reports a missing queue or vhost, which callers turn into
