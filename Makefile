@@ -99,11 +99,21 @@ test-unit:
 	$(GO) test -count=1 $(UNIT_PKGS)
 
 # gofmt must have nothing to say, go.mod and go.sum must be tidy (go mod
-# tidy -diff changes nothing and fails with the diff), and go vet must pass.
+# tidy -diff changes nothing and fails with the diff), go vet must pass,
+# and the CLI must build for every OS we ship or people build on (its test
+# hooks sit behind the rmqtopo_testhooks tag, so windows builds too; the
+# tagged build is vetted as well).
+LINT_GOOS := linux darwin windows
+
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags rmqtopo_testhooks ./cmd/rmqtopo
+	@set -e; for os in $(LINT_GOOS); do \
+		echo "GOOS=$$os $(GO) build ./cmd/rmqtopo"; \
+		GOOS=$$os $(GO) build -o /dev/null ./cmd/rmqtopo; \
+	done
 
 # Start (or reuse) the node make test uses and print its environment;
 # `eval "$$(make -s broker-start)"` points `go test` at it.

@@ -13,8 +13,8 @@ require (
 	github.com/rabbitmq/amqp091-go v1.16.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/term v0.30.0
-	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

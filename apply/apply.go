@@ -18,6 +18,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -276,7 +278,7 @@ func writeRecords(ctx context.Context, t Target, next, prev map[string]topology.
 		defer cancel()
 	}
 	var first error
-	for _, v := range sortedKeys(next) {
+	for _, v := range slices.Sorted(maps.Keys(next)) {
 		r := next[v]
 		old := prev[v]
 		if r.Generation <= old.Generation {
@@ -625,15 +627,6 @@ func policyOf(o *plan.Object) *topology.Policy {
 		return nil
 	}
 	return o.Policy
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // String is a one-line account of a result, for people.

@@ -82,6 +82,37 @@ func GoQueueRetryQueue(queue string, n int) string { return queue + "__retry." +
 // which would otherwise expire it out of the DLQ.
 func ExhaustedQueue(queue string) string { return queue + ".exhausted" }
 
+// generatedSuffixes are the suffixes the contract appends to a work
+// queue's name for the objects generated for it.
+var generatedSuffixes = []string{
+	RetryExchange(""), DeadLetterExchange(""), DeadLetterQueue(""), ParkingLotQueue(""),
+	GoQueueRetryExchange(""), GoQueueRetryDLX(""), ExhaustedQueue(""),
+}
+
+var goqueueRetryQueue = regexp.MustCompile(`^(.+)__retry\.\d+$`)
+
+// GeneratedFor returns the work queue an object named name was generated
+// for, by the naming rules of the contract and the presets alone, or name
+// itself when it follows none (a shared wait queue, a work queue).
+func GeneratedFor(name string) string {
+	if w, ok := ParseWaitQueue(name); ok && w.Queue != "" {
+		return w.Queue
+	}
+	// The regexp only where it can match: it is most of the time a
+	// million names take otherwise.
+	if strings.Contains(name, "__retry.") {
+		if m := goqueueRetryQueue.FindStringSubmatch(name); m != nil {
+			return m[1]
+		}
+	}
+	for _, s := range generatedSuffixes {
+		if base, ok := strings.CutSuffix(name, s); ok && base != "" {
+			return base
+		}
+	}
+	return name
+}
+
 var (
 	perAttemptWait = regexp.MustCompile(`^(.+)\.wait\.(\d+)\.(\d+(?:ms|s|m|h))$`)
 	outboxDelay    = regexp.MustCompile(`^(.+)\.delay_(\d+)s$`)

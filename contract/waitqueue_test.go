@@ -45,3 +45,22 @@ func TestParseDelayRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// GeneratedFor knows every name the contract generates for a work queue,
+// GoQueue's included, and leaves other names alone.
+func TestGeneratedFor(t *testing.T) {
+	for _, name := range []string{
+		RetryExchange("orders"), DeadLetterExchange("orders"), DeadLetterQueue("orders"), ParkingLotQueue("orders"),
+		GoQueueRetryExchange("orders"), GoQueueRetryDLX("orders"), GoQueueRetryQueue("orders", 3), ExhaustedQueue("orders"),
+		PerAttemptWaitQueue("orders", 2, 5*time.Second),
+	} {
+		if got := GeneratedFor(name); got != "orders" {
+			t.Errorf("GeneratedFor(%q) = %q, want %q", name, got, "orders")
+		}
+	}
+	for _, name := range []string{"orders", SharedWaitQueue(5 * time.Second), "dlq", ".dlq"} {
+		if got := GeneratedFor(name); got != name {
+			t.Errorf("GeneratedFor(%q) = %q, want the name itself", name, got)
+		}
+	}
+}

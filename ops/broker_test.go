@@ -331,9 +331,13 @@ func TestSweep(t *testing.T) {
 	publishAll(t, conn, "other", msgs("o", 6, headers))
 
 	ctx := context.Background()
-	queues, err := client(t, b).ListQueues(ctx, vhost)
+	infos, err := client(t, b).ListQueues(ctx, vhost)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var queues []Queue
+	for _, q := range infos {
+		queues = append(queues, queueOf(q))
 	}
 	sources, err := PlanSweep(queues, SweepOptions{Pattern: "dlq.*", MaxDeaths: 2, To: "dead.{name}"})
 	if err != nil {

@@ -187,11 +187,16 @@ func withoutDeliveryCount(h amqp.Table) amqp.Table {
 	return out
 }
 
-func queueInfo(t *testing.T, b *brokertest.Broker, vhost, name string) broker.QueueInfo {
+func queueInfo(t *testing.T, b *brokertest.Broker, vhost, name string) Queue {
 	t.Helper()
 	q, err := client(t, b).GetQueue(context.Background(), vhost, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return q
+	return queueOf(q)
+}
+
+// queueOf is q as ops takes it, as the CLI makes it.
+func queueOf(q broker.QueueInfo) Queue {
+	return Queue{Name: q.Name, Type: q.Type, Ready: q.Ready, DeliveryLimit: q.DeliveryLimit()}
 }

@@ -9,7 +9,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
-	"github.com/rmqtopo/rmqtopo/internal/broker"
 )
 
 func intp(n int) *int       { return &n }
@@ -130,12 +129,12 @@ func TestReplayTarget(t *testing.T) {
 }
 
 func TestPlanSweep(t *testing.T) {
-	queues := []broker.QueueInfo{{Name: "dlq.a"}, {Name: "dlq.b"}, {Name: "orders"}, {Name: "dead.dlq.a"}}
+	queues := []Queue{{Name: "dlq.a"}, {Name: "dlq.b"}, {Name: "orders"}, {Name: "dead.dlq.a"}}
 	got, err := PlanSweep(queues, SweepOptions{Pattern: "dlq.*", MaxDeaths: 3, To: "dead.{name}"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []SweepSource{{Queue: broker.QueueInfo{Name: "dlq.a"}, Target: "dead.dlq.a"}, {Queue: broker.QueueInfo{Name: "dlq.b"}, Target: "dead.dlq.b"}}
+	want := []SweepSource{{Queue: Queue{Name: "dlq.a"}, Target: "dead.dlq.a"}, {Queue: Queue{Name: "dlq.b"}, Target: "dead.dlq.b"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("PlanSweep (-want +got):\n%s", diff)
 	}
@@ -156,19 +155,45 @@ func TestPlanSweep(t *testing.T) {
 	}
 }
 
+// A sweep's target must be a queue of the specs that exists (a dry run
+// need not find it), or one --unmanaged-target allows.
+func TestCheckSweepTargets(t *testing.T) {
+	queues := []Queue{{Name: "dlq.a"}, {Name: "dead.dlq.a"}}
+	sources := []SweepSource{{Queue: queues[0], Target: "dead.dlq.a"}}
+	missing := []SweepSource{{Queue: queues[0], Target: "parked"}}
+	declared := map[string]bool{"dead.dlq.a": true, "parked": true}
+	for _, tt := range []struct {
+		name              string
+		sources           []SweepSource
+		declared          map[string]bool
+		unmanaged, dryRun bool
+		err               string
+	}{
+		{"declared and there", sources, declared, false, false, ""},
+		{"declared, not there", missing, declared, false, false, `target "parked" is in the specs but not on the broker; run rmqtopo apply first`},
+		{"declared, not there, dry run", missing, declared, false, true, ""},
+		{"undeclared", sources, nil, false, false, `target "dead.dlq.a" of queue "dlq.a" is not a queue of any --spec`},
+		{"undeclared, unmanaged allowed", missing, nil, true, false, ""},
+	} {
+		err := CheckSweepTargets(tt.sources, queues, tt.declared, tt.unmanaged, tt.dryRun)
+		if (tt.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("%s: error %v, want %q", tt.name, err, tt.err)
+		}
+	}
+}
+
 func TestCheckLeaveSafe(t *testing.T) {
 	for _, tt := range []struct {
-		q     broker.QueueInfo
+		q     Queue
 		major int
 		ok    bool
 	}{
-		{broker.QueueInfo{Name: "c", Type: "classic"}, 4, true},
-		{broker.QueueInfo{Name: "q", Type: "quorum"}, 3, true},  // 3.x: no default limit
-		{broker.QueueInfo{Name: "q", Type: "quorum"}, 4, false}, // 4.x: 20 by default
-		{broker.QueueInfo{Name: "q", Type: "quorum", Arguments: map[string]any{"x-delivery-limit": float64(1_000_000)}}, 4, true},
-		{broker.QueueInfo{Name: "q", Type: "quorum", Arguments: map[string]any{"x-delivery-limit": float64(20)}}, 3, false},
-		{broker.QueueInfo{Name: "q", Type: "quorum", Arguments: map[string]any{"x-delivery-limit": float64(1_000_000)},
-			PolicyLimits: map[string]any{"delivery-limit": float64(5)}}, 3, false}, // the lower wins
+		{Queue{Name: "c", Type: "classic"}, 4, true},
+		{Queue{Name: "q", Type: "quorum"}, 3, true},  // 3.x: no default limit
+		{Queue{Name: "q", Type: "quorum"}, 4, false}, // 4.x: 20 by default
+		{Queue{Name: "q", Type: "quorum", DeliveryLimit: 1_000_000}, 4, true},
+		{Queue{Name: "q", Type: "quorum", DeliveryLimit: 20}, 3, false},
+		{Queue{Name: "q", Type: "quorum", DeliveryLimit: 5}, 3, false},
 	} {
 		err := CheckLeaveSafe(tt.q, tt.major)
 		if (err == nil) != tt.ok {

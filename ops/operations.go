@@ -12,7 +12,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
-	"github.com/rmqtopo/rmqtopo/internal/broker"
 )
 
 // Peek reads up to limit messages from the head of queue and leaves every
@@ -206,14 +205,14 @@ type SweepOptions struct {
 
 // SweepSource is one queue a sweep scans and where its messages go.
 type SweepSource struct {
-	Queue  broker.QueueInfo
+	Queue  Queue
 	Target string
 }
 
 // PlanSweep picks the sources of a sweep from a vhost's queues. It refuses
 // a target that is its own source, and one the pattern matches: a later
 // sweep would move its messages again.
-func PlanSweep(queues []broker.QueueInfo, o SweepOptions) ([]SweepSource, error) {
+func PlanSweep(queues []Queue, o SweepOptions) ([]SweepSource, error) {
 	if o.Pattern == "" {
 		return nil, errors.New("a pattern is required")
 	}
@@ -241,6 +240,27 @@ func PlanSweep(queues []broker.QueueInfo, o SweepOptions) ([]SweepSource, error)
 		return nil, fmt.Errorf("no queue matches the pattern %q", o.Pattern)
 	}
 	return out, nil
+}
+
+// CheckSweepTargets refuses a target that declared (the queues of the
+// vhost the operator's specs declare) lacks, unless unmanaged allows it: a
+// queue created by a sweep is one no plan shows and no apply looks after.
+// A declared target must exist already among queues (rmqtopo apply creates
+// it, with the spec's arguments), unless this is a dry run.
+func CheckSweepTargets(sources []SweepSource, queues []Queue, declared map[string]bool, unmanaged, dryRun bool) error {
+	exists := map[string]bool{}
+	for _, q := range queues {
+		exists[q.Name] = true
+	}
+	for _, src := range sources {
+		switch {
+		case declared[src.Target] && !exists[src.Target] && !dryRun:
+			return fmt.Errorf("target %q is in the specs but not on the broker; run rmqtopo apply first", src.Target)
+		case !declared[src.Target] && !unmanaged:
+			return fmt.Errorf("target %q of queue %q is not a queue of any --spec; pass the spec that declares it, or --unmanaged-target to use a queue no spec manages", src.Target, src.Queue.Name)
+		}
+	}
+	return nil
 }
 
 // SweepTarget renders a target template for a source queue.

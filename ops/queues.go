@@ -1,10 +1,20 @@
 package ops
 
-import (
-	"fmt"
+import "fmt"
 
-	"github.com/rmqtopo/rmqtopo/internal/broker"
-)
+// Queue is a queue as the operations need to know it, from the management
+// API's listing: the caller fills it (ops never reads queue listings
+// itself).
+type Queue struct {
+	Name string
+	// Type is "classic", "quorum" or "stream".
+	Type string
+	// Ready is the queue's ready messages, by the broker's statistics.
+	Ready int64
+	// DeliveryLimit is a quorum queue's delivery limit, the lower of its
+	// x-delivery-limit argument and its policy's, or 0 for none given.
+	DeliveryLimit int64
+}
 
 // MinDeliveryLimit is the lowest delivery limit of a quorum queue that ops
 // leaves messages in. Every message a pass leaves in place is requeued,
@@ -15,11 +25,11 @@ const MinDeliveryLimit = 1000
 // CheckLeaveSafe refuses a quorum queue whose delivery limit could make
 // requeues lose messages. brokerMajor is the broker's major version: since
 // 4.0 a quorum queue without a limit has one of 20.
-func CheckLeaveSafe(q broker.QueueInfo, brokerMajor int) error {
+func CheckLeaveSafe(q Queue, brokerMajor int) error {
 	if q.Type != "quorum" {
 		return nil
 	}
-	limit := q.DeliveryLimit()
+	limit := q.DeliveryLimit
 	if limit == 0 && brokerMajor >= 4 {
 		limit = 20
 	}

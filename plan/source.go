@@ -35,24 +35,18 @@ type Choices struct {
 	Migrate Migration
 }
 
-// Make reads the vhosts of desired from src and plans the changes that take
-// them to desired, for specs, with no migrations chosen; see MakeWith.
-func Make(ctx context.Context, src Source, desired topology.Topology, specs map[string]string, prune bool) (Plan, *topology.State, error) {
-	return MakeWith(ctx, src, desired, Choices{Specs: specs, Prune: prune})
-}
-
-// MakeWith reads the vhosts of desired from src and plans the changes that
+// Make reads the vhosts of desired from src and plans the changes that
 // take them to desired. Counts are read only for the queues whose fate
 // depends on them: a first, count-free diff (Diff is pure and cheap) names
 // the queues it would destroy or migrate and the retired wait queues it
 // keeps; src counts those, and the final diff uses the counts. A plan with
 // nothing destructive therefore costs one Read.
-func MakeWith(ctx context.Context, src Source, desired topology.Topology, ch Choices) (Plan, *topology.State, error) {
+func Make(ctx context.Context, src Source, desired topology.Topology, ch Choices) (Plan, *topology.State, error) {
 	st, err := src.Read(ctx, desired.VhostNames())
 	if err != nil {
 		return Plan{}, nil, err
 	}
-	p := DiffStateWith(st, desired, ch)
+	p := DiffState(st, desired, ch)
 	need := CountsNeeded(p)
 	if len(need) == 0 {
 		return p, st, nil
@@ -60,17 +54,14 @@ func MakeWith(ctx context.Context, src Source, desired topology.Topology, ch Cho
 	if err := src.Count(ctx, st, need); err != nil {
 		return Plan{}, nil, err
 	}
-	return DiffStateWith(st, desired, ch), st, nil
+	return DiffState(st, desired, ch), st, nil
 }
 
-// DiffState is Diff against a source's state, for the specs of desired's
-// vhosts, with the counts read so far and the contract's wait-queue names.
-func DiffState(st *topology.State, desired topology.Topology, specs map[string]string, prune bool) Plan {
-	return DiffStateWith(st, desired, Choices{Specs: specs, Prune: prune})
-}
-
-// DiffStateWith is DiffState with the user's choices.
-func DiffStateWith(st *topology.State, desired topology.Topology, ch Choices) Plan {
+// DiffState is Diff against a source's state, with the user's choices:
+// the ownership records of the state for the specs of desired's vhosts,
+// the counts read so far, the operator policies and the contract's
+// wait-queue names. plan, apply and status all diff through it.
+func DiffState(st *topology.State, desired topology.Topology, ch Choices) Plan {
 	own := topology.OwnershipFor(st.Records, ch.Specs)
 	maybe := map[topology.Address]bool{}
 	for v := range st.NoRecords {

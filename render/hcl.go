@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -69,7 +70,7 @@ func hclValue(key string, v any) hclItem {
 		return hclItem{key: key, expr: hclInline(v)}
 	}
 	it := hclItem{key: key, open: "{", close: "}"}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		it.items = append(it.items, hclValue(hclString(k), m[k]))
 	}
 	return it
@@ -103,7 +104,7 @@ func hclInline(v any) string {
 			return "{}"
 		}
 		var parts []string
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			parts = append(parts, hclString(k)+" = "+hclInline(x[k]))
 		}
 		return "{ " + strings.Join(parts, ", ") + " }"
@@ -140,13 +141,4 @@ func hclString(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

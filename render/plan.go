@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -445,11 +446,7 @@ func planAttributes(o plan.Object) []planAttribute {
 }
 
 func planArgAttributes(prefix string, args topology.Args) []planAttribute {
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(args))
 	out := make([]planAttribute, len(keys))
 	for i, k := range keys {
 		out[i] = planAttribute{prefix + k, plan.FormatValue(args[k], true), true}

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"regexp"
 	"sort"
 	"strings"
 
@@ -78,7 +77,7 @@ func planRoots(all []plan.Change) map[groupKey]bool {
 		if contract.IsWaitQueue(k.queue) {
 			continue
 		}
-		if b := generatedFor(k.queue); b == k.queue || !queues[groupKey{k.vhost, b}] {
+		if b := contract.GeneratedFor(k.queue); b == k.queue || !queues[groupKey{k.vhost, b}] {
 			roots[k] = true
 		}
 	}
@@ -93,7 +92,7 @@ func planRoots(all []plan.Change) map[groupKey]bool {
 func groupOf(c *plan.Change, roots map[groupKey]bool) string {
 	a := c.Address
 	rootOf := func(name string) string {
-		for _, n := range []string{name, generatedFor(name)} {
+		for _, n := range []string{name, contract.GeneratedFor(name)} {
 			if roots[groupKey{a.Vhost, n}] {
 				return n
 			}
@@ -123,38 +122,6 @@ func changeBinding(c *plan.Change) *topology.Binding {
 		}
 	}
 	return nil
-}
-
-// generatedSuffixes are the suffixes the contract and the presets append
-// to a work queue's name for the objects generated for it.
-var generatedSuffixes = []string{
-	contract.RetryExchange(""), contract.DeadLetterExchange(""),
-	contract.DeadLetterQueue(""), contract.ParkingLotQueue(""),
-	// The goqueue preset (spec/presets.go).
-	"__retry_exchange", "__dlx",
-}
-
-var goqueueRetryQueue = regexp.MustCompile(`^(.+)__retry\.\d+$`)
-
-// generatedFor returns the work queue name was generated for, by the
-// naming rules alone, or name itself when it follows none.
-func generatedFor(name string) string {
-	if w, ok := contract.ParseWaitQueue(name); ok && w.Queue != "" {
-		return w.Queue
-	}
-	// The regexp only where it can match: it is most of the time a
-	// million names take otherwise.
-	if strings.Contains(name, "__retry.") {
-		if m := goqueueRetryQueue.FindStringSubmatch(name); m != nil {
-			return m[1]
-		}
-	}
-	for _, s := range generatedSuffixes {
-		if base, ok := strings.CutSuffix(name, s); ok && base != "" {
-			return base
-		}
-	}
-	return name
 }
 
 var kindOrder = map[topology.Kind]int{

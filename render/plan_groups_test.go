@@ -45,7 +45,7 @@ func TestGroupChanges(t *testing.T) {
 	changes := []plan.Change{
 		q("svc10"), q("svc10.dlq"), x("svc10.retry"), x("svc10.dlx"), q("svc10.wait.1.5s"), b("svc10.retry", "svc10.wait.1.5s"),
 		q("svc2"), q("svc2.parking-lot"), b("svc2.retry", "rmqtopo.wait.5s"), q("rmqtopo.wait.5s"), b("events", "svc2"),
-		q("ev"), x("ev__dlx"), x("ev__retry_exchange"), q("ev__retry.1"), q("ev.dlq"),
+		q("ev"), x("ev__retry_dlx"), x("ev__retry_exchange"), q("ev__retry.1"), q("ev.dlq"), q("ev.exhausted"),
 		q("demo"), q("demo.delay_5s"),
 		q("kept.dlq"), noop, // kept is a queue of the plan, unchanged
 		q("lonely.dlq"), // no queue "lonely": a spec queue of its own
@@ -61,7 +61,7 @@ func TestGroupChanges(t *testing.T) {
 	}
 	want := map[string][]string{
 		"demo":       {"demo", "demo.delay_5s"},
-		"ev":         {"ev__dlx", "ev__retry_exchange", "ev", "ev.dlq", "ev__retry.1"},
+		"ev":         {"ev__retry_dlx", "ev__retry_exchange", "ev", "ev.dlq", "ev.exhausted", "ev__retry.1"},
 		"kept":       {"kept.dlq"},
 		"lonely.dlq": {"lonely.dlq"},
 		"svc2":       {"svc2", "svc2.parking-lot", "events -> svc2", "svc2.retry -> rmqtopo.wait.5s"},

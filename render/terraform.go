@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -111,7 +113,7 @@ func (tf *terraform) exchange(e topology.Exchange) (hclItem, error) {
 	}
 	settings := []hclItem{attr("type", e.Type), attr("durable", e.Durable), attr("auto_delete", e.AutoDelete)}
 	if len(e.Arguments) > 0 {
-		for _, k := range sortedKeys(e.Arguments) {
+		for _, k := range slices.Sorted(maps.Keys(e.Arguments)) {
 			if _, ok := e.Arguments[k].(string); !ok {
 				errs = append(errs, fmt.Errorf("render terraform: exchange %s: argument %q is %s, but rabbitmq_exchange sends only strings", describe(e.Vhost, e.Name), k, jsonText(e.Arguments[k])))
 			}
@@ -157,7 +159,7 @@ func (tf *terraform) binding(b topology.Binding) hclItem {
 
 func (tf *terraform) policy(p topology.Policy) (hclItem, error) {
 	var errs []error
-	for _, k := range sortedKeys(p.Definition) {
+	for _, k := range slices.Sorted(maps.Keys(p.Definition)) {
 		v := p.Definition[k]
 		s, isString := v.(string)
 		_, isInt := v.(int64)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"io"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // A large spec's queue list is parsed a slice of queues at a time: yaml.v3

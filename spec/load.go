@@ -5,15 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -341,7 +341,7 @@ func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]
 
 // fields walks a mapping strictly: every key must be known and unique.
 func (d *decoder) fields(n *yaml.Node, path string, known map[string]func(*yaml.Node, string)) bool {
-	return d.fieldsOf(n, path, func() []string { return keyList(known) }, func(key string, v *yaml.Node, p string) bool {
+	return d.fieldsOf(n, path, func() []string { return slices.Sorted(maps.Keys(known)) }, func(key string, v *yaml.Node, p string) bool {
 		f, ok := known[key]
 		if ok {
 			f(v, p)
@@ -383,15 +383,6 @@ func duplicateKey(kv []*yaml.Node, key string) bool {
 		}
 	}
 	return false
-}
-
-func keyList(m map[string]func(*yaml.Node, string)) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func describe(n *yaml.Node) string {

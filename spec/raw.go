@@ -2,11 +2,12 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -120,7 +121,7 @@ func (b *builder) declaredArgs(q Queue) map[string]any {
 			reserved = managedArgs(q)
 		}
 	}
-	for _, k := range sortedArgNames(q.Arguments) {
+	for _, k := range slices.Sorted(maps.Keys(q.Arguments)) {
 		at, ok := q.argAt[k]
 		if !ok {
 			at = pos{line: q.argumentsAt.line, col: q.argumentsAt.col, path: join(q.argumentsAt.path, k)}
@@ -206,7 +207,7 @@ func (b *builder) checkArgument(name string, value any, typ string, at pos) bool
 			b.errorf(at, "argument %q must be a string, got %s", name, describeValue(value))
 			return false
 		}
-		if len(rule.enum) > 0 && !contains(rule.enum, s) {
+		if len(rule.enum) > 0 && !slices.Contains(rule.enum, s) {
 			b.errorf(at, "argument %q must be one of %s, got %q", name, strings.Join(rule.enum, ", "), s)
 			return false
 		}
@@ -232,24 +233,6 @@ func describeValue(v any) string {
 		return "a list"
 	}
 	return fmt.Sprintf("%v", v)
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedArgNames[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // checkRawKeys refuses, on a raw queue, every key that builds retry
@@ -294,7 +277,7 @@ func keyPositions(n *yaml.Node, path string) map[string]pos {
 // nearest is the known argument within two edits of name, if any.
 func nearest(name string) string {
 	best, bestD := "", 3
-	for _, k := range sortedArgNames(queueArguments) {
+	for _, k := range slices.Sorted(maps.Keys(queueArguments)) {
 		if d := editDistance(name, k); d < bestD {
 			best, bestD = k, d
 		}

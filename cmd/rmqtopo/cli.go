@@ -6,16 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kong"
 	"golang.org/x/term"
+
+	"github.com/rmqtopo/rmqtopo/internal/memlimit"
 )
 
-// cli is the command tree. The offline commands (validate, render) live
-// in offline.go, plan and apply in online.go, show in show.go, status and
-// dlq in ops.go.
+// cli is the command tree. Each command lives in the file of its name
+// (validate.go, render.go, plan.go, apply.go, show.go, status.go, dlq.go,
+// import.go); conn.go holds the flags that reach a broker.
 type cli struct {
 	Validate validateCmd `cmd:"" help:"Check spec files and report every problem at once."`
 	Render   renderCmd   `cmd:"" help:"Render spec files offline: definitions, mermaid, dot, schedule, k8s or terraform."`
@@ -43,12 +44,31 @@ type env struct {
 	getenv func(string) string
 	// maxSpecSize bounds a spec file, in bytes (--max-spec-size).
 	maxSpecSize int64
+	// secrets give the strings (passwords, URLs with credentials) of the
+	// connections the command opened: run scrubs them from its error.
+	secrets []func() []string
 }
+
+// hide has run scrub the strings secrets gives (when the command ends)
+// from the command's error.
+func (e *env) hide(secrets func() []string) { e.secrets = append(e.secrets, secrets) }
 
 type kongExit struct{ code int }
 
-// run parses args and runs one command. It never calls os.Exit.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+// run parses args and runs one command. It never calls os.Exit, and it
+// leaves process-wide settings alone (tests call it many times in one
+// process): --memory-limit is checked, but only runMain applies it.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return execute(ctx, args, stdin, stdout, stderr, false)
+}
+
+// runMain is run for a whole process, as main calls it: it also applies
+// --memory-limit to the Go runtime.
+func runMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return execute(ctx, args, stdin, stdout, stderr, true)
+}
+
+func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, process bool) (err error) {
 	var c cli
 	parser, err := kong.New(&c,
 		kong.Name("rmqtopo"),
@@ -79,18 +99,27 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return err
 	}
-	size, err := parseSize(c.MaxSpecSize)
+	size, err := memlimit.ParseSize(c.MaxSpecSize)
 	if err != nil {
 		return &ExitError{Code: 1, Err: fmt.Errorf("--max-spec-size: %w", err)}
 	}
-	restore, err := setMemoryLimit(c.MemoryLimit, os.Getenv)
-	if err != nil {
+	if _, _, _, err := memlimit.Parse(c.MemoryLimit, os.Getenv); err != nil {
 		return &ExitError{Code: 1, Err: fmt.Errorf("--memory-limit: %w", err)}
 	}
-	defer restore()
+	if process {
+		// Process-wide, and for as long as the process lives: nothing to
+		// restore.
+		if _, err := memlimit.Set(c.MemoryLimit, os.Getenv); err != nil {
+			return &ExitError{Code: 1, Err: fmt.Errorf("--memory-limit: %w", err)}
+		}
+	}
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, maxSpecSize: size}
 	e.color = wantColor(c.Color, stdout, e.getenv)
-	return kctx.Run(e)
+	err = kctx.Run(e)
+	for _, s := range e.secrets {
+		err = scrub(err, s())
+	}
+	return err
 }
 
 // wantColor honours --color, NO_COLOR (any non-empty value) and whether
@@ -116,23 +145,26 @@ func isTerminal(v any) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// parseSize reads a byte count: a number with an optional unit, KiB, MiB,
-// GiB (or KB, MB, GB, taken as the binary ones).
-func parseSize(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"B", 1}} {
-		if rest, ok := strings.CutSuffix(t, u.suffix); ok {
-			t, mult = strings.TrimSpace(rest), u.mult
-			break
+// scrub removes secrets from an error's text, as a last line of defence:
+// messages are built without credentials, but errors of other libraries
+// may quote a URL.
+func scrub(err error, secrets []string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	clean := msg
+	for _, s := range secrets {
+		if s != "" {
+			clean = strings.ReplaceAll(clean, s, "xxxxx")
 		}
 	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 || n > (1<<40)/mult {
-		return 0, fmt.Errorf("want a size such as 4MiB or 1000000, got %q", s)
+	if clean == msg {
+		return err
 	}
-	return n * mult, nil
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return &ExitError{Code: ee.Code, Err: errors.New(clean)}
+	}
+	return errors.New(clean)
 }

@@ -1,5 +1,7 @@
 package main
 
+import "github.com/rmqtopo/rmqtopo/internal/status"
+
 // Exit codes are a contract with the scripts and pipelines that run
 // rmqtopo; docs/exit-codes.md is their table. Each is distinct across the
 // whole CLI, so a wrapper that runs several commands can still tell what a
@@ -11,19 +13,19 @@ const (
 	// ExitChanges: plan --detailed-exitcode found changes apply would make.
 	ExitChanges = 2
 	// ExitDLQNotEmpty: status --exit-code found messages in a DLQ.
-	ExitDLQNotEmpty = 3
+	ExitDLQNotEmpty = status.ExitDLQNotEmpty
 	// ExitRefused: plan --detailed-exitcode found changes that apply would
 	// refuse (blocking diagnostics, such as a replace that puts messages
 	// at risk without --allow-destroy).
 	ExitRefused = 4
 	// ExitMissing: status --exit-code found objects of the specs missing
 	// from the broker (queues, or anything plan would create).
-	ExitMissing = 5
+	ExitMissing = status.ExitMissing
 	// ExitDrift: status --exit-code found objects that differ from the
 	// specs.
-	ExitDrift = 6
+	ExitDrift = status.ExitDrift
 	// ExitDeadLettersStuck: status --exit-code found a wait queue that
 	// held dead-letters and forwarded none of them within --held-margin.
 	// It ranks after 5 and before 6 (docs/exit-codes.md says why).
-	ExitDeadLettersStuck = 7
+	ExitDeadLettersStuck = status.ExitDeadLettersStuck
 )

@@ -25,16 +25,16 @@ import (
 func TestStatusExitCodeOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		sum  status.StatusSummary
+		sum  status.Summary
 		want int
 	}{
-		{"healthy, held but not stuck", status.StatusSummary{DeadLettersHeld: 5}, 0},
-		{"stuck", status.StatusSummary{WaitQueuesStuck: 1}, ExitDeadLettersStuck},
-		{"stuck and drift", status.StatusSummary{WaitQueuesStuck: 1, DriftedObjects: 1}, ExitDeadLettersStuck},
-		{"stuck and missing", status.StatusSummary{WaitQueuesStuck: 1, MissingQueues: 1}, ExitMissing},
-		{"stuck and DLQ", status.StatusSummary{WaitQueuesStuck: 1, DLQsNotEmpty: 1}, ExitDLQNotEmpty},
+		{"healthy, held but not stuck", status.Summary{DeadLettersHeld: 5}, 0},
+		{"stuck", status.Summary{WaitQueuesStuck: 1}, ExitDeadLettersStuck},
+		{"stuck and drift", status.Summary{WaitQueuesStuck: 1, DriftedObjects: 1}, ExitDeadLettersStuck},
+		{"stuck and missing", status.Summary{WaitQueuesStuck: 1, MissingQueues: 1}, ExitMissing},
+		{"stuck and DLQ", status.Summary{WaitQueuesStuck: 1, DLQsNotEmpty: 1}, ExitDLQNotEmpty},
 	} {
-		if got := statusExitCode(status.Status{Summary: tc.sum}); got != tc.want {
+		if got := statusExitCode(status.Report{Summary: tc.sum}); got != tc.want {
 			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.want)
 		}
 	}
@@ -46,15 +46,15 @@ func TestStatusExitCodeOrder(t *testing.T) {
 func TestHeldWaitMatters(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		st      status.Status
+		st      status.Report
 		code    int
 		matters bool
 	}{
-		{"held only", status.Status{}, 0, true},
-		{"held and drift", status.Status{Summary: status.StatusSummary{DriftedObjects: 1}}, ExitDrift, true},
-		{"held and DLQ", status.Status{Summary: status.StatusSummary{DLQsNotEmpty: 1}}, ExitDLQNotEmpty, false},
-		{"held and missing queue", status.Status{Summary: status.StatusSummary{MissingQueues: 1}}, ExitMissing, false},
-		{"held and missing exchange", status.Status{Drift: []status.DriftItem{{Action: plan.Create}}}, ExitMissing, false},
+		{"held only", status.Report{}, 0, true},
+		{"held and drift", status.Report{Summary: status.Summary{DriftedObjects: 1}}, ExitDrift, true},
+		{"held and DLQ", status.Report{Summary: status.Summary{DLQsNotEmpty: 1}}, ExitDLQNotEmpty, false},
+		{"held and missing queue", status.Report{Summary: status.Summary{MissingQueues: 1}}, ExitMissing, false},
+		{"held and missing exchange", status.Report{Drift: []status.DriftItem{{Action: plan.Create}}}, ExitMissing, false},
 	} {
 		code, matters := heldWaitMatters(tc.st, 2)
 		if code != tc.code || matters != tc.matters {

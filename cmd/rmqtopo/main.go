@@ -16,7 +16,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := exitCode(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr)
+	code := exitCode(runMain(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -24,7 +24,7 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(brokerM{m}, map[string]func(){
 		"rmqtopo": func() {
-			os.Exit(exitCode(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr))
+			os.Exit(exitCode(runMain(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr))
 		},
 	})
 }

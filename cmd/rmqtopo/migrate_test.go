@@ -44,7 +44,7 @@ queues:
 func TestOnlineMigrationKilledAtEachStep(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "rmqtopo")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-tags", "rmqtopo_testhooks", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	for _, at := range []string{broker.StepTemp, broker.StepBindTemp, broker.StepMoveOut + ":1000", broker.StepDelete,

@@ -141,7 +141,7 @@ func TestStatusCommand(t *testing.T) {
 	conn := b.Dial(t, vhost)
 	publishN(t, conn, "orders.dlq", "m", 3, nil)
 	// The management API refreshes its counts every 5s.
-	var st status.Status
+	var st status.Report
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		out, errs, code = runCLI(t, args(b, "status", file, "--exit-code", "-f", "json")...)

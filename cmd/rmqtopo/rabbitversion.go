@@ -5,7 +5,6 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/plan"
-	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -54,35 +53,4 @@ func checkPlan(e *env, p *plan.Plan, st *topology.State, client *broker.Client, 
 		opts.Access = &access
 	}
 	return plan.Check(*p, opts), nil
-}
-
-// nativeFlags choose RabbitMQ 4.3's native delayed retry in renderings.
-type nativeFlags struct {
-	NativeDelayedRetry bool `name:"native-delayed-retry" help:"Render linear schedules of quorum queues as RabbitMQ 4.3 x-delayed-retry-* arguments instead of wait queues; needs --rabbitmq-version 4.3 or later."`
-	// Render reads no broker: the version is the user's word alone.
-	RabbitMQVersion string `name:"rabbitmq-version" placeholder:"X.Y[.Z]" help:"The RabbitMQ version to render for (render reads no broker); --native-delayed-retry needs 4.3 or later."`
-}
-
-// expander returns how to expand files for rendering: as always, or with
-// native delayed retry, which it reports on stderr queue by queue.
-func (f nativeFlags) expander(e *env, files []*spec.File) (func() topology.Topology, error) {
-	plain := func() topology.Topology { return spec.Expand(files...) }
-	if !f.NativeDelayedRetry {
-		return plain, nil
-	}
-	j, err := plan.JudgeVersion(f.RabbitMQVersion, nil, "")
-	if err != nil {
-		return nil, err
-	}
-	v, _ := topology.ParseVersion(j.Version)
-	if arg, _ := topology.LookupFeature(topology.FeatureQueueArgument, "x-delayed-retry-type", nil); !v.Known() || arg.At(v) != topology.Accepted {
-		return nil, fmt.Errorf("render: --native-delayed-retry needs --rabbitmq-version %s or later (got %s): older brokers ignore x-delayed-retry-*", arg.Since, v)
-	}
-	return func() topology.Topology {
-		t, converted := spec.NativeDelayedRetry(files, spec.Expand(files...))
-		for _, q := range converted {
-			fmt.Fprintf(e.stderr, "queue %q: native delayed retry (x-delayed-retry-*), no wait queues; its service must reject failed deliveries instead of republishing\n", q)
-		}
-		return t
-	}, nil
 }

@@ -137,7 +137,7 @@ func BenchmarkPlanApply(b *testing.B) {
 		var res apply.Result
 		total := timed(func() {
 			var err error
-			p, st, err = plan.Make(ctx, l.c, d, benchSpecs(vhost), false)
+			p, st, err = plan.Make(ctx, l.c, d, plan.Choices{Specs: benchSpecs(vhost)})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -164,7 +164,7 @@ func BenchmarkPlanApply(b *testing.B) {
 	for i := 0; i < 3; i++ {
 		gets = append(gets, timed(func() { raw.do(b, http.MethodGet, "/api/definitions/"+url.PathEscape(applyVhost), nil) }))
 		plans = append(plans, timed(func() {
-			p, _, err := plan.Make(ctx, l.c, d, benchSpecs(applyVhost), false)
+			p, _, err := plan.Make(ctx, l.c, d, plan.Choices{Specs: benchSpecs(applyVhost)})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -182,7 +182,7 @@ func BenchmarkPlanApply(b *testing.B) {
 	dh := benchSpec(b, httpVhost, queues)
 	var httpApply time.Duration
 	{
-		p, st, err := plan.Make(ctx, lh.c, dh, benchSpecs(httpVhost), false)
+		p, st, err := plan.Make(ctx, lh.c, dh, plan.Choices{Specs: benchSpecs(httpVhost)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -281,7 +281,7 @@ func BenchmarkDeleteCounts(b *testing.B) {
 		b.Fatal(err)
 	}
 	full := spec.Expand(f)
-	p, st, err := plan.Make(ctx, l.c, full, benchSpecs(vhost), false)
+	p, st, err := plan.Make(ctx, l.c, full, plan.Choices{Specs: benchSpecs(vhost)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func BenchmarkDeleteCounts(b *testing.B) {
 			}
 		}))
 		plans = append(plans, timed(func() {
-			p, _, err := plan.Make(ctx, l.c, empty, benchSpecs(vhost), true)
+			p, _, err := plan.Make(ctx, l.c, empty, plan.Choices{Specs: benchSpecs(vhost), Prune: true})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -76,14 +76,12 @@ func (l *live) bindings(t *testing.T, queue string) []guardBinding {
 
 func (l *live) queueExists(t *testing.T, queue string) bool {
 	t.Helper()
-	_, err := l.s.QueueDepth(context.Background(), l.vhost, queue)
-	if errors.Is(err, broker.ErrNotFound) {
-		return false
-	}
+	counts, err := l.s.PassiveCounts(context.Background(), l.vhost, []string{queue})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return true
+	_, ok := counts[queue]
+	return ok
 }
 
 // TestQuorumDeleteGuard: the guarded delete of a quorum queue cuts it off

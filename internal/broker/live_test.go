@@ -103,7 +103,7 @@ func loadFor(t *testing.T, path, vhost string) *spec.File {
 
 func (l *live) plan(t *testing.T, desired topology.Topology, prune bool) (plan.Plan, *topology.State) {
 	t.Helper()
-	p, st, err := plan.Make(context.Background(), l.c, desired, l.specs(), prune)
+	p, st, err := plan.Make(context.Background(), l.c, desired, plan.Choices{Specs: l.specs(), Prune: prune})
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
@@ -338,7 +338,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 func (l *live) statsReady(t *testing.T, top topology.Topology) {
 	t.Helper()
 	waitFor(t, 20*time.Second, "statistics of every queue", func() bool {
-		counts, err := l.c.MessageCounts(context.Background(), l.vhost, nil)
+		counts, err := l.c.QueueCounts(context.Background(), l.vhost, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,12 +356,12 @@ func (l *live) statsReady(t *testing.T, top topology.Topology) {
 func (l *live) statsCount(t *testing.T, queue string, n int64) {
 	t.Helper()
 	waitFor(t, 20*time.Second, fmt.Sprintf("statistics to show %d messages in %q", n, queue), func() bool {
-		counts, err := l.c.MessageCounts(context.Background(), l.vhost, []string{queue})
+		counts, err := l.c.QueueCounts(context.Background(), l.vhost, []string{queue})
 		if err != nil {
 			t.Fatal(err)
 		}
 		got, ok := counts[queue]
-		return ok && got == n
+		return ok && got.Messages == n
 	})
 }
 
@@ -820,8 +820,8 @@ func TestSessionErrors(t *testing.T) {
 		}
 	}
 	// The session still works after the channel errors above.
-	if n, err := l.s.QueueDepth(ctx, l.vhost, "q"); err != nil || n != 0 {
-		t.Errorf("QueueDepth = %d, %v", n, err)
+	if counts, err := l.s.PassiveCounts(ctx, l.vhost, []string{"q"}); err != nil || len(counts) != 1 || counts["q"].Messages != 0 {
+		t.Errorf("PassiveCounts = %v, %v", counts, err)
 	}
 	if err := l.c.DeclareQueue(ctx, other); !errors.Is(err, broker.ErrInequivalent) || !strings.HasSuffix(err.Error(), "(HTTP 400)") {
 		t.Errorf("inequivalent declare over HTTP: %v", err)

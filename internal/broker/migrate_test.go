@@ -177,7 +177,7 @@ func TestMigrateUnderLoad(t *testing.T) {
 
 	files := []*spec.File{parseFor(t, "quorum.yaml", []byte(migrationSpec("quorum", true, true)), l.vhost)}
 	quorum := spec.Expand(files...)
-	p, st, err := plan.MakeWith(context.Background(), l.c, quorum, plan.Choices{Specs: l.specs(), Migrate: plan.Migration{Queues: spec.Migrations(files...)}})
+	p, st, err := plan.Make(context.Background(), l.c, quorum, plan.Choices{Specs: l.specs(), Migrate: plan.Migration{Queues: spec.Migrations(files...)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestMigrateResumesFromEachStep(t *testing.T) {
 			conn := l.b.Dial(t, l.vhost)
 			sent := publishIDs(t, conn, "shop", "order.new", 0, 3000)
 			quorum := spec.Expand(parseFor(t, "quorum.yaml", []byte(migrationSpec("quorum", false, false)), l.vhost))
-			p, st, err := plan.MakeWith(context.Background(), l.c, quorum, plan.Choices{Specs: l.specs(), Migrate: plan.Migration{All: true}})
+			p, st, err := plan.Make(context.Background(), l.c, quorum, plan.Choices{Specs: l.specs(), Migrate: plan.Migration{All: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -335,7 +335,7 @@ func TestMigrateQuorumToClassic(t *testing.T) {
 
 	files := []*spec.File{parseFor(t, "classic.yaml", []byte(migrationSpec("classic", true, false)), l.vhost)}
 	classic := spec.Expand(files...)
-	p, st, err := plan.MakeWith(context.Background(), l.c, classic, plan.Choices{Specs: l.specs(), Migrate: plan.Migration{Queues: spec.Migrations(files...)}})
+	p, st, err := plan.Make(context.Background(), l.c, classic, plan.Choices{Specs: l.specs(), Migrate: plan.Migration{Queues: spec.Migrations(files...)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,15 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// Version reads the broker's RabbitMQ version from /api/overview.
+// Version is the broker's RabbitMQ version, as Server reads it (once per
+// client, from /api/overview, which a user tagged monitoring may read):
+// the one version getter.
 func (c *Client) Version(ctx context.Context) (topology.Version, error) {
-	o, err := c.Overview(ctx)
+	raw, err := c.Server(ctx)
 	if err != nil {
-		return topology.Version{}, fmt.Errorf("read overview: %w", err)
+		return topology.Version{}, err
 	}
-	v, err := topology.ParseVersion(o.RabbitMQVersion)
+	v, err := topology.ParseVersion(raw)
 	if err != nil {
 		return topology.Version{}, fmt.Errorf("read overview: %w", err)
 	}

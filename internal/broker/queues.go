@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 )
 
 // QueueInfo is one queue as the management API lists it, with the counts
@@ -140,22 +139,4 @@ func (c *Client) GetQueue(ctx context.Context, vhost, name string) (QueueInfo, e
 		return QueueInfo{}, fmt.Errorf("reading queue %q in vhost %q: %w", name, vhost, err)
 	}
 	return q.info(), nil
-}
-
-// MajorVersion returns the broker's major version from /api/overview,
-// which a user tagged monitoring may read.
-func (c *Client) MajorVersion(ctx context.Context) (int, error) {
-	var o struct {
-		Version string `json:"rabbitmq_version"`
-	}
-	err := c.do(ctx, http.MethodGet, "/api/overview", url.Values{"columns": {"rabbitmq_version"}}, nil, &o)
-	if err != nil {
-		return 0, fmt.Errorf("reading the broker version: %w", err)
-	}
-	major, _, _ := strings.Cut(o.Version, ".")
-	n, err := strconv.Atoi(major)
-	if err != nil {
-		return 0, fmt.Errorf("unexpected broker version %q", o.Version)
-	}
-	return n, nil
 }

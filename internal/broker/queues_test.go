@@ -94,15 +94,16 @@ func TestListQueues(t *testing.T) {
 		t.Errorf("missing vhost: %v", err)
 	}
 
-	major, err := l.c.MajorVersion(ctx)
+	v, err := l.c.Version(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	major := v.Major
 	o, err := l.c.Overview(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := strconv.Itoa(major) + "."; !strings.HasPrefix(o.RabbitMQVersion, want) {
-		t.Errorf("MajorVersion = %d, broker version %s", major, o.RabbitMQVersion)
+		t.Errorf("Version().Major = %d, broker version %s", major, o.RabbitMQVersion)
 	}
 }

@@ -269,20 +269,6 @@ const pageSize = 500
 // the broker's 8000-byte request line limit.
 const maxFilterBytes = 3000
 
-// MessageCounts reads the message counts of the named queues in vhost (all
-// queues when names is nil); see QueueCounts.
-func (c *Client) MessageCounts(ctx context.Context, vhost string, names []string) (map[string]int64, error) {
-	qc, err := c.QueueCounts(ctx, vhost, names)
-	if err != nil {
-		return nil, err
-	}
-	counts := make(map[string]int64, len(qc))
-	for n, q := range qc {
-		counts[n] = q.Messages
-	}
-	return counts, nil
-}
-
 // QueueCount is what the broker's statistics say about one queue.
 type QueueCount struct {
 	Messages int64

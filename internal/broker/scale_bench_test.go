@@ -135,7 +135,7 @@ func scaleApply(b *testing.B, bk *brokertest.Broker, vhost string, d topology.To
 	l := connect(b, bk, vhost)
 	defer l.s.Close() // the lock goes with the session
 	return timed(func() {
-		p, st, err := plan.Make(ctx, l.c, d, benchSpecs(vhost), false)
+		p, st, err := plan.Make(ctx, l.c, d, plan.Choices{Specs: benchSpecs(vhost)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -525,18 +525,6 @@ func (s *Session) restoreBindings(ctx context.Context, q topology.Queue, cut []q
 		cause, len(failed), q.Name, first, strings.Join(failed, "; "))
 }
 
-// QueueDepth returns the exact number of ready messages in a queue, read
-// with a passive declare.
-func (s *Session) QueueDepth(ctx context.Context, vhost, name string) (int, error) {
-	var n int
-	err := s.withChannel(ctx, vhost, func(ch *amqp.Channel) error {
-		st, err := ch.QueueDeclarePassive(name, false, false, false, false, nil)
-		n = st.Messages
-		return err
-	})
-	return n, err
-}
-
 // AMQPTable converts topology arguments for amqp091, which takes nested
 // tables only as amqp.Table. Tests that declare topologies over AMQP use it
 // too, so they send exactly what apply sends.

@@ -34,7 +34,7 @@ func (tm team) desired(t *testing.T, yaml string) topology.Topology {
 
 func (tm team) plan(t *testing.T, yaml string, prune bool) (plan.Plan, *topology.State) {
 	t.Helper()
-	p, st, err := plan.Make(context.Background(), tm.l.c, tm.desired(t, yaml), tm.specs(), prune)
+	p, st, err := plan.Make(context.Background(), tm.l.c, tm.desired(t, yaml), plan.Choices{Specs: tm.specs(), Prune: prune})
 	if err != nil {
 		t.Fatalf("plan of spec %s: %v", tm.name, err)
 	}

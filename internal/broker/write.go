@@ -105,11 +105,11 @@ func (c *Client) DeleteQueue(ctx context.Context, q topology.Queue, ifEmpty bool
 	if q.QueueType() == "classic" {
 		return ignoreNotFound(c.do(ctx, http.MethodDelete, path, url.Values{"if-empty": {"true"}}, nil, nil))
 	}
-	counts, err := c.MessageCounts(ctx, q.Vhost, []string{q.Name})
+	counts, err := c.QueueCounts(ctx, q.Vhost, []string{q.Name})
 	if err != nil {
 		return err
 	}
-	if n := counts[q.Name]; n > 0 {
+	if n := counts[q.Name].Messages; n > 0 {
 		return &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf("queue holds %d messages", n)}
 	}
 	return ignoreNotFound(c.do(ctx, http.MethodDelete, path, nil, nil, nil))

@@ -34,7 +34,7 @@ type HeldQueue struct {
 
 // HeldQueues returns the wait queues of s that hold dead-letters, each once
 // however many work queues share it, in the order of the tables.
-func (s Status) HeldQueues() []HeldQueue {
+func (s Report) HeldQueues() []HeldQueue {
 	var out []HeldQueue
 	seen := map[vhostQueue]bool{}
 	for _, wq := range s.Queues {
@@ -130,7 +130,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // MarkStuck records that status watched the held wait queues for margin,
 // and flags and counts the stuck ones on every row that shows them.
-func (s *Status) MarkStuck(margin time.Duration, stuck []HeldQueue) {
+func (s *Report) MarkStuck(margin time.Duration, stuck []HeldQueue) {
 	s.HeldMargin = margin.String()
 	counts := map[vhostQueue]int64{}
 	for _, q := range stuck {

@@ -60,7 +60,7 @@ queues:
     retry: {delays: [1s]}
 `
 
-func heldStatus(t *testing.T) Status {
+func heldStatus(t *testing.T) Report {
 	t.Helper()
 	f, err := spec.Parse("held.yaml", []byte(heldSpec))
 	if err != nil {
@@ -72,7 +72,7 @@ func heldStatus(t *testing.T) Status {
 		{Name: "rmqtopo.wait.1s", Messages: 12, Ready: 2, DeadLettered: dlx(10)},
 		{Name: "rmqtopo.wait.1m", Messages: 3, DeadLettered: dlx(3)},
 	}}
-	return BuildStatus([]*spec.File{f}, stats, nil)
+	return Build([]*spec.File{f}, stats, nil)
 }
 
 func TestHeldQueues(t *testing.T) {

@@ -20,7 +20,7 @@ func TestStatusShowsLevels(t *testing.T) {
 		{Name: "rmqtopo.levels.100ms.3.q1.200ms", Messages: 2},
 		{Name: "rmqtopo.levels.100ms.3.q0.100ms"},
 	}}
-	st := BuildStatus([]*spec.File{f}, stats, nil)
+	st := Build([]*spec.File{f}, stats, nil)
 	var names []string
 	for _, r := range st.Queues[0].Queues {
 		names = append(names, r.Name+"="+r.Delay)

@@ -26,7 +26,7 @@ queues:
 	stats := map[string][]broker.QueueInfo{"shop": {{Name: "orders.rmqtopo-migrate", Messages: 40, Ready: 40}}}
 	live := spec.Expand(files...)
 	live.Queues = []topology.Queue{{Vhost: "shop", Name: "orders.rmqtopo-migrate", Durable: true}}
-	st := BuildStatus(files, stats, &live)
+	st := Build(files, stats, liveState(live))
 	var got []string
 	for _, q := range st.Queues[0].Queues {
 		got = append(got, q.Name+" "+q.Role+" "+strings.Join(q.Flags, ","))

@@ -56,8 +56,8 @@ const (
 	FlagHeld = "dead-letters-held"
 )
 
-// StatusFormatVersion is the version of Status's JSON form.
-const StatusFormatVersion = 1
+// FormatVersion is the version of Report's JSON form.
+const FormatVersion = 1
 
 // QueueStatus is one queue of a work queue's topology as the broker sees it.
 type QueueStatus struct {
@@ -105,8 +105,8 @@ type DriftItem struct {
 	Reason  string      `json:"reason,omitempty"`
 }
 
-// Status is the state of every queue of a set of specs.
-type Status struct {
+// Report is the status of every queue of a set of specs.
+type Report struct {
 	FormatVersion int               `json:"format_version"`
 	Queues        []WorkQueueStatus `json:"work_queues"`
 	// DriftChecked is false when the live topology was not read; Drift
@@ -117,12 +117,12 @@ type Status struct {
 	Drift []DriftItem `json:"drift,omitempty"`
 	// HeldMargin is how long status re-read the wait queues that held
 	// dead-letters (status --exit-code); empty when it did not.
-	HeldMargin string        `json:"held_margin,omitempty"`
-	Summary    StatusSummary `json:"summary"`
+	HeldMargin string  `json:"held_margin,omitempty"`
+	Summary    Summary `json:"summary"`
 }
 
-// StatusSummary counts what status flags.
-type StatusSummary struct {
+// Summary counts what status flags.
+type Summary struct {
 	DLQsNotEmpty      int   `json:"dlqs_not_empty"`
 	DLQMessages       int64 `json:"dlq_messages"`
 	WithoutConsumers  int   `json:"work_queues_without_consumers"`
@@ -142,11 +142,11 @@ type StatusSummary struct {
 	DeadLettersStuck int64 `json:"dead_letters_stuck,omitempty"`
 }
 
-// BuildStatus puts together the spec, the queue counts the management API
+// Build puts together the spec, the queue counts the management API
 // reported per vhost, and (when live is not nil) the drift between the live
 // topology and the spec as plan.Diff computes it: any change but a no-op.
-func BuildStatus(files []*spec.File, stats map[string][]broker.QueueInfo, live *topology.Topology) Status {
-	st := Status{FormatVersion: StatusFormatVersion, DriftChecked: live != nil}
+func Build(files []*spec.File, stats map[string][]broker.QueueInfo, live *topology.State) Report {
+	st := Report{FormatVersion: FormatVersion, DriftChecked: live != nil}
 	b := builder{
 		st:      &st,
 		stats:   map[vhostQueue]broker.QueueInfo{},
@@ -170,15 +170,17 @@ func BuildStatus(files []*spec.File, stats map[string][]broker.QueueInfo, live *
 // vhostQueue names a queue across vhosts.
 type vhostQueue [2]string
 
-// addDrift diffs live against the spec: it lists the objects other than
+// addDrift diffs live against the spec as plan does (plan.DiffState: the
+// specs' ownership records, the operator policies, the wait-queue names),
+// so that status drift is plan drift: it lists the objects other than
 // queues that differ in s.Drift, counts all of them, and returns each
 // queue's drift. Without live it does nothing.
-func (s *Status) addDrift(files []*spec.File, live *topology.Topology) map[vhostQueue][]string {
+func (s *Report) addDrift(files []*spec.File, live *topology.State) map[vhostQueue][]string {
 	queueDrift := map[vhostQueue][]string{}
 	if live == nil {
 		return queueDrift
 	}
-	p := plan.Diff(*live, spec.Expand(files...), plan.Options{})
+	p := plan.DiffState(live, spec.Expand(files...), plan.Choices{Specs: spec.Names(files)})
 	for _, c := range p.Changes {
 		if c.Action == plan.NoOp {
 			continue
@@ -212,9 +214,9 @@ func waitQueueUsers(files []*spec.File) map[vhostQueue]int {
 	return users
 }
 
-// builder fills the rows of a Status, one work queue after another.
+// builder fills the rows of a Report, one work queue after another.
 type builder struct {
-	st    *Status
+	st    *Report
 	stats map[vhostQueue]broker.QueueInfo
 	drift map[vhostQueue][]string
 	users map[vhostQueue]int
@@ -321,10 +323,10 @@ func waitQueues(s *spec.Spec, q spec.Queue) []QueueStatus {
 }
 
 // DLQHasMessages reports whether any DLQ of the status holds messages.
-func (s Status) DLQHasMessages() bool { return s.Summary.DLQsNotEmpty > 0 }
+func (s Report) DLQHasMessages() bool { return s.Summary.DLQsNotEmpty > 0 }
 
 // WriteJSON writes the status as one indented JSON document.
-func (s Status) WriteJSON(w io.Writer) error {
+func (s Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(s)
@@ -332,7 +334,7 @@ func (s Status) WriteJSON(w io.Writer) error {
 
 // WriteText writes the status as a table per work queue, then the drift
 // and a summary line. color highlights flags.
-func (s Status) WriteText(w io.Writer, color bool) error {
+func (s Report) WriteText(w io.Writer, color bool) error {
 	if err := s.writeTables(w, color); err != nil {
 		return err
 	}
@@ -360,7 +362,7 @@ func paint(color bool, code, text string) string {
 
 // writeTables writes one table per work queue, each row aligned across
 // all tables, followed by the drift of its queues.
-func (s Status) writeTables(w io.Writer, color bool) error {
+func (s Report) writeTables(w io.Writer, color bool) error {
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	for i, wq := range s.Queues {
@@ -416,7 +418,7 @@ func writeRow(tw io.Writer, q QueueStatus, color bool) {
 }
 
 // summaryLine says in one line what the status found.
-func (s Status) summaryLine(color bool) string {
+func (s Report) summaryLine(color bool) string {
 	sum := s.Summary
 	parts := []string{fmt.Sprintf("%d work %s", len(s.Queues), plural(len(s.Queues), "queue", "queues"))}
 	if sum.DLQsNotEmpty > 0 {

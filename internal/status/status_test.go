@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -33,6 +34,14 @@ queues:
     dlq: false
 `
 
+// liveState is a broker's state holding live and nothing else: no
+// ownership records, no counts.
+func liveState(live topology.Topology) *topology.State {
+	st := topology.NewState(live.Vhosts)
+	st.Topology = live
+	return st
+}
+
 func parseSpec(t *testing.T, yaml string) []*spec.File {
 	t.Helper()
 	f, err := spec.Parse("shop.yaml", []byte(yaml))
@@ -42,7 +51,7 @@ func parseSpec(t *testing.T, yaml string) []*spec.File {
 	return []*spec.File{f}
 }
 
-func TestBuildStatus(t *testing.T) {
+func TestBuild(t *testing.T) {
 	files := parseSpec(t, statusSpec)
 	stats := map[string][]broker.QueueInfo{"shop": {
 		{Name: "orders.created", Messages: 4, Ready: 3, Unacked: 1, Consumers: 2, PublishRate: 1.5, DeliverRate: 1.25},
@@ -80,7 +89,7 @@ func TestBuildStatus(t *testing.T) {
 			break
 		}
 	}
-	st := BuildStatus(files, stats, &live)
+	st := Build(files, stats, liveState(live))
 
 	type row struct {
 		Name, Role string
@@ -119,7 +128,7 @@ func TestBuildStatus(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
-	wantSum := StatusSummary{DLQsNotEmpty: 1, DLQMessages: 2, WithoutConsumers: 1, MissingQueues: 1, DriftedObjects: 4, MessagesInRetries: 8}
+	wantSum := Summary{DLQsNotEmpty: 1, DLQMessages: 2, WithoutConsumers: 1, MissingQueues: 1, DriftedObjects: 4, MessagesInRetries: 8}
 	if diff := cmp.Diff(wantSum, st.Summary); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}
@@ -171,8 +180,8 @@ func squeeze(s string) string {
 	return b.String()
 }
 
-func TestBuildStatusWithoutLive(t *testing.T) {
-	st := BuildStatus(parseSpec(t, statusSpec), nil, nil)
+func TestBuildWithoutLive(t *testing.T) {
+	st := Build(parseSpec(t, statusSpec), nil, nil)
 	if st.DriftChecked || st.Summary.DriftedObjects != 0 {
 		t.Errorf("without a live topology: DriftChecked=%v drifted=%d, want false and 0", st.DriftChecked, st.Summary.DriftedObjects)
 	}
@@ -181,10 +190,10 @@ func TestBuildStatusWithoutLive(t *testing.T) {
 	}
 }
 
-// TestBuildStatusHeldDeadLetters: a wait queue whose messages are neither
+// TestBuildHeldDeadLetters: a wait queue whose messages are neither
 // ready nor delivered holds dead-letters its work queue has not confirmed
 // (after a node loss, for minutes); status flags and counts them.
-func TestBuildStatusHeldDeadLetters(t *testing.T) {
+func TestBuildHeldDeadLetters(t *testing.T) {
 	f, err := spec.Parse("held.yaml", []byte("version: 1\nvhost: v\nqueues:\n  - name: work\n    type: quorum\n    retry: {delays: [1s]}\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +203,7 @@ func TestBuildStatusHeldDeadLetters(t *testing.T) {
 		{Name: "work.dlq", Type: "quorum"},
 		{Name: "rmqtopo.wait.1s", Type: "quorum", Messages: 1200, Ready: 10, Unacked: 2},
 	}}
-	st := BuildStatus([]*spec.File{f}, stats, nil)
+	st := Build([]*spec.File{f}, stats, nil)
 	var wait *QueueStatus
 	for i, q := range st.Queues[0].Queues {
 		if q.Role == RoleWait {
@@ -210,5 +219,33 @@ func TestBuildStatusHeldDeadLetters(t *testing.T) {
 	var text strings.Builder
 	if err := st.WriteText(&text, false); err != nil || !strings.Contains(text.String(), "1188 dead-letters held in wait queues") {
 		t.Errorf("text lacks the held count (%v):\n%s", err, text.String())
+	}
+}
+
+// Status drift is plan drift: Build diffs with the inputs plan does (the
+// specs' records, the operator policies, the wait-queue names), so it
+// counts exactly the changes plan.DiffState makes of the same state.
+func TestBuildDriftIsPlanDrift(t *testing.T) {
+	files := parseSpec(t, statusSpec)
+	live := spec.Expand(files...)
+	live.Queues = live.Queues[1:] // one missing
+	st := liveState(live)
+	st.OperatorPolicies = []topology.Policy{{Vhost: "shop", Name: "cap", Pattern: ".*", ApplyTo: "queues",
+		Definition: topology.Args{"max-length": int64(10)}}}
+	rec := topology.NewRecord(files[0].Spec.Name, "shop")
+	rec.Owned[topology.Address{Kind: topology.KindQueue, Vhost: "shop", Name: "rmqtopo.wait.9s"}] = true
+	st.Records = []topology.Record{rec}
+	st.Topology.Queues = append(st.Topology.Queues, topology.Queue{Vhost: "shop", Name: "rmqtopo.wait.9s", Durable: true})
+
+	p := plan.DiffState(st, spec.Expand(files...), plan.Choices{Specs: spec.Names(files)})
+	changes := 0
+	for _, c := range p.Changes {
+		if c.Action != plan.NoOp {
+			changes++
+		}
+	}
+	got := Build(files, nil, st)
+	if changes == 0 || got.Summary.DriftedObjects != changes {
+		t.Errorf("status counts %d drifted objects, plan %d changes", got.Summary.DriftedObjects, changes)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/ops"
 )
 
 // opsConn is what the operations commands connect with: the management
@@ -16,6 +17,8 @@ import (
 type opsConn struct {
 	client *broker.Client
 	sess   *broker.Session // nil until dial
+	// hide registers the session's secrets for scrubbing (env.hide).
+	hide func(func() []string)
 }
 
 func (f *connFlags) ops(e *env) (*opsConn, error) {
@@ -23,15 +26,12 @@ func (f *connFlags) ops(e *env) (*opsConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &opsConn{client: client}, nil
+	return &opsConn{client: client, hide: e.hide}, nil
 }
 
-// secrets are the strings no output may contain.
-func (o *opsConn) secrets() []string {
-	if o.sess != nil {
-		return o.sess.Secrets()
-	}
-	return o.client.Secrets()
+// opsQueue is a queue of the management API's listing as ops takes it.
+func opsQueue(q broker.QueueInfo) ops.Queue {
+	return ops.Queue{Name: q.Name, Type: q.Type, Ready: q.Ready, DeliveryLimit: q.DeliveryLimit()}
 }
 
 // isOpsNotFound reports a missing queue or vhost, which callers turn into
@@ -48,6 +48,7 @@ func (o *opsConn) dial(ctx context.Context, vhost, purpose string) (*amqp.Connec
 			return nil, err
 		}
 		o.sess = sess
+		o.hide(sess.Secrets)
 	}
 	return o.sess.Dial(vhost, purpose)
 }

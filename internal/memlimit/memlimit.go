@@ -1,42 +1,58 @@
-package main
+// Package memlimit sets the Go runtime's soft memory limit for a run of
+// rmqtopo, which holds the desired topology and the plan in memory until
+// it exits: near the limit the runtime collects more often, and a default
+// limit gives way to a plan that needs more.
+package memlimit
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"sync"
 )
 
-// defaultMemoryLimit is the soft memory limit rmqtopo runs with unless
+// Default is the soft memory limit rmqtopo runs with unless
 // told otherwise. rmqtopo holds the desired topology and the plan in
 // memory until it exits, and by default Go lets the heap grow to twice
 // what is live before collecting: a 150,000-queue plan with 356 MiB live
 // reached 0.66 GB. Near this limit the runtime collects more often
 // instead, so that plan stays under 500 MB (docs/benchmarks.md) and a
 // job in a 512 MB container is not killed for garbage.
-const defaultMemoryLimit = 450 << 20
+const Default = 450 << 20
 
-// setMemoryLimit applies --memory-limit: a size, "off", or "" for
-// GOMEMLIMIT when the environment sets it (the runtime has applied it
-// already) and defaultMemoryLimit otherwise. The default gives way to a
-// plan that needs more (outgrow); a limit given is kept as given. The
-// returned func restores the previous settings: tests run many commands
-// in one process.
-func setMemoryLimit(flag string, getenv func(string) string) (restore func(), err error) {
-	limit, soft := int64(defaultMemoryLimit), true
+// Parse reads --memory-limit: a size, "off", or "" for GOMEMLIMIT
+// when the environment sets it (the runtime has applied it already: keep
+// is set) and Default otherwise, which is soft: it gives way to
+// a plan that needs more (outgrow). A limit given is kept as given.
+func Parse(flag string, getenv func(string) string) (limit int64, soft, keep bool, err error) {
 	switch f := strings.TrimSpace(flag); {
 	case f == "" && getenv("GOMEMLIMIT") != "":
-		return func() {}, nil
+		return 0, false, true, nil
 	case f == "":
+		return Default, true, false, nil
 	case strings.EqualFold(f, "off"):
-		limit, soft = math.MaxInt64, false
+		return math.MaxInt64, false, false, nil
 	default:
-		if limit, err = parseSize(f); err != nil {
-			return nil, err
-		}
-		soft = false
+		limit, err = ParseSize(f)
+		return limit, false, false, err
+	}
+}
+
+// Set applies --memory-limit (see Parse) to the process.
+// Only a whole process calls it (the CLI's runMain): the settings are process-wide,
+// so run() in tests leaves them alone. The returned func restores the
+// previous settings, for the tests of this function.
+func Set(flag string, getenv func(string) string) (restore func(), err error) {
+	limit, soft, keep, err := Parse(flag, getenv)
+	if err != nil {
+		return nil, err
+	}
+	if keep {
+		return func() {}, nil
 	}
 	prevLimit := debug.SetMemoryLimit(limit)
 	prevPercent := debug.SetGCPercent(-1)
@@ -152,3 +168,24 @@ func strain(limit int64, before, now gcLook) float64 {
 // that allocates millions of small strings was seven times in fifty
 // collections.
 type gcSentinel struct{ _ [16]byte }
+
+// ParseSize reads a byte count: a number with an optional unit, KiB, MiB,
+// GiB (or KB, MB, GB, taken as the binary ones).
+func ParseSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"B", 1}} {
+		if rest, ok := strings.CutSuffix(t, u.suffix); ok {
+			t, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("want a size such as 4MiB or 1000000, got %q", s)
+	}
+	return n * mult, nil
+}

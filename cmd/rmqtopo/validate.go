@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -75,39 +74,4 @@ func reportProblems(e *env, es spec.Errors) error {
 		return &ExitError{Code: 1, Err: fmt.Errorf("%d %s found; nothing was sent to the broker", len(es), noun)}
 	}
 	return nil
-}
-
-type renderCmd struct {
-	Files  []string `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
-	Format string   `short:"f" help:"Output format: definitions (RabbitMQ definitions JSON), mermaid, dot, schedule, k8s (Messaging Topology Operator objects) or terraform (cyrilgdn/rabbitmq provider HCL)." enum:"definitions,mermaid,dot,schedule,k8s,terraform" default:"schedule"`
-	// The RabbitmqCluster the k8s objects belong to, and their namespace.
-	K8sCluster   string      `name:"k8s-cluster" help:"With --format k8s: the RabbitmqCluster to declare in (rabbitmqClusterReference.name)." default:"rabbitmq"`
-	K8sNamespace string      `name:"k8s-namespace" placeholder:"NS" help:"With --format k8s: the namespace of every object (default: none, for kubectl -n)."`
-	Native       nativeFlags `embed:""`
-}
-
-func (c *renderCmd) Run(e *env) error {
-	files, err := loadSpecs(e, c.Files)
-	if err != nil {
-		return err
-	}
-	expand, err := c.Native.expander(e, files)
-	if err != nil {
-		return err
-	}
-	switch c.Format {
-	case "schedule":
-		return render.Schedule(e.stdout, files, e.color)
-	case "definitions":
-		return render.Definitions(e.stdout, expand())
-	case "mermaid":
-		return render.Mermaid(e.stdout, expand())
-	case "dot":
-		return render.Dot(e.stdout, expand())
-	case "k8s":
-		return render.Kubernetes(e.stdout, expand(), render.K8sOptions{Cluster: c.K8sCluster, Namespace: c.K8sNamespace})
-	case "terraform":
-		return render.Terraform(e.stdout, expand())
-	}
-	return fmt.Errorf("unknown format %q", c.Format)
 }

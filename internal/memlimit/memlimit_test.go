@@ -1,4 +1,4 @@
-package main
+package memlimit
 
 import (
 	"fmt"
@@ -26,14 +26,14 @@ func TestSetMemoryLimit(t *testing.T) {
 		getenv func(string) string
 		want   int64
 	}{
-		{"", noEnv, defaultMemoryLimit},
+		{"", noEnv, Default},
 		{"", withEnv, before}, // the runtime applied GOMEMLIMIT already
 		{"off", noEnv, math.MaxInt64},
 		{"OFF", withEnv, math.MaxInt64},
 		{"1GiB", withEnv, 1 << 30},
 		{"600MiB", noEnv, 600 << 20},
 	} {
-		restore, err := setMemoryLimit(tc.flag, tc.getenv)
+		restore, err := Set(tc.flag, tc.getenv)
 		if err != nil {
 			t.Fatalf("%q: %v", tc.flag, err)
 		}
@@ -45,7 +45,7 @@ func TestSetMemoryLimit(t *testing.T) {
 			t.Errorf("--memory-limit %q: restored %d, want %d", tc.flag, got, before)
 		}
 	}
-	if _, err := setMemoryLimit("-5MiB", noEnv); err == nil {
+	if _, err := Set("-5MiB", noEnv); err == nil {
 		t.Error("--memory-limit -5MiB: no error")
 	}
 	if got := debug.SetMemoryLimit(-1); got != before {

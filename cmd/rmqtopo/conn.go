@@ -84,5 +84,10 @@ func (f *connFlags) client(e *env) (*broker.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return broker.NewClient(cfg)
+	client, err := broker.NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.hide(client.Secrets)
+	return client, nil
 }

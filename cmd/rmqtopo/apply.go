@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rmqtopo/rmqtopo/apply"
+	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/plan/planfile"
+	"github.com/rmqtopo/rmqtopo/render"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+var _ apply.Target = (*broker.Session)(nil)
+
+type applyCmd struct {
+	Files        []string      `arg:"" name:"FILE" help:"Spec files (one vhost each), or one plan saved with 'rmqtopo plan --out'."`
+	AutoApprove  bool          `name:"auto-approve" help:"Apply without asking for confirmation (a saved plan never asks: saving it was the approval)."`
+	Prune        bool          `help:"Delete objects rmqtopo created that left the spec."`
+	AllowDestroy bool          `name:"allow-destroy" help:"Accept changes that destroy messages: queue replaces and deletes run without the if-empty guard."`
+	Migrate      bool          `help:"Migrate queues that would be replaced: move their messages out with confirms, re-create them and move the messages back."`
+	Concurrency  int           `help:"Changes in flight at once within each phase." default:"32"`
+	LockTimeout  time.Duration `name:"lock-timeout" help:"Wait up to this long for another apply's lock on a vhost (0: fail at once)." default:"0s"`
+	Conn         connFlags     `embed:""`
+}
+
+// Validate refuses flag values before anything is read.
+func (c *applyCmd) Validate() error {
+	if c.LockTimeout < 0 {
+		return fmt.Errorf("--lock-timeout must not be negative, got %s", c.LockTimeout)
+	}
+	return nil
+}
+
+// stdinIsTerminal reports whether apply may ask for confirmation; tests
+// replace it.
+var stdinIsTerminal = func(r io.Reader) bool { return isTerminal(r) }
+
+func (c *applyCmd) Run(e *env) (err error) {
+	saved, desired, ch, err := c.input(e)
+	if err != nil {
+		return err
+	}
+	client, err := c.Conn.client(e)
+	if err != nil {
+		return err
+	}
+	sess, err := client.NewSession(e.ctx)
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	e.hide(sess.Secrets)
+	defer sess.Close()
+	sess.MigrateHook = migrateHook(e)
+
+	progress := newProgress(e.stderr)
+	defer progress.stop()
+	b := apply.Broker{Target: sess, Source: client, Lock: sess.Lock, Errors: brokerErrors}
+	out, err := apply.Run(e.ctx, b, apply.Request{
+		Saved: saved, SavedPath: c.Files[0], Desired: desired, Choices: ch,
+		LockTimeout: c.LockTimeout,
+		OnLockWait: func(vhost string) {
+			fmt.Fprintf(e.stderr, "waiting up to %s for another apply's lock on vhost %q\n", c.LockTimeout, vhost)
+		},
+		Review: func(p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error) {
+			return c.review(e, client, saved != nil, ch.Specs, p, st)
+		},
+		Options: apply.Options{Concurrency: c.Concurrency, AllowDestroy: c.AllowDestroy, Progress: progress.update},
+	})
+	progress.stop()
+	res := out.Result
+	switch {
+	case err != nil && out.Applied:
+		fmt.Fprintf(e.stderr, "Apply stopped after %s: %s; %s\n", res.Elapsed.Round(time.Millisecond), res.String(), brokerErrors.NotDone(res, err))
+		return err
+	case err != nil:
+		return err
+	case out.Plan.HasChanges():
+		fmt.Fprintf(e.stdout, "\nApply complete: %s in %s.\n", res.String(), res.Elapsed.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// brokerErrors are the broker's errors as the apply workflow tells them
+// apart.
+var brokerErrors = apply.Errors{
+	Locked:        func(err error) bool { return errors.Is(err, broker.ErrLocked) },
+	VhostNotFound: func(err error) bool { return errors.Is(err, broker.ErrVhostNotFound) },
+	NotEmpty:      func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) },
+	Connection: func(err error) bool {
+		return errors.Is(err, broker.ErrUnreachable) || errors.Is(err, broker.ErrTimeout) || errors.Is(err, broker.ErrServer)
+	},
+	NodeDown: func(err error) bool { return errors.Is(err, broker.ErrNodeDown) },
+}
+
+// review checks the plan apply is about to carry out, shows it and asks
+// for approval, and returns its diagnostics, which Apply refuses by; an
+// error stops the apply before anything is written.
+func (c *applyCmd) review(e *env, client *broker.Client, saved bool, specs map[string]string, p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error) {
+	// apply has no --rabbitmq-version: it judges by the broker it writes to.
+	diags, err := checkPlan(e, p, st, client, rabbitVersionFlag{}, "broker", plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs}, true)
+	if err != nil {
+		return nil, fmt.Errorf("apply: %w", err)
+	}
+	if err := render.PlanText(e.stdout, *p, diags, e.color); err != nil {
+		return nil, err
+	}
+	if !p.HasChanges() {
+		// Nothing to change; the spec's record may still need to claim
+		// objects that exist already, which asks for no approval.
+		return diags, nil
+	}
+	if b := plan.Blocking(diags); len(b) > 0 {
+		return nil, plan.BlockingError("apply", b)
+	}
+	// A saved plan was reviewed and approved when it was saved, and it
+	// is refused above if the broker changed since: asking again would
+	// only break the pipelines that apply it (Terraform does not either).
+	if !c.AutoApprove && !saved {
+		return diags, confirm(e)
+	}
+	return diags, nil
+}
+
+// input reads what apply applies: a saved plan (one file whose kind says
+// so) or spec files, expanded.
+func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, plan.Choices, error) {
+	if len(c.Files) == 1 {
+		saved, err := planfile.Read(c.Files[0])
+		if err != nil {
+			return nil, topology.Topology{}, plan.Choices{}, fmt.Errorf("apply: %w", err)
+		}
+		if saved != nil {
+			switch {
+			case c.Prune:
+				return nil, topology.Topology{}, plan.Choices{}, errors.New("apply: --prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
+			case c.Migrate:
+				return nil, topology.Topology{}, plan.Choices{}, errors.New("apply: --migrate does not apply to a saved plan: it was decided when the plan was made (plan --migrate --out FILE)")
+			case len(saved.Specs) == 0:
+				return nil, topology.Topology{}, plan.Choices{}, fmt.Errorf("apply: the plan in %s was saved by an earlier rmqtopo and names no spec, whose ownership record apply must write; run plan again", c.Files[0])
+			}
+			return saved, topology.Topology{}, plan.Choices{Specs: saved.Specs}, nil
+		}
+	}
+	files, desired, err := loadExpanded(e, c.Files)
+	if err != nil {
+		return nil, topology.Topology{}, plan.Choices{}, err
+	}
+	return nil, desired, choices(files, c.Prune, c.Migrate), nil
+}
+
+// confirm asks for "yes" on a terminal and refuses to guess otherwise.
+func confirm(e *env) error {
+	if !stdinIsTerminal(e.stdin) {
+		return errors.New("apply: stdin is not a terminal, so it cannot ask for confirmation; pass --auto-approve to apply without asking")
+	}
+	fmt.Fprint(e.stderr, "\nDo you want to apply these changes? Only 'yes' will be accepted.\n  Enter a value: ")
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	if err != nil && line == "" {
+		return errors.New("apply: no answer; nothing was changed")
+	}
+	if strings.TrimSpace(line) != "yes" {
+		return &ExitError{Code: 1, Err: errors.New("apply cancelled; nothing was changed")}
+	}
+	return nil
+}
+
+// progress prints "applied N/M changes" to stderr about once a second
+// while an apply runs; short applies print nothing.
+type progress struct {
+	w     io.Writer
+	mu    sync.Mutex
+	done  int
+	total int
+	*ticker
+}
+
+func newProgress(w io.Writer) *progress {
+	p := &progress{w: w}
+	p.ticker = everySecond(func() {
+		p.mu.Lock()
+		if p.total > 0 && p.done < p.total {
+			fmt.Fprintf(p.w, "applied %d/%d changes\n", p.done, p.total)
+		}
+		p.mu.Unlock()
+	})
+	return p
+}
+
+func (p *progress) update(done, total int) {
+	p.mu.Lock()
+	if done > p.done {
+		p.done = done
+	}
+	p.total = total
+	p.mu.Unlock()
+}
+
+// ticker calls a function about once a second, for progress reports,
+// until stopped.
+type ticker struct {
+	quit chan struct{}
+	once sync.Once
+}
+
+func everySecond(tick func()) *ticker {
+	t := &ticker{quit: make(chan struct{})}
+	go func() {
+		tt := time.NewTicker(time.Second)
+		defer tt.Stop()
+		for {
+			select {
+			case <-t.quit:
+				return
+			case <-tt.C:
+				tick()
+			}
+		}
+	}()
+	return t
+}
+
+// stop ends the ticks; it may be called more than once.
+func (t *ticker) stop() { t.once.Do(func() { close(t.quit) }) }
+
+// failpointEnv names the environment variable of the migration
+// failpoint; only binaries built with -tags rmqtopo_testhooks honour it
+// (testhooks.go).
+const failpointEnv = "RMQTOPO_TEST_MIGRATE_KILL_AT"
+
+// migrateHook reports each step of a migration on stderr (moves about
+// once a second) and honours the failpoint.
+func migrateHook(e *env) func(queue, step string, moved int) {
+	kill := killAt()
+	var (
+		mu   sync.Mutex
+		last time.Time
+	)
+	return func(queue, step string, moved int) {
+		kill(step, moved)
+		mu.Lock()
+		defer mu.Unlock()
+		switch step {
+		case broker.StepMoveOut, broker.StepMoveBack:
+			if time.Since(last) >= time.Second {
+				last = time.Now()
+				fmt.Fprintf(e.stderr, "migrate queue %q: %s: %d messages moved\n", queue, step, moved)
+			}
+		case broker.StepDelete:
+			fmt.Fprintf(e.stderr, "migrate queue %q: %s, after moving %d messages out\n", queue, step, moved)
+		case broker.StepDone:
+			fmt.Fprintf(e.stderr, "migrate queue %q: %s, %d messages moved back\n", queue, step, moved)
+		default:
+			fmt.Fprintf(e.stderr, "migrate queue %q: %s\n", queue, step)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/definitions"
+	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/plan/planfile"
+	"github.com/rmqtopo/rmqtopo/render"
+	"github.com/rmqtopo/rmqtopo/spec"
+)
+
+type planCmd struct {
+	Files            []string          `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
+	Format           string            `short:"f" help:"Output format: text, json or markdown." enum:"text,json,markdown" default:"text"`
+	DetailedExitcode bool              `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 2 when there are, 4 when apply would refuse them, 1 on error (see docs/exit-codes.md)."`
+	Out              string            `name:"out" placeholder:"FILE" help:"Save the plan to FILE, for 'rmqtopo apply FILE'."`
+	Against          string            `name:"against" placeholder:"FILE|empty" help:"Plan against a definitions export (rabbitmqctl export_definitions, GET /api/definitions) or an empty broker instead of a live one; needs no credentials."`
+	Prune            bool              `help:"Delete objects rmqtopo created that left the spec."`
+	AllowDestroy     bool              `name:"allow-destroy" help:"Accept changes that destroy messages (queue replaces and deletes)."`
+	Migrate          bool              `help:"Migrate queues that would be replaced: move their messages out with confirms, re-create them and move the messages back."`
+	Conn             connFlags         `embed:""`
+	Version          rabbitVersionFlag `embed:""`
+}
+
+// Validate refuses flag combinations before anything is read.
+func (c *planCmd) Validate() error {
+	if c.Against != "" && c.Out != "" {
+		return errors.New("plan: --out needs a live broker, not --against: a saved plan is checked against the broker it was made from")
+	}
+	return nil
+}
+
+func (c *planCmd) Run(e *env) (err error) {
+	files, desired, err := loadExpanded(e, c.Files)
+	if err != nil {
+		return err
+	}
+	specs := spec.Names(files)
+	var (
+		src       plan.Source = definitions.FileSource{Path: c.Against}
+		brokerURL string
+		client    *broker.Client
+	)
+	if c.Against == "" {
+		client, err = c.Conn.client(e)
+		if err != nil {
+			return err
+		}
+		src, brokerURL = client, client.URL()
+	}
+	p, st, err := plan.Make(e.ctx, src, desired, choices(files, c.Prune, c.Migrate))
+	if err != nil {
+		if c.Against != "" {
+			return fmt.Errorf("plan: --against: %w", err)
+		}
+		return fmt.Errorf("plan: %w", err)
+	}
+	from := "broker"
+	if c.Against != "" {
+		from = "export"
+	}
+	diags, err := checkPlan(e, &p, st, client, c.Version, from, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs}, false)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	if err := renderPlan(e, c.Format, p, diags); err != nil {
+		return err
+	}
+	blocking := plan.Blocking(diags)
+	// A plan the broker would refuse is not worth saving: no flag of
+	// apply accepts it.
+	if c.Out != "" && len(plan.Refusals(blocking)) == 0 {
+		if err := planfile.New(brokerURL, st, specs, c.Prune, p, diags).Write(c.Out); err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+		fmt.Fprintf(e.stderr, "Saved the plan to %s; apply it with: rmqtopo apply %s\n", c.Out, c.Out)
+	}
+	if len(blocking) > 0 {
+		err := plan.BlockingError("plan", blocking)
+		if c.DetailedExitcode {
+			return &ExitError{Code: ExitRefused, Err: err}
+		}
+		return err
+	}
+	if c.DetailedExitcode && p.HasChanges() {
+		return &ExitError{Code: ExitChanges}
+	}
+	return nil
+}
+
+// renderPlan writes p in the chosen format: text, json or markdown.
+func renderPlan(e *env, format string, p plan.Plan, diags []plan.Diagnostic) error {
+	switch format {
+	case "json":
+		return render.PlanJSON(e.stdout, p, diags)
+	case "markdown":
+		return render.PlanMarkdown(e.stdout, p, diags)
+	default:
+		return render.PlanText(e.stdout, p, diags, e.color)
+	}
+}
+
+// choices are the plan choices of the flags and the spec: --prune,
+// --migrate for every queue, migrate: true per queue.
+func choices(files []*spec.File, prune, migrateAll bool) plan.Choices {
+	return plan.Choices{Specs: spec.Names(files), Prune: prune, Migrate: plan.Migration{All: migrateAll, Queues: spec.Migrations(files...)}}
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rmqtopo/rmqtopo/internal/status"
+)
+
+type statusCmd struct {
+	Files      []string      `arg:"" name:"FILE" help:"Spec files (one vhost each)."`
+	Format     string        `short:"f" help:"Output format: text or json." enum:"text,json" default:"text"`
+	ExitCode   bool          `name:"exit-code" help:"Exit 3 when a DLQ of the specs holds messages, else 5 when objects are missing, else 7 when a wait queue's dead-letters are stuck, else 6 on drift (for cron and CI alerts; see docs/exit-codes.md)."`
+	HeldMargin time.Duration `name:"held-margin" default:"30s" help:"With --exit-code, how long to re-read wait queues that hold dead-letters; those that forward none meanwhile are stuck (exit 7). Skipped when a DLQ holds messages or objects are missing (exit 3 or 5 either way). 0 only reports them; else at least 5s, the broker's statistics interval."`
+	NoDrift    bool          `name:"no-drift" help:"Do not compare the live topology with the specs (needs no access to definitions)."`
+	Conn       connFlags     `embed:""`
+}
+
+func (c *statusCmd) Run(e *env) (err error) {
+	if c.HeldMargin < 0 || (c.HeldMargin > 0 && c.HeldMargin < status.StatsInterval) {
+		return fmt.Errorf("--held-margin must be 0 or at least %s (the statistics interval: a shorter one re-reads the same counts), got %s", status.StatsInterval, c.HeldMargin)
+	}
+	files, err := loadSpecs(e, c.Files)
+	if err != nil {
+		return err
+	}
+	client, err := c.Conn.client(e)
+	if err != nil {
+		return err
+	}
+	opts := status.Options{Drift: !c.NoDrift, Log: e.stderr}
+	if c.ExitCode {
+		opts.HeldMargin = c.HeldMargin
+	}
+	st, err := status.Read(e.ctx, client, files, opts)
+	if err != nil {
+		return err
+	}
+	if c.Format == "json" {
+		err = st.WriteJSON(e.stdout)
+	} else {
+		err = st.WriteText(e.stdout, e.color)
+	}
+	if err != nil {
+		return err
+	}
+	if c.ExitCode {
+		if code := st.ExitCode(); code != 0 {
+			return &ExitError{Code: code}
+		}
+	}
+	return nil
+}
+
+// statusExitCode and heldWaitMatters are status.Report's ExitCode and
+// HeldWaitMatters, for the CLI's tests of them (internal/status tests
+// them too).
+func statusExitCode(st status.Report) int { return st.ExitCode() }
+
+func heldWaitMatters(st status.Report, held int) (int, bool) { return st.HeldWaitMatters(held) }

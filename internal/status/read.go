@@ -1,0 +1,169 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// StatsInterval is the management API's default
+// collect_statistics_interval: its counts change no more often, so
+// re-reading sooner sees the same ones.
+const StatsInterval = 5 * time.Second
+
+// Broker is what status reads: *broker.Client.
+type Broker interface {
+	// Server returns the broker's version; it fails on a server that is
+	// not RabbitMQ.
+	Server(ctx context.Context) (string, error)
+	ListQueues(ctx context.Context, vhost string) ([]broker.QueueInfo, error)
+	GetQueue(ctx context.Context, vhost, name string) (broker.QueueInfo, error)
+	plan.Source
+}
+
+// Options say what Read reads beyond the queue counts.
+type Options struct {
+	// Drift compares the live topology with the specs, as plan does.
+	Drift bool
+	// HeldMargin, when positive, is how long to re-read the wait queues
+	// that hold dead-letters, to flag those that forward none (see
+	// HeldWatch); the re-read is skipped when its verdict cannot change
+	// the exit code.
+	HeldMargin time.Duration
+	// Sleep waits between re-reads (every StatsInterval); nil sleeps on
+	// the clock. Tests pass one that takes no time.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Log, if set, is told whether and why the held wait queues are
+	// re-read.
+	Log io.Writer
+}
+
+// Read reads the status of the specs' queues from b.
+func Read(ctx context.Context, b Broker, files []*spec.File, opts Options) (Report, error) {
+	// A server that is not RabbitMQ would read as a broker with nothing on
+	// it: every queue "missing", exit 0.
+	if _, err := b.Server(ctx); err != nil {
+		return Report{}, fmt.Errorf("status: %w", err)
+	}
+	vhosts := spec.Expand(files...).VhostNames()
+	stats := map[string][]broker.QueueInfo{}
+	for _, v := range vhosts {
+		qs, err := b.ListQueues(ctx, v)
+		if isNotFound(err) {
+			continue // no vhost: every queue shows as missing
+		}
+		if err != nil {
+			return Report{}, fmt.Errorf("status: %w", err)
+		}
+		stats[v] = qs
+	}
+	var live *topology.State
+	if opts.Drift {
+		var err error
+		if live, err = b.Read(ctx, vhosts); err != nil {
+			return Report{}, fmt.Errorf("status: reading the live topology for drift (--no-drift skips it): %w", err)
+		}
+	}
+	st := Build(files, stats, live)
+	if err := st.watchHeld(ctx, b, opts); err != nil {
+		return Report{}, fmt.Errorf("status: re-reading wait queues that hold dead-letters: %w", err)
+	}
+	return st, nil
+}
+
+// isNotFound reports a missing queue or vhost.
+func isNotFound(err error) bool {
+	return errors.Is(err, broker.ErrNotFound) || errors.Is(err, broker.ErrVhostNotFound)
+}
+
+// watchHeld re-reads the wait queues that hold dead-letters for the held
+// margin and flags those that forwarded none (HeldWatch). It does not
+// wait when the exit code is already certain without the re-read: a
+// finding that ranks above stuck dead-letters decides it.
+func (s *Report) watchHeld(ctx context.Context, b Broker, opts Options) error {
+	held := s.HeldQueues()
+	if opts.HeldMargin <= 0 || len(held) == 0 {
+		return nil
+	}
+	log := opts.Log
+	if log == nil {
+		log = io.Discard
+	}
+	var n int64
+	for _, q := range held {
+		n += q.Held
+	}
+	holds := fmt.Sprintf("%d wait %s %d dead-%s",
+		len(held), plural(len(held), "queue holds", "queues hold"), n, plural(int(n), "letter", "letters"))
+	if code, matters := s.HeldWaitMatters(len(held)); !matters {
+		fmt.Fprintf(log, "status: %s; not re-reading for --held-margin: the exit code is %d either way\n", holds, code)
+		return nil
+	}
+	fmt.Fprintf(log, "status: %s; re-reading for up to %s (--held-margin)\n", holds, opts.HeldMargin)
+	read := func(ctx context.Context, vhost, name string) (broker.QueueInfo, bool, error) {
+		q, err := b.GetQueue(ctx, vhost, name)
+		if isNotFound(err) {
+			return q, false, nil // deleted since: it holds nothing
+		}
+		return q, err == nil, err
+	}
+	w := HeldWatch{Margin: opts.HeldMargin, Every: StatsInterval, Read: read, Sleep: opts.Sleep}
+	stuck, err := w.Stuck(ctx, held)
+	if err != nil {
+		return err
+	}
+	s.MarkStuck(opts.HeldMargin, stuck)
+	return nil
+}
+
+// The exit codes of `status --exit-code`, part of the CLI's contract
+// (docs/exit-codes.md; cmd/rmqtopo's exitcodes.go lists them with the
+// others).
+const (
+	ExitDLQNotEmpty      = 3
+	ExitMissing          = 5
+	ExitDrift            = 6
+	ExitDeadLettersStuck = 7
+)
+
+// ExitCode picks the code of the most urgent finding: messages waiting in
+// a DLQ (someone must look at them), then missing objects (the topology is
+// not there: messages may be unroutable, and a missing work queue is
+// itself a reason dead-letters cannot be forwarded), then stuck
+// dead-letters (retries not happening now), then drift; 0 for none.
+func (s Report) ExitCode() int {
+	missing := s.Summary.MissingQueues > 0
+	for _, d := range s.Drift {
+		missing = missing || d.Action == plan.Create
+	}
+	switch {
+	case s.DLQHasMessages():
+		return ExitDLQNotEmpty
+	case missing:
+		return ExitMissing
+	case s.Summary.WaitQueuesStuck > 0:
+		return ExitDeadLettersStuck
+	case s.Summary.DriftedObjects > 0:
+		return ExitDrift
+	}
+	return 0
+}
+
+// HeldWaitMatters reports whether re-reading the held wait queues can
+// change the exit code, and the code as it stands. It asks ExitCode with
+// none of them stuck and with all of them stuck, so the ranking stays in
+// one place: the two agree when a finding that outranks stuck
+// dead-letters (a DLQ holding messages, missing objects) decides the code.
+func (s Report) HeldWaitMatters(held int) (code int, matters bool) {
+	allStuck := s
+	allStuck.Summary.WaitQueuesStuck = held
+	code = s.ExitCode()
+	return code, allStuck.ExitCode() != code
+}
