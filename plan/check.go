@@ -37,6 +37,7 @@ const (
 	CodeOperatorPolicyCaps    = "RT022"
 	CodeArgumentPinned        = "RT023"
 	CodePolicyApplies         = "RT024"
+	CodeLegacyShape           = "RT025"
 )
 
 // Diagnostic is one finding of Check about one change.

@@ -44,6 +44,7 @@ var Codes = []CodeInfo{
 	{Code: CodeOperatorPolicyCaps, Severity: SeverityInfo, Meaning: "an operator policy caps a limit below rmqtopo's policy"},
 	{Code: CodeArgumentPinned, Severity: SeverityInfo, Meaning: "an adopted queue keeps arguments its policy now carries"},
 	{Code: CodePolicyApplies, Severity: SeverityInfo, Meaning: "a user policy applies to queues the spec declares without an rmqtopo policy: its keys take effect there"},
+	{Code: CodeLegacyShape, Severity: SeverityInfo, Meaning: "queues an earlier rmqtopo made keep their dead-lettering and default limits in their own policies"},
 	{Code: CodeMigrateQueue, Severity: SeverityInfo, Meaning: "a queue migration: the messages it moves, the unroutable window of the default exchange, consumers cancelled"},
 	{Code: CodeMigrationOrphaned, Severity: SeverityWarning, Meaning: "an unfinished migration's temporary queue holds messages of a queue no longer in the spec"},
 	{Code: CodeDefaultDeliveryLimit, Severity: SeverityWarning, Meaning: "4.0+: a quorum queue that delivers to consumers, without a delivery limit (argument or policy), gets the default of 20"},

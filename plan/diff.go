@@ -121,9 +121,9 @@ type differ struct {
 	replaced map[topology.Address]bool
 	// policies are the policies in force after the plan (policy.go).
 	policies *policyView
-	// legacy holds the queues kept in an earlier rmqtopo's shape
-	// (legacy.go).
-	legacy  map[topology.Address]bool
+	// legacy holds the queues kept in an earlier rmqtopo's shape, with
+	// the arguments they lack (legacy.go).
+	legacy  map[topology.Address][]string
 	changes []Change
 	// objects holds the plan's Objects in chunks: one allocation each
 	// would be a million small ones for a large plan.
@@ -305,8 +305,8 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 		switch {
 		case !ok:
 			d.add(Change{Action: Create, Address: a, After: after})
-		case reflect.DeepEqual(was, *q) && d.legacy[a]:
-			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reason: legacyReason}})
+		case reflect.DeepEqual(was, *q) && d.legacy[a] != nil:
+			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reason: legacyReason, InPolicy: d.legacy[a]}})
 		case reflect.DeepEqual(was, *q):
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after})
 		default:

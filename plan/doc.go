@@ -81,6 +81,7 @@
 //	RT022  info                          an operator policy caps a limit below rmqtopo's policy
 //	RT023  info                          an adopted queue keeps arguments its policy now carries
 //	RT024  info                          a user policy applies to queues without an rmqtopo policy
+//	RT025  info                          queues an earlier rmqtopo made keep their policy shape
 //	RT030  info                          a queue migration: the messages it moves, the unroutable
 //	                                     window of the default exchange, consumers cancelled
 //	RT031  warning                       an unfinished migration's temporary queue holds messages

@@ -32,9 +32,9 @@ func KeepLegacy(live, desired topology.Topology) topology.Topology {
 // foldLegacy returns desired with every queue whose live counterpart
 // lacks arguments that a policy can carry turned back into that shape:
 // the queue without them, its rmqtopo policy with them. It also returns
-// the queues so kept. desired is not changed; the result shares its
-// unchanged parts.
-func foldLegacy(live, desired topology.Topology) (topology.Topology, map[topology.Address]bool) {
+// the queues so kept, with the arguments each lacks. desired is not
+// changed; the result shares its unchanged parts.
+func foldLegacy(live, desired topology.Topology) (topology.Topology, map[topology.Address][]string) {
 	if len(live.Queues) == 0 || len(desired.Queues) == 0 {
 		return desired, nil
 	}
@@ -42,7 +42,7 @@ func foldLegacy(live, desired topology.Topology) (topology.Topology, map[topolog
 	for i, q := range live.Queues {
 		liveAt[q.Addr()] = i
 	}
-	var folded map[topology.Address]bool
+	var folded map[topology.Address][]string
 	var queues []topology.Queue
 	moved := map[topology.Address]topology.Args{} // policy address -> keys to add
 	for i, q := range desired.Queues {
@@ -56,10 +56,13 @@ func foldLegacy(live, desired topology.Topology) (topology.Topology, map[topolog
 		}
 		if queues == nil {
 			queues = slices.Clone(desired.Queues)
-			folded = map[topology.Address]bool{}
+			folded = map[topology.Address][]string{}
 		}
 		queues[i] = kept
-		folded[q.Addr()] = true
+		for k := range keys {
+			folded[q.Addr()] = append(folded[q.Addr()], "x-"+k)
+		}
+		slices.Sort(folded[q.Addr()])
 		moved[topology.Address{Kind: topology.KindPolicy, Vhost: q.Vhost, Name: contract.QueuePolicy(q.Name)}] = keys
 	}
 	if queues == nil {

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/rmqtopo/rmqtopo/contract"
@@ -33,6 +34,16 @@ func TestDiffKeepsLegacyQueues(t *testing.T) {
 		if c.Action != plan.NoOp {
 			t.Errorf("%s %s, want no change: %s", c.Action, c.Address, c.Reason())
 		}
+	}
+	// The plan says so, once for the vhost: a no-op is not shown.
+	var legacy []plan.Diagnostic
+	for _, d := range plan.Check(p, plan.CheckOptions{}) {
+		if d.Code == plan.CodeLegacyShape {
+			legacy = append(legacy, d)
+		}
+	}
+	if len(legacy) != 1 || !strings.Contains(legacy[0].Message, `queues "a", "b", "c" in vhost "v"`) {
+		t.Errorf("RT025 diagnostics: %v, want one naming a, b and c", legacy)
 	}
 	// A changed attribute updates the kept policy in place, with the
 	// dead-lettering it carries.

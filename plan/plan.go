@@ -120,6 +120,10 @@ type Details struct {
 	// keeps although the spec now leaves them to its policy: their values
 	// agree today, but a later change of them needs a replace.
 	Pinned []string `json:"pinned,omitempty"`
+	// InPolicy lists, on a NoOp that keeps a queue an earlier rmqtopo
+	// made, the arguments the spec now declares that the queue lacks:
+	// its own policy carries them instead (legacy.go).
+	InPolicy []string `json:"in_policy,omitempty"`
 }
 
 // Detail returns c's Details, made if c has none, for setting them.
@@ -170,6 +174,9 @@ func (c Change) Draining() bool { return c.d().Draining }
 
 // Pinned is Details.Pinned, or nil without Details.
 func (c Change) Pinned() []string { return c.d().Pinned }
+
+// InPolicy is Details.InPolicy, or nil without Details.
+func (c Change) InPolicy() []string { return c.d().InPolicy }
 
 // Plan is the ordered set of changes for one or more vhosts.
 type Plan struct {

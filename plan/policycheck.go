@@ -20,6 +20,7 @@ func checkPolicies(p Plan, opts CheckOptions) []Diagnostic {
 					strings.Join(c.Pinned(), ", "), contract.QueuePolicy(c.Address.Name), plural(len(c.Pinned()), "it", "them"))})
 		}
 	}
+	ds = append(ds, checkLegacy(p)...)
 	for _, c := range p.PolicyConflicts {
 		a := topology.Address{Kind: topology.KindPolicy, Vhost: c.Vhost, Name: c.Policy}
 		queues := objectList(c)
@@ -93,4 +94,33 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// checkLegacy says, per vhost, which queues keep the shape an earlier
+// rmqtopo gave them (legacy.go): invisible in a plan, which leaves them
+// as they are, and a cost the broker keeps paying.
+func checkLegacy(p Plan) []Diagnostic {
+	byVhost := map[string][]string{}
+	var vhosts []string
+	for _, c := range p.Changes {
+		if c.Action != NoOp || len(c.InPolicy()) == 0 {
+			continue
+		}
+		if _, ok := byVhost[c.Address.Vhost]; !ok {
+			vhosts = append(vhosts, c.Address.Vhost)
+		}
+		byVhost[c.Address.Vhost] = append(byVhost[c.Address.Vhost], c.Address.Name)
+	}
+	var ds []Diagnostic
+	for _, v := range vhosts {
+		names := byVhost[v]
+		ds = append(ds, Diagnostic{Code: CodeLegacyShape, Severity: SeverityInfo,
+			Address: topology.Address{Kind: topology.KindVhost, Name: v},
+			Message: fmt.Sprintf("%s in vhost %q keep%s the shape an earlier rmqtopo gave %s: dead-lettering and default limits in %s own policy, "+
+				"which the broker matches on every declare and policy write; queues declared from now on carry them as arguments "+
+				"(a migration moves one to the new shape)",
+				nameList(plural(len(names), "queue", "queues"), names), v, plural(len(names), "s", ""), plural(len(names), "it", "them"),
+				plural(len(names), "its", "each queue's"))})
+	}
+	return ds
 }
