@@ -14,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/apply"
+	"github.com/rmqtopo/rmqtopo/internal/shapetest"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -389,5 +390,37 @@ func TestOperatorPolicyCap(t *testing.T) {
 	want := []string{fmt.Sprintf(`operator policy "cap" in vhost %q caps queue "work": effective max-length 10 (the spec wants 100)`, l.vhost)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("RT022 (-want +got):\n%s", diff)
+	}
+}
+
+// TestUpgradeFromPerQueuePolicies: a vhost applied by an earlier rmqtopo,
+// whose work queues carry their dead-lettering in their own policies, is
+// upgraded by an ordinary apply that writes nothing; the queues keep their
+// messages, and a reject still reaches the DLQ through the kept policy; a
+// TTL change is still one policy update.
+func TestUpgradeFromPerQueuePolicies(t *testing.T) {
+	t.Parallel()
+	l := newLive(t)
+	const s = "version: 1\nexchanges: [{name: biz, type: topic}]\nqueues:\n  - name: work\n    type: quorum\n    bindings: [{exchange: biz, routing_key: k}]\n    retry: {delays: [1s]}\n"
+	desired := spec.Expand(parseFor(t, "u.yaml", []byte(s), l.vhost))
+	l.converge(t, shapetest.Legacy(desired), false)
+	conn := l.b.Dial(t, l.vhost)
+	for j := 0; j < 3; j++ {
+		send(t, conn, "biz", "k", amqp.Publishing{Body: []byte("m")})
+	}
+	if p, _ := l.plan(t, desired, false); len(changes(p)) > 0 {
+		t.Fatalf("upgrade plan is not empty: %v", changes(p))
+	}
+	l.converge(t, desired, false)
+	if n := l.b.QueueDepth(t, l.vhost, "work"); n != 3 {
+		t.Errorf("work holds %d messages after the upgrade, want 3", n)
+	}
+	rejectOne(t, conn, "work")
+	settle(t, conn, "work.dlq", time.Now(), 10*time.Second)
+
+	ttl := spec.Expand(parseFor(t, "u.yaml", []byte(s+"    message_ttl: 1h\n"), l.vhost))
+	p, _ := l.plan(t, ttl, false)
+	if diff := cmp.Diff([]string{"update policy rmqtopo.queue.work"}, changes(p)); diff != "" {
+		t.Errorf("TTL change on an upgraded queue (-want +got):\n%s", diff)
 	}
 }
