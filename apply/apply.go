@@ -90,9 +90,9 @@ type Options struct {
 	// state, by vhost (see plan.OwnRecords): what rmqtopo created for the
 	// spec that still exists. Apply writes the next generation of each.
 	Records map[string]topology.Record
-	// Progress, if set, is called after each change with the number done
-	// and the total. It is called concurrently.
-	Progress func(done, total int)
+	// Progress, if set, is called as the apply goes: when it records
+	// ownership and after each change. It is called concurrently.
+	Progress func(Progress)
 	// VhostCreated, if set, is called right after a vhost is created and
 	// before anything is created in it; the CLI takes the vhost's lock
 	// there. An error stops the apply.
@@ -101,6 +101,21 @@ type Options struct {
 	// found messages or consumers, to explain it; nil recognises none.
 	IsNotEmpty func(error) bool
 }
+
+// Progress is what an apply reports while it runs.
+type Progress struct {
+	// Step is what it is doing: StepRecords, or the phase of the change
+	// just made (plan.Phase's name).
+	Step string
+	// Done of Total changes are made.
+	Done, Total int
+}
+
+// Steps of Progress besides the phases of changes.
+const (
+	StepPlanning = "reading the broker and planning"
+	StepRecords  = "recording ownership"
+)
 
 // Result says what an apply did.
 type Result struct {
@@ -162,6 +177,7 @@ func Apply(ctx context.Context, t Target, p plan.Plan, opts Options) (Result, er
 	runErr := r.phases(ctx, steps[:n])
 	intent := intentOf(p, steps, res.Records)
 	if runErr == nil {
+		r.report(StepRecords, int(r.count.Load()))
 		runErr = writeRecords(ctx, t, intent, res.Records)
 	}
 	if runErr == nil {
@@ -359,6 +375,13 @@ type runner struct {
 	done  []plan.Change
 }
 
+// report tells opts.Progress, if any, where the apply is.
+func (r *runner) report(step string, done int) {
+	if r.opts.Progress != nil {
+		r.opts.Progress(Progress{Step: step, Done: done, Total: r.total})
+	}
+}
+
 // phases runs steps, in order, one phase at a time, and stops at the end
 // of the first phase with a failure.
 func (r *runner) phases(ctx context.Context, steps []plan.Change) error {
@@ -409,10 +432,7 @@ func (r *runner) phase(ctx context.Context, steps []plan.Change) error {
 				r.mu.Lock()
 				r.done = append(r.done, c)
 				r.mu.Unlock()
-				done := int(r.count.Add(1))
-				if r.opts.Progress != nil {
-					r.opts.Progress(done, r.total)
-				}
+				r.report(c.Phase().String(), int(r.count.Add(1)))
 			}
 		}()
 	}

@@ -356,13 +356,20 @@ func TestApplyBoundsConcurrency(t *testing.T) {
 		changes = append(changes, create(qu(fmt.Sprintf("q%02d", i))))
 	}
 	f := &fake{delay: 5 * time.Millisecond}
-	var progress atomic.Int64
+	var progress, recording atomic.Int64
 	res, err := apply.Apply(context.Background(), f, plan.Plan{FormatVersion: plan.FormatVersion, Changes: changes},
-		apply.Options{Concurrency: 4, Records: records(), Progress: func(done, total int) {
-			if total != 50 {
-				t.Errorf("total = %d", total)
+		apply.Options{Concurrency: 4, Records: records(), Progress: func(p apply.Progress) {
+			if p.Total != 50 {
+				t.Errorf("total = %d", p.Total)
 			}
-			progress.Add(1)
+			switch p.Step {
+			case apply.StepRecords:
+				recording.Add(1)
+			case plan.PhaseQueue.String():
+				progress.Add(1)
+			default:
+				t.Errorf("step %q, want the queue phase or recording", p.Step)
+			}
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -370,8 +377,8 @@ func TestApplyBoundsConcurrency(t *testing.T) {
 	if m := f.maxSeen.Load(); m != 4 {
 		t.Errorf("max in flight = %d, want 4", m)
 	}
-	if res.Created != 50 || progress.Load() != 50 {
-		t.Errorf("Created = %d, progress calls = %d, want 50 and 50", res.Created, progress.Load())
+	if res.Created != 50 || progress.Load() != 50 || recording.Load() != 1 {
+		t.Errorf("Created = %d, progress calls = %d and %d recording, want 50, 50 and 1", res.Created, progress.Load(), recording.Load())
 	}
 }
 

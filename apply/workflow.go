@@ -105,6 +105,9 @@ func Run(ctx context.Context, b Broker, req Request) (Outcome, error) {
 		req.Clock = realClock{}
 	}
 	w := &workflow{b: b, req: req, locked: map[string]bool{}}
+	if req.Options.Progress != nil {
+		req.Options.Progress(Progress{Step: StepPlanning})
+	}
 	p, st, err := w.lockAndPlan(ctx)
 	if err != nil {
 		return Outcome{}, err

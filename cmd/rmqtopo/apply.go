@@ -59,8 +59,8 @@ func (c *applyCmd) Run(e *env) (err error) {
 	defer sess.Close()
 	sess.MigrateHook = migrateHook(e)
 
-	progress := newProgress(e.stderr)
-	defer progress.stop()
+	progress := newProgress(e.stderr, isTerminal(e.stderr))
+	defer progress.done()
 	b := apply.Broker{Target: sess, Source: client, Lock: sess.Lock, Errors: brokerErrors}
 	out, err := apply.Run(e.ctx, b, apply.Request{
 		Saved: saved, SavedPath: c.Files[0], Desired: desired, Choices: ch,
@@ -69,11 +69,12 @@ func (c *applyCmd) Run(e *env) (err error) {
 			fmt.Fprintf(e.stderr, "waiting up to %s for another apply's lock on vhost %q\n", c.LockTimeout, vhost)
 		},
 		Review: func(p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error) {
+			progress.pause()
 			return c.review(e, client, saved != nil, ch.Specs, p, st)
 		},
 		Options: apply.Options{Concurrency: c.Concurrency, AllowDestroy: c.AllowDestroy, Progress: progress.update},
 	})
-	progress.stop()
+	progress.done()
 	res := out.Result
 	switch {
 	case err != nil && out.Applied:
@@ -169,37 +170,6 @@ func confirm(e *env) error {
 		return &ExitError{Code: 1, Err: errors.New("apply cancelled; nothing was changed")}
 	}
 	return nil
-}
-
-// progress prints "applied N/M changes" to stderr about once a second
-// while an apply runs; short applies print nothing.
-type progress struct {
-	w     io.Writer
-	mu    sync.Mutex
-	done  int
-	total int
-	*ticker
-}
-
-func newProgress(w io.Writer) *progress {
-	p := &progress{w: w}
-	p.ticker = everySecond(func() {
-		p.mu.Lock()
-		if p.total > 0 && p.done < p.total {
-			fmt.Fprintf(p.w, "applied %d/%d changes\n", p.done, p.total)
-		}
-		p.mu.Unlock()
-	})
-	return p
-}
-
-func (p *progress) update(done, total int) {
-	p.mu.Lock()
-	if done > p.done {
-		p.done = done
-	}
-	p.total = total
-	p.mu.Unlock()
 }
 
 // ticker calls a function about once a second, for progress reports,

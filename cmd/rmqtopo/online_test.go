@@ -410,12 +410,14 @@ func TestOnlineKilledApplyConverges(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Kill it at its first progress report, a second into the changes.
+	// Kill it at its first progress report about changes, a few seconds
+	// into them.
 	sc := bufio.NewScanner(stderr)
 	var seen []string
+	midway := func(line string) bool { return strings.HasPrefix(line, "apply: ") && strings.Contains(line, " changes, ") }
 	for sc.Scan() {
 		seen = append(seen, sc.Text())
-		if strings.HasPrefix(sc.Text(), "applied ") {
+		if midway(sc.Text()) {
 			break
 		}
 	}
@@ -424,7 +426,7 @@ func TestOnlineKilledApplyConverges(t *testing.T) {
 	}
 	go io.Copy(io.Discard, stderr)
 	werr := cmd.Wait()
-	if len(seen) == 0 || !strings.HasPrefix(seen[len(seen)-1], "applied ") {
+	if len(seen) == 0 || !midway(seen[len(seen)-1]) {
 		t.Fatalf("apply ended before it could be killed mid-way (%v); stderr:\n%s", werr, strings.Join(seen, "\n"))
 	}
 	t.Logf("killed at %q", seen[len(seen)-1])
