@@ -414,7 +414,9 @@ func TestOnlineKilledApplyConverges(t *testing.T) {
 	// into them.
 	sc := bufio.NewScanner(stderr)
 	var seen []string
-	midway := func(line string) bool { return strings.HasPrefix(line, "apply: ") && strings.Contains(line, " changes, ") }
+	midway := func(line string) bool {
+		return strings.HasPrefix(line, "apply: ") && strings.Contains(line, " changes, ")
+	}
 	for sc.Scan() {
 		seen = append(seen, sc.Text())
 		if midway(sc.Text()) {
