@@ -75,7 +75,7 @@ const (
 // copy them all. Neither is changed afterwards.
 func Diff(live, desired topology.Topology, opts Options) Plan {
 	live, inflight := splitMigrations(live, desired)
-	desired, legacy := foldLegacy(live, desired)
+	desired, legacy := foldLegacy(live, desired, opts.Migrate.Queues)
 	d := &differ{
 		opts:     opts,
 		legacy:   legacy,

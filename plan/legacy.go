@@ -25,16 +25,18 @@ const legacyReason = "kept: what it was not declared with (dead-lettering, the d
 // earlier rmqtopo made kept in that shape (see foldLegacy). The importer
 // uses it to recognise such queues.
 func KeepLegacy(live, desired topology.Topology) topology.Topology {
-	t, _ := foldLegacy(live, desired)
+	t, _ := foldLegacy(live, desired, nil)
 	return t
 }
 
 // foldLegacy returns desired with every queue whose live counterpart
 // lacks arguments that a policy can carry turned back into that shape:
 // the queue without them, its rmqtopo policy with them. It also returns
-// the queues so kept, with the arguments each lacks. desired is not
-// changed; the result shares its unchanged parts.
-func foldLegacy(live, desired topology.Topology) (topology.Topology, map[topology.Address][]string) {
+// the queues so kept, with the arguments each lacks. A queue in reshape
+// (the spec's migrate: true) is left to the usual comparison: its replace
+// becomes a migration into the new shape. desired is not changed; the
+// result shares its unchanged parts.
+func foldLegacy(live, desired topology.Topology, reshape map[topology.Address]bool) (topology.Topology, map[topology.Address][]string) {
 	if len(live.Queues) == 0 || len(desired.Queues) == 0 {
 		return desired, nil
 	}
@@ -47,7 +49,7 @@ func foldLegacy(live, desired topology.Topology) (topology.Topology, map[topolog
 	moved := map[topology.Address]topology.Args{} // policy address -> keys to add
 	for i, q := range desired.Queues {
 		at, ok := liveAt[q.Addr()]
-		if !ok {
+		if !ok || reshape[q.Addr()] {
 			continue
 		}
 		kept, keys, ok := foldQueue(live.Queues[at], q)

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,5 +89,23 @@ func TestDiffNewQueuesNeedNoPolicy(t *testing.T) {
 	want := []string{contract.QueuePolicy("b"), contract.QueuePolicy("c")}
 	if len(policies) != len(want) || policies[0] != want[0] || policies[1] != want[1] {
 		t.Errorf("policies created = %v, want %v", policies, want)
+	}
+}
+
+// migrate: true on a queue an earlier rmqtopo made moves it to the new
+// shape: its replace is planned as a migration, which keeps its messages.
+func TestDiffReshapesLegacyQueueOnMigrate(t *testing.T) {
+	desired := expand(t, legacySpec)
+	live := shapetest.Legacy(desired)
+	a := topology.Address{Kind: topology.KindQueue, Vhost: "v", Name: "a"}
+	p := plan.Diff(live, desired, plan.Options{Migrate: plan.Migration{Queues: map[topology.Address]bool{a: true}}})
+	var got []string
+	for _, c := range p.Changes {
+		if c.Action != plan.NoOp {
+			got = append(got, c.Action.String()+" "+c.Address.String())
+		}
+	}
+	if !slices.Contains(got, "migrate "+a.String()) {
+		t.Errorf("changes %v, want a migration of a", got)
 	}
 }

@@ -118,7 +118,7 @@ func checkLegacy(p Plan) []Diagnostic {
 			Address: topology.Address{Kind: topology.KindVhost, Name: v},
 			Message: fmt.Sprintf("%s in vhost %q keep%s the shape an earlier rmqtopo gave %s: dead-lettering and default limits in %s own policy, "+
 				"which the broker matches on every declare and policy write; queues declared from now on carry them as arguments "+
-				"(a migration moves one to the new shape)",
+				"(migrate: true on a queue moves it to the new shape, its messages kept)",
 				nameList(plural(len(names), "queue", "queues"), names), v, plural(len(names), "s", ""), plural(len(names), "it", "them"),
 				plural(len(names), "its", "each queue's"))})
 	}
