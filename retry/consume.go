@@ -150,19 +150,19 @@ func (c *consumer) session(ctx context.Context, dial Dialer, reconnect bool) (co
 const consumerTag = "rmqtopo-retry"
 
 // subscribe consumes the work queue, and its return queue if it has one,
-// on one channel, each consumer with the prefetch (global=false applies it
-// per consumer).
+// on one channel, each consumer with its own prefetch (global=false
+// applies to the consumers started after it).
 func (c *consumer) subscribe(conn *amqp.Connection, r *Retrier) (*amqp.Channel, feed, error) {
 	ch, err := conn.Channel()
 	if err != nil {
 		return nil, feed{}, fmt.Errorf("retry: opening the consumer channel: %w", err)
 	}
-	if err := ch.Qos(c.o.prefetch, 0, false); err != nil {
-		return nil, feed{}, fmt.Errorf("retry: setting the prefetch: %w", err)
-	}
 	ret, err := c.consumeReturn(ch, r)
 	if err != nil {
 		return nil, feed{}, err
+	}
+	if err := ch.Qos(c.o.prefetch, 0, false); err != nil {
+		return nil, feed{}, fmt.Errorf("retry: setting the prefetch: %w", err)
 	}
 	deliveries, err := ch.Consume(c.queue, consumerTag, false, false, false, false, nil)
 	if err != nil {

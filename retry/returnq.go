@@ -64,12 +64,24 @@ func (f *feed) next() (d amqp.Delivery, ok bool) {
 	return amqp.Delivery{}, false
 }
 
+// returnPrefetch is the prefetch of the return queue's consumer for a
+// work-queue prefetch of n: four times n, at least 32. Every message there
+// is due, and handlers take them first, so a deeper buffer costs no
+// fairness; with the work queue's prefetch (1 for one handler) each retry
+// waited for the broker to see the previous one's ack, and a single
+// handler behind a backlog served about 200 retries a second on a quorum
+// queue, and its retries came back 0.6-0.8 s late at p99 (docs/benchmarks.md).
+func returnPrefetch(n int) int { return min(max(4*n, 32), MaxPrefetch) }
+
 // consumeReturn starts consuming the return queue of c.queue on ch, with
-// the same prefetch as the work queue's consumer, when r found one; a nil
-// channel (which next skips) otherwise.
+// returnPrefetch, when r found one; a nil channel (which next skips)
+// otherwise. The caller sets the work queue's prefetch after it.
 func (c *consumer) consumeReturn(ch *amqp.Channel, r *Retrier) (<-chan amqp.Delivery, error) {
 	if r.back == "" {
 		return nil, nil
+	}
+	if err := ch.Qos(returnPrefetch(c.o.prefetch), 0, false); err != nil {
+		return nil, fmt.Errorf("retry: setting the return queue's prefetch: %w", err)
 	}
 	deliveries, err := ch.Consume(r.back, returnTag, false, false, false, false, nil)
 	if err != nil {

@@ -33,6 +33,12 @@ func TestRetryStormNodeLoss(t *testing.T) {
 // both kills, and counts every message. It returns the storm for the
 // caller's own checks.
 func runStormNodeLoss(t *testing.T, workers int, work func(ctx context.Context, s *storm, i int)) *storm {
+	return runStormNodeLossWith(t, workers, "", work)
+}
+
+// runStormNodeLossWith is runStormNodeLoss with more keys of the storm's
+// queue in the spec (YAML lines indented by 4), such as "    return_queue: true\n".
+func runStormNodeLossWith(t *testing.T, workers int, queueKeys string, work func(ctx context.Context, s *storm, i int)) *storm {
 	c := brokertest.GetCluster(t)
 	if c.External() {
 		t.Skip("kills nodes: needs the private cluster, not one given by RMQTOPO_TEST_CLUSTER_URLS")
@@ -44,7 +50,7 @@ func runStormNodeLoss(t *testing.T, workers int, work func(ctx context.Context, 
 	victim := c.Brokers[2]
 	vhost := c.Brokers[0].NewVhost(t)
 	spec := writeSpec(t, t.TempDir(), "storm.yaml", vhost, fmt.Sprintf(
-		"quorum_initial_group_size: 3\nqueues:\n  - name: %s\n    type: quorum\n    retry: {delays: [1s, 2s]}\n", stormQueue))
+		"quorum_initial_group_size: 3\nqueues:\n  - name: %s\n    type: quorum\n    retry: {delays: [1s, 2s]}\n%s", stormQueue, queueKeys))
 	// Applied through the victim: its node leads every quorum queue.
 	must(t, 0, append([]string{"apply", "--auto-approve", spec}, conn(victim)...)...)
 	var urls []string

@@ -25,9 +25,17 @@ import (
 // arrive within the lowered dead-letter confirm timeout's bound. The
 // handler counts its successes itself: a success whose ack was lost with
 // its node is handled again, a duplicate.
-func TestRetryStormNodeLossHelper(t *testing.T) {
+func TestRetryStormNodeLossHelper(t *testing.T) { helperStorm(t, "") }
+
+// TestRetryStormNodeLossReturnQueue is TestRetryStormNodeLossHelper with a
+// return queue (return_queue: true): the retries come back through it,
+// and a node kill under it loses nothing either.
+func TestRetryStormNodeLossReturnQueue(t *testing.T) { helperStorm(t, "    return_queue: true\n") }
+
+// helperStorm runs the helper's storm with queueKeys added to its queue.
+func helperStorm(t *testing.T, queueKeys string) {
 	obs := &stormObserver{}
-	s := runStormNodeLoss(t, 4, func(ctx context.Context, st *storm, i int) {
+	s := runStormNodeLossWith(t, 4, queueKeys, func(ctx context.Context, st *storm, i int) {
 		dial := rotatingDialer(st, i)
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 		err := retry.Consume(ctx, dial, stormQueue, st.helperHandler, retry.WithPrefetch(10),
