@@ -25,7 +25,8 @@ import (
 // each spending 0.5 ms per message; one in five always fails and is
 // retried after each delay of $RMQTOPO_BENCH_RETURN_DELAYS (1s,2s), then
 // dead-lettered. The layouts are $RMQTOPO_BENCH_LAYOUTS (shared; also
-// per-attempt, levels), on quorum queues.
+// per-attempt, levels), on quorum queues; $RMQTOPO_BENCH_HANDLERS (1,8)
+// picks the handler counts.
 //
 // Lateness is a retry's arrival at a handler minus (the moment its handler
 // failed + its delay): the retry publish and confirm are in it. Drain is
@@ -55,7 +56,7 @@ func BenchmarkBacklogReturn(b *testing.B) {
 			b.ReportMetric(ms(percentile(floor, 0.5)), fmt.Sprintf("late-%s-p50-ms", delays[0]))
 			b.ReportMetric(ms(percentile(floor, 0.99)), fmt.Sprintf("late-%s-p99-ms", delays[0]))
 		})
-		for _, handlers := range []int{1, 8} {
+		for _, handlers := range benchHandlers() {
 			var runs [2]backlogRun
 			for i, rq := range []bool{false, true} {
 				runs[i] = backlogRun{layout: layout, handlers: handlers, returnQueue: rq, n: n, delays: delays}
@@ -65,6 +66,22 @@ func BenchmarkBacklogReturn(b *testing.B) {
 			verdict(runs, percentile(floor, 0.99))
 		}
 	}
+}
+
+// benchHandlers is 1 and 8, or the comma-separated numbers in
+// $RMQTOPO_BENCH_HANDLERS.
+func benchHandlers() []int {
+	v := os.Getenv("RMQTOPO_BENCH_HANDLERS")
+	if v == "" {
+		return []int{1, 8}
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		if n, err := strconv.Atoi(f); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // floorLateness is the lateness of retries with no backlog at all, in the
