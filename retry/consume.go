@@ -65,6 +65,12 @@ func DialURL(url string, config amqp.Config) Dialer {
 // when the connection or the consumer is lost it reconnects with backoff
 // (WithReconnectBackoff) and resumes. It declares nothing.
 //
+// When the queue has a return queue (contract.ReturnQueue, `return_queue:
+// true` in the spec), Consume consumes it too, with a deeper prefetch
+// (returnPrefetch), and its handlers take a delivery from it whenever one
+// is waiting: delayed retries then reach a handler when their delay is
+// over, not after the work queue's backlog.
+//
 // Only bad arguments (see CheckPrefetch) and a missing topology at the
 // first start are returned as errors (a service pointed at a queue that
 // `rmqtopo apply` never provisioned); afterwards, and for every connection

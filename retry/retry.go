@@ -207,6 +207,9 @@ type Retrier struct {
 // It first checks, with passive declares on a throwaway channel, that the
 // queue's retry exchange, dead-letter exchange and DLQ exist, and fails
 // with an error saying to run `rmqtopo apply` if not. It declares nothing.
+// If the queue has a return queue (contract.ReturnQueue), retries through
+// a shared wait queue are published with its name as routing key, so they
+// come back into it.
 func New(conn *amqp.Connection, queue string, opts ...Option) (*Retrier, error) {
 	if conn == nil {
 		return nil, errors.New("retry: nil connection")
