@@ -6,7 +6,9 @@
 // plan's diagnostics (plan.Check) must have no blocking error, and every
 // queue delete is guarded by the broker (if-empty) unless destruction was
 // allowed, so messages that arrived after the plan was made stop the apply
-// instead of being destroyed.
+// instead of being destroyed. Apply does not check the plan again: it
+// receives Check's diagnostics (Options.Diagnostics), the same ones the
+// plan showed, and refuses the plan while any of them blocks.
 //
 // Every Target operation is idempotent, so an apply killed at any point is
 // finished by planning and applying again.
@@ -73,10 +75,15 @@ type Options struct {
 	// Concurrency bounds the changes in flight within a phase; 0 means
 	// DefaultConcurrency.
 	Concurrency int
-	// AllowDestroy accepts changes that destroy messages: the plan's
-	// blocking diagnostics become warnings and queues are deleted without
-	// the if-empty guard.
+	// AllowDestroy accepts changes that destroy messages: queues are
+	// deleted without the if-empty guard. (Check, given the same choice,
+	// has already made the diagnostics it accepts warnings.)
 	AllowDestroy bool
+	// Diagnostics are plan.Check's findings for the plan; Apply refuses
+	// the plan, before any write, while one of them blocks (see
+	// plan.Blocking). Apply does not run the checks itself: one check
+	// pipeline, so that apply refuses exactly what the plan showed.
+	Diagnostics []plan.Diagnostic
 	// Records are the spec's ownership records read with the plan's live
 	// state, by vhost (see plan.OwnRecords): what rmqtopo created for the
 	// spec that still exists. Apply writes the next generation of each.
@@ -109,7 +116,7 @@ type Result struct {
 func (r Result) Changes() int { return r.Created + r.Updated + r.Replaced + r.Deleted + r.Migrated }
 
 // Apply executes p's changes against t. It refuses a plan with blocking
-// diagnostics (see plan.Check), creates the plan's vhosts, records
+// diagnostics (Options.Diagnostics), creates the plan's vhosts, records
 // ownership of everything it is about to create before creating it, runs
 // the other phases, and records the final ownership even when a change
 // fails. It stops at the end of the first phase with a failure and
@@ -119,7 +126,7 @@ func Apply(ctx context.Context, t Target, p plan.Plan, opts Options) (Result, er
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
-	if err := refuseBlocking(p, opts.AllowDestroy); err != nil {
+	if err := refuseBlocking(opts.Diagnostics); err != nil {
 		return Result{}, err
 	}
 	steps := ordered(p)
@@ -172,9 +179,9 @@ func Apply(ctx context.Context, t Target, p plan.Plan, opts Options) (Result, er
 	return res, runErr
 }
 
-// refuseBlocking refuses a plan that Check finds blocking diagnostics in.
-func refuseBlocking(p plan.Plan, allowDestroy bool) error {
-	blocking := plan.Blocking(plan.Check(p, plan.CheckOptions{AllowDestroy: allowDestroy}))
+// refuseBlocking refuses a plan whose diagnostics block it.
+func refuseBlocking(ds []plan.Diagnostic) error {
+	blocking := plan.Blocking(ds)
 	if len(blocking) == 0 {
 		return nil
 	}

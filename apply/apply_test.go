@@ -261,8 +261,11 @@ func TestApplyReplaceQueueIsGuarded(t *testing.T) {
 
 func TestApplyRefusesBlockingPlan(t *testing.T) {
 	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{withMsgs(replace(qu("work")), msgs(3))}}
+	checked := func(allow bool) apply.Options {
+		return apply.Options{AllowDestroy: allow, Records: records(), Diagnostics: plan.Check(p, plan.CheckOptions{AllowDestroy: allow})}
+	}
 	f := &fake{}
-	_, err := apply.Apply(context.Background(), f, p, apply.Options{Records: records()})
+	_, err := apply.Apply(context.Background(), f, p, checked(false))
 	if err == nil || !strings.Contains(err.Error(), "refusing") || !strings.Contains(err.Error(), "3 messages") {
 		t.Fatalf("err = %v, want a refusal naming 3 messages", err)
 	}
@@ -271,12 +274,30 @@ func TestApplyRefusesBlockingPlan(t *testing.T) {
 	}
 	// Unknown counts are refused too.
 	p.Changes[0].Detail().Messages = nil
-	if _, err := apply.Apply(context.Background(), f, p, apply.Options{Records: records()}); err == nil {
+	if _, err := apply.Apply(context.Background(), f, p, checked(false)); err == nil {
 		t.Fatal("a replace with an unknown count was applied")
 	}
 	// Accepted with AllowDestroy.
-	if _, err := apply.Apply(context.Background(), f, p, apply.Options{AllowDestroy: true, Records: records()}); err != nil {
+	if _, err := apply.Apply(context.Background(), f, p, checked(true)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestApplyRefusesWhatThePlanShowed: apply refuses by the diagnostics it
+// is given, those the plan showed, including the version's (RT104 on a
+// plan judged for 4.3), which a check of its own without the version
+// missed.
+func TestApplyRefusesWhatThePlanShowed(t *testing.T) {
+	q := topology.Queue{Vhost: "v", Name: "scratch"}
+	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{create(qu("scratch"))}, RabbitMQ: &plan.Judged{Version: "4.3.0", From: "flag"}}
+	p.Changes[0].After = &plan.Object{Queue: &q}
+	f := &fake{}
+	_, err := apply.Apply(context.Background(), f, p, apply.Options{Records: records(), Diagnostics: plan.Check(p, plan.CheckOptions{})})
+	if err == nil || !strings.Contains(err.Error(), "refusing") || !strings.Contains(err.Error(), "transient") {
+		t.Fatalf("err = %v, want the RT104 refusal", err)
+	}
+	if len(f.calls) != 0 {
+		t.Errorf("calls = %q, want none", f.calls)
 	}
 }
 

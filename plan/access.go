@@ -12,7 +12,7 @@ import (
 // CodeAccess is the code of a change the user may not make.
 const CodeAccess = "RT012"
 
-// CheckAccess finds the changes of p that the user of a may not make, so
+// checkAccess finds the changes of p that the user of a may not make, so
 // that apply refuses them before its first write instead of the broker
 // refusing one half-way: creating a vhost needs the administrator tag,
 // writing a policy the policymaker (or administrator) tag, and in each
@@ -21,7 +21,7 @@ const CodeAccess = "RT012"
 // write permission every binding's destination and the read permission
 // its source. Permissions rmqtopo cannot read (a.Permissions nil) are
 // left to the broker.
-func CheckAccess(p Plan, specs map[string]string, a topology.Access) []Diagnostic {
+func checkAccess(p Plan, specs map[string]string, a topology.Access) []Diagnostic {
 	var ds []Diagnostic
 	deny := func(addr topology.Address, format string, args ...any) {
 		ds = append(ds, Diagnostic{Code: CodeAccess, Severity: SeverityError, Address: addr,

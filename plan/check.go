@@ -36,6 +36,7 @@ const (
 	CodeManagedPolicyShadowed = "RT021"
 	CodeOperatorPolicyCaps    = "RT022"
 	CodeArgumentPinned        = "RT023"
+	CodePolicyApplies         = "RT024"
 )
 
 // Diagnostic is one finding of Check about one change.
@@ -48,7 +49,8 @@ type Diagnostic struct {
 	Messages int64 `json:"messages,omitempty"`
 }
 
-// CheckOptions are what the user has accepted.
+// CheckOptions are what the user has accepted, and what the checks judge
+// the plan against beside the plan itself.
 type CheckOptions struct {
 	// AllowDestroy accepts that applying the plan destroys messages, turning
 	// the errors about it into warnings.
@@ -60,32 +62,82 @@ type CheckOptions struct {
 	// to RT011: policy keys, binding endpoints, features of the version).
 	// Nil skips the checks that need the broker's topology.
 	State *topology.State
+	// Access is what the user applying the plan may do; nil skips RT012
+	// (a plan against a definitions export has no user to judge).
+	Access *topology.Access
 }
 
-// Check finds what a plan would destroy or leave behind, in plan order. It
-// is separate from Diff so that the plan stays a description of changes and
-// policy about them lives in one place.
+// analyzer is one pass of Check over a plan. Each finds one kind of
+// trouble; Check runs them all, in this order, so that plan, apply and
+// anything else that checks a plan report the same diagnostics.
+type analyzer struct {
+	name string
+	run  func(p Plan, c *checking) []Diagnostic
+}
+
+// checking is what an analyzer reads beside the plan.
+type checking struct {
+	CheckOptions
+	// live is the broker's topology, nil without a State.
+	live *topology.Topology
+	// version is the one RabbitMQ version every analyzer judges by.
+	version topology.Version
+}
+
+var analyzers = []analyzer{
+	{"ownership", func(p Plan, c *checking) []Diagnostic { return checkOwnership(p, c.CheckOptions) }},
+	{"broker", func(p Plan, c *checking) []Diagnostic { return precheck(p, c.live, c.version) }},
+	{"destructive", checkChanges},
+	{"policies", func(p Plan, c *checking) []Diagnostic { return checkPolicies(p, c.CheckOptions) }},
+	{"version", func(p Plan, c *checking) []Diagnostic { return checkVersion(p, c.version, c.State) }},
+	{"access", func(p Plan, c *checking) []Diagnostic {
+		if c.Access == nil || !p.HasChanges() {
+			return nil
+		}
+		return checkAccess(p, c.Specs, *c.Access)
+	}},
+}
+
+// Check runs every analyzer over a plan: what it would destroy or leave
+// behind, what the broker (at the version the plan is judged for, see
+// Plan.RabbitMQ) would refuse, what the user may not do. It is separate
+// from Diff so that the plan stays a description of changes and policy
+// about them lives in one place. Severities come from the registry
+// (Codes), softened by AllowDestroy where it accepts the code.
 func Check(p Plan, opts CheckOptions) []Diagnostic {
+	c := &checking{CheckOptions: opts, version: p.judgedVersion(opts.State)}
+	if opts.State != nil {
+		c.live = &opts.State.Topology
+	}
+	var ds []Diagnostic
+	for _, a := range analyzers {
+		ds = append(ds, a.run(p, c)...)
+	}
+	for i := range ds {
+		if info, ok := LookupCode(ds[i].Code); ok {
+			ds[i].Severity = info.severity(opts.AllowDestroy)
+		}
+	}
+	return ds
+}
+
+// checkChanges finds, change by change, what the plan destroys (RT001 to
+// RT003, RT006), replaces (RT005), keeps draining (RT004), leaves behind
+// (RT013) or migrates (RT030, RT031).
+func checkChanges(p Plan, opts *checking) []Diagnostic {
 	destructive := SeverityError
 	if opts.AllowDestroy {
 		destructive = SeverityWarning
 	}
 	var ds []Diagnostic
-	ds = append(ds, checkOwnership(p, opts)...)
-	var live *topology.Topology
-	version := ""
-	if opts.State != nil {
-		live, version = &opts.State.Topology, opts.State.BrokerVersion
-	}
-	ds = append(ds, precheck(p, live, version)...)
 	for _, c := range p.Changes {
 		a := c.Address
 		switch {
 		case c.DestroysQueue():
 			verb, code := "replacing", CodeReplaceQueueWithMessages
-			hint := destroyHint(opts) + migrateHint(opts)
+			hint := destroyHint(opts.CheckOptions) + migrateHint(opts.CheckOptions)
 			if c.Action == Delete {
-				verb, code, hint = "deleting", CodeDeleteQueueWithMessages, destroyHint(opts)
+				verb, code, hint = "deleting", CodeDeleteQueueWithMessages, destroyHint(opts.CheckOptions)
 			}
 			switch {
 			case c.Messages() == nil:
@@ -100,7 +152,7 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 			if c.Consumers() != nil && *c.Consumers() > 0 {
 				ds = append(ds, Diagnostic{Code: CodeQueueHasConsumers, Severity: destructive, Address: a,
 					Message: fmt.Sprintf("%s has %s, which may hold unacknowledged deliveries that %s it destroys%s",
-						a, countConsumers(*c.Consumers()), verb, consumersHint(opts))})
+						a, countConsumers(*c.Consumers()), verb, consumersHint(opts.CheckOptions))})
 			}
 		case c.Action == NoOp && c.Draining():
 			d := Diagnostic{Code: CodeWaitQueueDraining, Severity: SeverityInfo, Address: a}
@@ -125,7 +177,7 @@ func Check(p Plan, opts CheckOptions) []Diagnostic {
 					"its bindings in the spec are re-created in the same apply", a)})
 		}
 	}
-	return append(ds, checkPolicies(p, opts)...)
+	return ds
 }
 
 // checkOwnership reports changes that two specs disagree on (RT007,

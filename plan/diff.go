@@ -75,8 +75,10 @@ const (
 // copy them all. Neither is changed afterwards.
 func Diff(live, desired topology.Topology, opts Options) Plan {
 	live, inflight := splitMigrations(live, desired)
+	desired, legacy := foldLegacy(live, desired)
 	d := &differ{
 		opts:     opts,
+		legacy:   legacy,
 		replaced: map[topology.Address]bool{},
 		vhosts:   map[string]bool{},
 		policies: newPolicyView(live, desired, opts.OperatorPolicies),
@@ -119,7 +121,10 @@ type differ struct {
 	replaced map[topology.Address]bool
 	// policies are the policies in force after the plan (policy.go).
 	policies *policyView
-	changes  []Change
+	// legacy holds the queues kept in an earlier rmqtopo's shape
+	// (legacy.go).
+	legacy  map[topology.Address]bool
+	changes []Change
 	// objects holds the plan's Objects in chunks: one allocation each
 	// would be a million small ones for a large plan.
 	objects []Object
@@ -300,6 +305,8 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 		switch {
 		case !ok:
 			d.add(Change{Action: Create, Address: a, After: after})
+		case reflect.DeepEqual(was, *q) && d.legacy[a]:
+			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reason: legacyReason}})
 		case reflect.DeepEqual(was, *q):
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after})
 		default:

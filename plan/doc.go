@@ -49,7 +49,12 @@
 //
 // # Diagnostics
 //
-// Check reports, in plan order:
+// Check runs a list of analyzers (ownership, broker, destructive,
+// policies, version, access; see check.go), each over the whole plan, and
+// reports in plan order within each. Every code is registered in Codes
+// (codes.go) with its severity, whether --allow-destroy accepts it and
+// whether the broker itself would refuse the change; Check takes the
+// severity from there.
 //
 //	Code   Severity                      Meaning
 //	RT001  error (warning when allowed)  replacing a queue destroys the messages it holds
@@ -66,7 +71,7 @@
 //	RT010  error                         a binding's source or destination exists nowhere, or is a
 //	                                     reserved amq.* name that is not a built-in exchange
 //	RT011  error                         a queue type or argument the version or queue type lacks
-//	RT012  error                         (CheckAccess, apply) a change the user may not make
+//	RT012  error                         (with CheckOptions.Access) a change the user may not make
 //	RT013  warning                       a queue this spec owned left the spec and is kept (no
 //	                                     --prune): its exact message count, and how to remove it
 //	RT020  warning                       a user policy matches queues whose rmqtopo policy wins:
@@ -75,17 +80,22 @@
 //	                                     of queues: rmqtopo's dead-lettering and limits do not apply
 //	RT022  info                          an operator policy caps a limit below rmqtopo's policy
 //	RT023  info                          an adopted queue keeps arguments its policy now carries
+//	RT024  info                          a user policy applies to queues without an rmqtopo policy
 //	RT030  info                          a queue migration: the messages it moves, the unroutable
 //	                                     window of the default exchange, consumers cancelled
 //	RT031  warning                       an unfinished migration's temporary queue holds messages
 //	                                     of a queue no longer in the spec
 //
-// CheckVersion adds, for the broker's RabbitMQ version (version.go):
+// The version analyzer judges by the one version of the plan
+// (Plan.RabbitMQ, see JudgeVersion), which the other analyzers use too,
+// with the facts of topology.VersionTable (version.go):
 //
-//	RT101  warning  4.0+: a quorum queue without x-delivery-limit gets the default of 20
+//	RT101  warning  4.0+: a quorum queue that delivers to consumers, without a delivery
+//	                limit (argument or policy), gets the default of 20
 //	RT102  info     4.0+: the broker ignores x-death published by clients
-//	RT103  error    4.3+: x-queue-mode or x-queue-version 1, refused by the broker
-//	RT104  error    4.3+: a transient non-exclusive queue, refused by the broker
+//	RT103  error    4.3+: x-queue-mode, x-queue-version 1 or x-queue-master-locator,
+//	                refused by the broker (the last by default)
+//	RT104  error    4.3+: a transient non-exclusive queue, refused by default
 //	RT105  info     3.12 to 4.2: x-queue-mode, which the broker ignores
 //
 // "Allowed" is CheckOptions.AllowDestroy (the --allow-destroy flag). Blocking

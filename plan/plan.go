@@ -178,6 +178,10 @@ type Plan struct {
 	// PolicyConflicts are the user and operator policies that shadow, are
 	// shadowed by, or cap rmqtopo's policies after the plan; see Check.
 	PolicyConflicts []PolicyConflict `json:"policy_conflicts,omitempty"`
+	// RabbitMQ is the RabbitMQ version the plan is judged for, which every
+	// version check of Check reads (see JudgeVersion); nil: the version of
+	// Check's State, if any.
+	RabbitMQ *Judged `json:"rabbitmq,omitempty"`
 }
 
 // HasChanges reports whether applying the plan would change anything.

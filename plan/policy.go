@@ -41,6 +41,11 @@ const (
 	// ConflictCapped: an operator policy caps a limit below what rmqtopo's
 	// policy sets.
 	ConflictCapped = "capped"
+	// ConflictApplies: the user policy applies to queues the spec
+	// declares with no rmqtopo policy of their own (spec/policies.go);
+	// Keys are those that take effect, where the queues' arguments do not
+	// win.
+	ConflictApplies = "applies"
 )
 
 // PolicyConflict is one finding about the policies that govern rmqtopo's
@@ -194,10 +199,12 @@ func adoptReason(pinned []string) string {
 func (v *policyView) conflicts(desired topology.Topology) []PolicyConflict {
 	byKey := map[string]*PolicyConflict{}
 	for _, q := range desired.Queues {
-		if m, top := v.judge(v.matching(q), byKey, func(c *PolicyConflict) {
-			c.Queues = append(c.Queues, q.Name)
-		}); top {
+		ps := v.matching(q)
+		addQueue := func(c *PolicyConflict) { c.Queues = append(c.Queues, q.Name) }
+		if m, top := v.judge(ps, byKey, addQueue); top {
 			v.capped(q, m, byKey)
+		} else if len(ps) > 0 && !slices.ContainsFunc(ps, isManaged) {
+			v.applies(q, ps[0], byKey, addQueue)
 		}
 	}
 	for _, e := range desired.Exchanges {
@@ -242,6 +249,39 @@ func (v *policyView) judge(ps []topology.Policy, byKey map[string]*PolicyConflic
 		c.Keys = unionSorted(c.Keys, keys)
 	}
 	return m, managed == 0
+}
+
+// attributeKeys are the policy keys that change what becomes of a queue's
+// messages, which rmqtopo's own policies set: a user policy's other keys
+// (ha-mode, queue-leader-locator, ...) are operations' business.
+var attributeKeys = map[string]bool{
+	"message-ttl": true, "max-length": true, "max-length-bytes": true, "overflow": true, "expires": true,
+	"dead-letter-exchange": true, "dead-letter-routing-key": true, "dead-letter-strategy": true, "delivery-limit": true,
+}
+
+func isManaged(p topology.Policy) bool { return contract.IsManagedPolicy(p.Name) }
+
+// applies records the keys of user policy p that take effect on q, a
+// queue without an rmqtopo policy: all but those q's arguments set, which
+// win, except numeric limits, where the lower value does.
+func (v *policyView) applies(q topology.Queue, p topology.Policy, byKey map[string]*PolicyConflict, addObject func(*PolicyConflict)) {
+	var keys []string
+	for _, k := range defKeys(p.Definition) {
+		if _, declared := q.Arguments["x-"+k]; attributeKeys[k] && (!declared || topology.IsLimitKey(k)) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	key := ConflictApplies + "\x00" + p.Vhost + "\x00" + p.Name
+	c, ok := byKey[key]
+	if !ok {
+		c = &PolicyConflict{Kind: ConflictApplies, Policy: p.Name, Vhost: p.Vhost, Priority: p.Priority}
+		byKey[key] = c
+	}
+	addObject(c)
+	c.Keys = unionSorted(c.Keys, keys)
 }
 
 // capped records the limits of rmqtopo's policy m that an operator policy

@@ -41,6 +41,11 @@ func checkPolicies(p Plan, opts CheckOptions) []Diagnostic {
 				Message: fmt.Sprintf("policy %q (priority %d) in vhost %q takes the place of rmqtopo's policy of %s: "+
 					"rmqtopo's %s do not apply, so messages rejected or expired there may be lost%s",
 					c.Policy, c.Priority, c.Vhost, queues, strings.Join(c.Keys, ", "), hint)})
+		case ConflictApplies:
+			ds = append(ds, Diagnostic{Code: CodePolicyApplies, Severity: SeverityInfo, Address: a,
+				Message: fmt.Sprintf("policy %q (priority %d) in vhost %q applies to %s, which %s no rmqtopo policy: its keys %s take effect there "+
+					"(a queue's own arguments win over it, but for the lower numeric limit); narrow its pattern to leave them out, or set the attribute in the spec",
+					c.Policy, c.Priority, c.Vhost, queues, plural(n, "has", "have"), strings.Join(c.Keys, ", "))})
 		case ConflictCapped:
 			var caps []string
 			for _, k := range c.Keys {

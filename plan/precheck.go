@@ -2,8 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -17,68 +15,6 @@ const (
 	CodeUnsupported      = "RT011"
 )
 
-// policyKey is a policy definition key RabbitMQ accepts, from the version
-// that added it until (excluding) the one that removed it; "" is open.
-type policyKey struct{ since, until string }
-
-// policyKeys are the keys RabbitMQ's own policy validators accept
-// (rabbit_policies and the queue types), plus those of the plugins a
-// broker commonly runs (federation); a key of a plugin that is not enabled
-// is still refused by the broker.
-var policyKeys = map[string]policyKey{
-	"alternate-exchange":            {},
-	"dead-letter-exchange":          {},
-	"dead-letter-routing-key":       {},
-	"dead-letter-strategy":          {since: "3.10"},
-	"message-ttl":                   {},
-	"expires":                       {},
-	"max-length":                    {},
-	"max-length-bytes":              {},
-	"max-in-memory-length":          {since: "3.8", until: "4.0"},
-	"max-in-memory-bytes":           {since: "3.8", until: "4.0"},
-	"delivery-limit":                {since: "3.8"},
-	"overflow":                      {},
-	"queue-mode":                    {until: "4.3"},
-	"queue-version":                 {since: "3.10"},
-	"queue-master-locator":          {until: "4.0"},
-	"queue-leader-locator":          {since: "3.10"},
-	"max-age":                       {since: "3.9"},
-	"stream-max-segment-size-bytes": {since: "3.9"},
-	"stream-filter-size-bytes":      {since: "3.12"},
-	"initial-cluster-size":          {since: "3.9"},
-	"target-group-size":             {since: "3.12"},
-	"consumer-timeout":              {since: "3.12"},
-	"ha-mode":                       {until: "4.0"},
-	"ha-params":                     {until: "4.0"},
-	"ha-sync-mode":                  {until: "4.0"},
-	"ha-sync-batch-size":            {until: "4.0"},
-	"ha-promote-on-shutdown":        {until: "4.0"},
-	"ha-promote-on-failure":         {until: "4.0"},
-	"federation-upstream":           {},
-	"federation-upstream-set":       {},
-	"delayed-retry-type":            {since: "4.3"},
-	"delayed-retry-min":             {since: "4.3"},
-	"delayed-retry-max":             {since: "4.3"},
-}
-
-// queueFeatures are queue arguments that need a broker version or a
-// queue type; the broker refuses them mid-apply otherwise.
-var queueFeatures = []struct {
-	arg, since, until string
-	types             []string // queue types that accept it; nil: all
-}{
-	{arg: "x-delivery-limit", types: []string{"quorum"}},
-	{arg: "x-dead-letter-strategy", since: "3.10", types: []string{"quorum"}},
-	// 4.3's refusal of x-queue-mode is RT103 (CheckVersion), which says
-	// what to do about it; one finding per cause.
-	{arg: "x-queue-mode", types: []string{"classic"}},
-	{arg: "x-delayed-retry-type", since: "4.3", types: []string{"quorum"}},
-	{arg: "x-delayed-retry-min", since: "4.3", types: []string{"quorum"}},
-	{arg: "x-delayed-retry-max", since: "4.3", types: []string{"quorum"}},
-}
-
-var queueTypeSince = map[string]string{"classic": "", "quorum": "3.8", "stream": "3.9"}
-
 // precheck finds, in the plan's creates and updates, what the broker at
 // version would refuse only when it is written, and what does not exist
 // for a binding: a policy key it does not know, a binding whose source or
@@ -86,7 +22,7 @@ var queueTypeSince = map[string]string{"classic": "", "quorum": "3.8", "stream":
 // argument the version or type lacks. Each refuses the plan before the
 // first write. live is the broker's topology; a nil live skips the
 // binding check (nothing to check against).
-func precheck(p Plan, live *topology.Topology, version string) []Diagnostic {
+func precheck(p Plan, live *topology.Topology, version topology.Version) []Diagnostic {
 	var ds []Diagnostic
 	exists := planned(p, live)
 	for _, c := range p.Changes {
@@ -147,10 +83,10 @@ type objectScope struct {
 
 func (s objectSet) has(a topology.Address) bool { return s[objectScope{a.Kind, a.Vhost}][a.Name] }
 
-func checkPolicyKeys(a topology.Address, pol topology.Policy, version string) []Diagnostic {
+func checkPolicyKeys(a topology.Address, pol topology.Policy, v topology.Version) []Diagnostic {
 	var ds []Diagnostic
 	for _, k := range sortedArgKeys(pol.Definition) {
-		pk, known := policyKeys[k]
+		f, known := topology.LookupFeature(topology.FeaturePolicyKey, k, nil)
 		switch {
 		case !known:
 			msg := fmt.Sprintf("%s: RabbitMQ does not accept the policy key %s", a, quote(k))
@@ -158,31 +94,43 @@ func checkPolicyKeys(a topology.Address, pol topology.Policy, version string) []
 				msg += fmt.Sprintf("; did you mean %q?", s)
 			}
 			ds = append(ds, Diagnostic{Code: CodeUnknownPolicyKey, Severity: SeverityError, Address: a, Message: msg})
-		case !versionIn(version, pk.since, pk.until):
+		case f.At(v) == topology.Refused:
+			why := f.Span()
+			if hint := f.PermitHint(); hint != "" {
+				why += "; " + hint
+			}
 			ds = append(ds, Diagnostic{Code: CodeUnknownPolicyKey, Severity: SeverityError, Address: a,
-				Message: fmt.Sprintf("%s: RabbitMQ %s does not accept the policy key %q (%s)", a, version, k, span(pk.since, pk.until))})
+				Message: fmt.Sprintf("%s: RabbitMQ %s does not accept the policy key %q (%s)", a, v, k, why)})
 		}
 	}
 	return ds
 }
 
-func checkQueueFeatures(a topology.Address, q topology.Queue, version string) []Diagnostic {
+// checkQueueFeatures finds a queue type the version lacks, and arguments
+// the queue's type refuses or the version does not know yet (a version
+// that ignores an argument would not do what the spec says). Arguments a
+// later version stopped accepting are checkVersion's (RT103): one finding
+// per cause.
+func checkQueueFeatures(a topology.Address, q topology.Queue, v topology.Version) []Diagnostic {
 	var ds []Diagnostic
-	typ := q.QueueType()
-	if since, ok := queueTypeSince[typ]; ok && !versionIn(version, since, "") {
+	unsupported := func(format string, args ...any) {
 		ds = append(ds, Diagnostic{Code: CodeUnsupported, Severity: SeverityError, Address: a,
-			Message: fmt.Sprintf("%s: RabbitMQ %s has no %s queues (%s)", a, version, typ, span(since, ""))})
+			Message: fmt.Sprintf("%s: ", a) + fmt.Sprintf(format, args...)})
 	}
-	for _, f := range queueFeatures {
-		if _, ok := q.Arguments[f.arg]; !ok {
-			continue
-		}
-		if f.types != nil && !contains(f.types, typ) {
-			ds = append(ds, Diagnostic{Code: CodeUnsupported, Severity: SeverityError, Address: a,
-				Message: fmt.Sprintf("%s: a %s queue does not accept %s (only %s queues do)", a, typ, f.arg, strings.Join(f.types, ", "))})
-		} else if !versionIn(version, f.since, f.until) {
-			ds = append(ds, Diagnostic{Code: CodeUnsupported, Severity: SeverityError, Address: a,
-				Message: fmt.Sprintf("%s: RabbitMQ %s does not accept %s (%s)", a, version, f.arg, span(f.since, f.until))})
+	typ := q.QueueType()
+	if f, ok := topology.LookupFeature(topology.FeatureQueueType, typ, nil); ok && f.At(v) == topology.Refused {
+		unsupported("RabbitMQ %s has no %s queues (%s)", v, typ, f.Span())
+	}
+	for _, arg := range sortedArgKeys(q.Arguments) {
+		f, ok := topology.LookupFeature(topology.FeatureQueueArgument, arg, q.Arguments[arg])
+		switch {
+		case !ok:
+		case !f.AcceptsType(typ):
+			unsupported("a %s queue does not accept %s (only %s queues do)", typ, arg, strings.Join(f.Types, ", "))
+		case f.Since.Known() && v.Known() && v.Less(f.Since) && f.Before == topology.Refused:
+			unsupported("RabbitMQ %s does not accept %s (%s)", v, arg, f.Span())
+		case f.Since.Known() && v.Known() && v.Less(f.Since):
+			unsupported("RabbitMQ %s ignores %s (%s), so the queue would not do what the spec says", v, arg, f.Span())
 		}
 	}
 	return ds
@@ -211,66 +159,16 @@ func checkEndpoints(a topology.Address, b topology.Binding, exists objectSet) []
 	return ds
 }
 
-// versionIn reports whether version is in [since, until); an unknown
-// version ("" or unparseable) is in every range: the check is then left
-// to the broker.
-func versionIn(version, since, until string) bool {
-	v, ok := parseVersion(version)
-	if !ok {
-		return true
-	}
-	if s, ok := parseVersion(since); ok && less(v, s) {
-		return false
-	}
-	if u, ok := parseVersion(until); ok && !less(v, u) {
-		return false
-	}
-	return true
-}
-
-func parseVersion(s string) ([2]int, bool) {
-	parts := strings.SplitN(s, ".", 3)
-	if len(parts) < 2 {
-		return [2]int{}, false
-	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(strings.TrimFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
-	return [2]int{major, minor}, err1 == nil && err2 == nil
-}
-
-func less(a, b [2]int) bool { return a[0] < b[0] || (a[0] == b[0] && a[1] < b[1]) }
-
-func span(since, until string) string {
-	switch {
-	case since != "" && until != "":
-		return fmt.Sprintf("RabbitMQ %s to %s only", since, until)
-	case since != "":
-		return fmt.Sprintf("since RabbitMQ %s", since)
-	case until != "":
-		return fmt.Sprintf("removed in RabbitMQ %s", until)
-	}
-	return "any version"
-}
-
 // nearest is the known policy key closest to k, if it is close enough to
 // be a typo.
 func nearest(k string) string {
 	best, bestD := "", 4
-	for _, cand := range sortedKeyNames() {
+	for _, cand := range topology.PolicyKeyNames() {
 		if d := editDistance(k, cand); d < bestD {
 			best, bestD = cand, d
 		}
 	}
 	return best
-}
-
-func sortedKeyNames() []string {
-	out := make([]string, 0, len(policyKeys))
-	for k := range policyKeys {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // editDistance is the Levenshtein distance between a and b, with a
@@ -298,15 +196,6 @@ func editDistance(a, b string) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(rb)]
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // quote quotes a name for a message, at most about 100 bytes of it, cut on

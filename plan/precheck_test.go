@@ -24,11 +24,11 @@ func TestPrecheck(t *testing.T) {
 	}
 	live := &topology.Topology{Exchanges: []topology.Exchange{{Vhost: "v", Name: "live", Type: "direct"}}}
 	var got []string
-	for _, d := range precheck(p, live, "3.9.29") {
+	for _, d := range precheck(p, live, topology.Version{Major: 3, Minor: 9, Patch: 29}) {
 		got = append(got, d.Code+" "+d.Message)
 	}
 	want := []string{
-		`RT009 policy "p" in vhost "v": RabbitMQ 3.9.29 does not accept the policy key "dead-letter-strategy" (since RabbitMQ 3.10)`,
+		`RT009 policy "p" in vhost "v": RabbitMQ 3.9.29 does not accept the policy key "dead-letter-strategy" (since RabbitMQ 3.10.0)`,
 		`RT009 policy "p" in vhost "v": RabbitMQ does not accept the policy key "max-lenght"; did you mean "max-length"?`,
 		`RT011 queue "c" in vhost "v": a classic queue does not accept x-delivery-limit (only quorum queues do)`,
 		`RT010 binding "amq.doesnotexist -> c" [queue key=""] in vhost "v": "amq.doesnotexist" is not a built-in exchange`,
@@ -69,7 +69,7 @@ func TestCheckAccess(t *testing.T) {
 	a := topology.Access{User: "ci", Tags: []string{"management"},
 		Permissions: map[string]topology.Permission{"v": {Configure: "^(rmqtopo\\.|other)", Write: ".*", Read: ".*"}}}
 	var got []string
-	for _, d := range CheckAccess(p, map[string]string{"v": "s"}, a) {
+	for _, d := range checkAccess(p, map[string]string{"v": "s"}, a) {
 		got = append(got, d.Message)
 	}
 	want := []string{
@@ -81,7 +81,7 @@ func TestCheckAccess(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	a.Permissions = nil // unknown: left to the broker
-	if n := len(CheckAccess(p, nil, a)); n != 2 {
+	if n := len(checkAccess(p, nil, a)); n != 2 {
 		t.Errorf("with unknown permissions, %d diagnostics, want the 2 about tags", n)
 	}
 }

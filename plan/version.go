@@ -2,65 +2,125 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// Diagnostic codes that depend on the broker's RabbitMQ version; the
-// table in docs/plan-apply.md explains each.
+// Diagnostic codes that depend on the RabbitMQ version the plan is judged
+// for; the table in docs/plan-apply.md explains each, and
+// topology.VersionTable holds the facts behind them.
 const (
-	// CodeDefaultDeliveryLimit (warning, 4.0+): a quorum queue without
-	// x-delivery-limit gets RabbitMQ's default of 20, where 3.x had none,
-	// and dead-letters (or drops) a message after 20 returns.
+	// CodeDefaultDeliveryLimit (warning, 4.0+): a quorum queue that
+	// delivers to consumers, without a delivery limit (argument or
+	// policy), gets RabbitMQ's default of 20, where 3.x had none, and
+	// dead-letters (or drops) a message after 20 returns.
 	CodeDefaultDeliveryLimit = "RT101"
 	// CodeClientDeathIgnored (info, 4.0+): the broker ignores x-death
 	// headers that clients publish, so a service that counts retries in a
 	// republished x-death sees the count start over at every retry.
 	CodeClientDeathIgnored = "RT102"
 	// CodeRefusedArgument (error, 4.3+): the broker refuses to declare a
-	// queue with x-queue-mode, or with x-queue-version 1.
+	// queue with x-queue-mode, x-queue-version 1 or (by default)
+	// x-queue-master-locator.
 	CodeRefusedArgument = "RT103"
-	// CodeTransientQueue (error, 4.3+): the broker refuses to declare a
-	// transient (non-durable) queue that is not exclusive.
+	// CodeTransientQueue (error, 4.3+): by default the broker refuses to
+	// declare a transient (non-durable) queue that is not exclusive.
 	CodeTransientQueue = "RT104"
 	// CodeQueueModeIgnored (info, 3.12 to 4.2): x-queue-mode has no effect
 	// since 3.12, whose classic queues all keep messages on disk.
 	CodeQueueModeIgnored = "RT105"
 )
 
-// CheckVersion finds what the plan's desired queues mean on a broker of
+// Judged is the RabbitMQ version a plan is judged for, and where that
+// version came from; the plan's header and its JSON show it.
+type Judged struct {
+	// Version is "MAJOR.MINOR.PATCH"; empty when unknown.
+	Version string `json:"version,omitempty"`
+	// From is where the version came from: "flag" (--rabbitmq-version),
+	// "broker" (the live broker's /api/overview), "export" (a definitions
+	// export's rabbit_version) or "none".
+	From string `json:"from"`
+}
+
+// JudgeVersion picks the one version every check of a plan made from st
+// judges by: override (--rabbitmq-version) when given, else the
+// version st's source reported, which from names ("broker" or "export").
+func JudgeVersion(override string, st *topology.State, from string) (Judged, error) {
+	if override != "" {
+		v, err := topology.ParseVersion(override)
+		if err != nil {
+			return Judged{}, fmt.Errorf("--rabbitmq-version: %w", err)
+		}
+		return Judged{Version: v.String(), From: "flag"}, nil
+	}
+	if st != nil {
+		if v, err := topology.ParseVersion(st.BrokerVersion); err == nil {
+			return Judged{Version: v.String(), From: from}, nil
+		}
+	}
+	return Judged{From: "none"}, nil
+}
+
+// String says, for the plan's header, which version the plan is judged
+// for and why.
+func (j Judged) String() string {
+	why := map[string]string{"flag": "--rabbitmq-version", "broker": "the broker's version",
+		"export": "the export's rabbit_version"}[j.From]
+	switch {
+	case j.Version == "":
+		return "RabbitMQ version unknown: the checks that depend on it are skipped (give --rabbitmq-version)"
+	case why == "":
+		return "Judged for RabbitMQ " + j.Version
+	}
+	return fmt.Sprintf("Judged for RabbitMQ %s (%s)", j.Version, why)
+}
+
+// judgedVersion is the version Check judges p by: the plan's own, else
+// that of the state it was made from; unknown when neither says.
+func (p Plan) judgedVersion(st *topology.State) topology.Version {
+	s := ""
+	switch {
+	case p.RabbitMQ != nil:
+		s = p.RabbitMQ.Version
+	case st != nil:
+		s = st.BrokerVersion
+	}
+	v, _ := topology.ParseVersion(s)
+	return v
+}
+
+// checkVersion finds what the plan's desired queues mean on a broker of
 // version v, in plan order; an unknown version gives nothing. Refusals
 // are errors, so that an apply stops before its first write instead of in
-// the middle. It is separate from Check, which judges what a plan
-// destroys, so that Check's options do not soften these.
-func CheckVersion(p Plan, v topology.Version) []Diagnostic {
+// the middle, and no option softens them. st, if any, adds the broker's
+// policies to those a queue's delivery limit may come from.
+func checkVersion(p Plan, v topology.Version, st *topology.State) []Diagnostic {
 	if !v.Known() {
 		return nil
 	}
 	var ds []Diagnostic
 	deathNoted := map[string]bool{}
+	limits := deliveryLimits{p: p, st: st}
 	for _, c := range p.Changes {
 		if c.After == nil || c.After.Queue == nil {
 			continue
 		}
 		q := *c.After.Queue
 		a := c.Address
-		declared := c.Action == Create || c.Action == Replace
-		if v.AtLeast(4, 3) && declared {
-			ds = append(ds, refusedOn43(q, a, v)...)
+		if c.Action == Create || c.Action == Replace {
+			ds = append(ds, refused(q, a, v)...)
 		}
-		if m, ok := q.Arguments["x-queue-mode"]; ok && v.AtLeast(3, 12) && !v.AtLeast(4, 3) {
+		if m, ok := q.Arguments["x-queue-mode"]; ok && featureAt(topology.FeatureQueueArgument, "x-queue-mode", m, v) == topology.Ignored {
 			ds = append(ds, Diagnostic{Code: CodeQueueModeIgnored, Severity: SeverityInfo, Address: a,
 				Message: fmt.Sprintf("%s has x-queue-mode %v, which RabbitMQ %s ignores (since 3.12 every classic queue keeps messages on disk) and 4.3 refuses; drop it", a, m, v)})
 		}
-		if v.AtLeast(4, 0) && q.QueueType() == "quorum" {
-			if _, ok := q.Arguments["x-delivery-limit"]; !ok {
-				ds = append(ds, Diagnostic{Code: CodeDefaultDeliveryLimit, Severity: SeverityWarning, Address: a,
-					Message: fmt.Sprintf("%s has no x-delivery-limit: RabbitMQ %s applies its default of 20 (3.x applied none), so a message returned 20 times is dead-lettered, or dropped without a dead-letter exchange; set delivery_limit or x-delivery-limit to choose", a, v)})
-			}
+		if !v.Less(topology.DefaultDeliveryLimitSince) && q.QueueType() == "quorum" && deliversToConsumers(q.Name) && !limits.has(q) {
+			ds = append(ds, Diagnostic{Code: CodeDefaultDeliveryLimit, Severity: SeverityWarning, Address: a,
+				Message: fmt.Sprintf("%s has no delivery limit (no x-delivery-limit, and no delivery-limit in its policy): RabbitMQ %s applies its default of 20 (3.x applied none), so a message returned 20 times is dead-lettered, or dropped without a dead-letter exchange; set delivery_limit or x-delivery-limit to choose", a, v)})
 		}
-		if v.AtLeast(4, 0) && contract.IsWaitQueue(q.Name) && !deathNoted[a.Vhost] {
+		if !v.Less(topology.ClientDeathIgnoredSince) && contract.IsWaitQueue(q.Name) && !deathNoted[a.Vhost] {
 			deathNoted[a.Vhost] = true
 			ds = append(ds, Diagnostic{Code: CodeClientDeathIgnored, Severity: SeverityInfo, Address: a,
 				Message: fmt.Sprintf("RabbitMQ %s ignores x-death headers published by clients: a service that counts retries in x-death it republishes sees the count start over; rmqtopo's contract counts in %s, and its clients strip x-death (vhost %q)", v, contract.HeaderAttempt, a.Vhost)})
@@ -69,21 +129,108 @@ func CheckVersion(p Plan, v topology.Version) []Diagnostic {
 	return ds
 }
 
-// refusedOn43 lists what RabbitMQ 4.3 refuses to declare about q.
-func refusedOn43(q topology.Queue, a topology.Address, v topology.Version) []Diagnostic {
+// deliversToConsumers reports whether a queue of this name hands messages
+// to consumers: wait queues (outbox delay queues among them) and the
+// exhausted queue only hold messages until they expire, so a delivery
+// limit means nothing there.
+func deliversToConsumers(name string) bool {
+	return !contract.IsWaitQueue(name) && !strings.HasSuffix(name, contract.ExhaustedQueue(""))
+}
+
+// deliveryLimits answers whether a queue has a delivery limit of its own,
+// as an argument or from the policy RabbitMQ applies to it: the plan's
+// desired policies (rmqtopo's policy of a queue carries delivery_limit)
+// and the broker's others.
+type deliveryLimits struct {
+	p     Plan
+	st    *topology.State
+	index *topology.PolicyIndex
+}
+
+func (l *deliveryLimits) has(q topology.Queue) bool {
+	if _, ok := q.Arguments["x-delivery-limit"]; ok {
+		return true
+	}
+	if l.index == nil {
+		l.index = topology.NewPolicyIndex(l.policies())
+	}
+	ps := l.index.Matching(q)
+	if len(ps) == 0 {
+		return false
+	}
+	_, ok := topology.Effective(q, &ps[0], nil)["delivery-limit"]
+	return ok
+}
+
+// policies are the user policies once the plan is applied: the plan's
+// desired ones, and the broker's that the plan does not touch.
+func (l *deliveryLimits) policies() []topology.Policy {
+	var out []topology.Policy
+	planned := map[topology.Address]bool{}
+	for _, c := range l.p.Changes {
+		if c.Address.Kind != topology.KindPolicy {
+			continue
+		}
+		planned[c.Address] = true
+		if c.After != nil && c.After.Policy != nil && c.Action != Delete {
+			out = append(out, *c.After.Policy)
+		}
+	}
+	if l.st != nil {
+		for _, pol := range l.st.Topology.Policies {
+			if !planned[pol.Addr()] {
+				out = append(out, pol)
+			}
+		}
+	}
+	return out
+}
+
+// featureAt is what version v does with the table's entry of kind and
+// name (and value); Accepted when the table has none.
+func featureAt(kind topology.FeatureKind, name string, value any, v topology.Version) topology.Support {
+	f, ok := topology.LookupFeature(kind, name, value)
+	if !ok {
+		return topology.Accepted
+	}
+	return f.At(v)
+}
+
+// refused lists what RabbitMQ v refuses to declare about q: the
+// arguments the table says it stopped accepting (RT103) and a transient
+// queue (RT104). Refusals that are a default say how operators lift them.
+func refused(q topology.Queue, a topology.Address, v topology.Version) []Diagnostic {
 	var ds []Diagnostic
-	refuse := func(code, what string) {
+	refuse := func(code string, f topology.Feature, what string) {
+		by := ""
+		if hint := f.PermitHint(); hint != "" {
+			by = " by default"
+			what += " (" + hint + ")"
+		}
 		ds = append(ds, Diagnostic{Code: code, Severity: SeverityError, Address: a,
-			Message: fmt.Sprintf("RabbitMQ %s refuses to declare %s: %s; nothing is written until the spec changes", v, a, what)})
+			Message: fmt.Sprintf("RabbitMQ %s refuses%s to declare %s: %s; nothing is written until the spec changes", v, by, a, what)})
 	}
-	if m, ok := q.Arguments["x-queue-mode"]; ok {
-		refuse(CodeRefusedArgument, fmt.Sprintf("it has x-queue-mode %v, which 4.3 removed (every classic queue stores messages on disk); drop the argument", m))
+	for _, arg := range sortedArgKeys(q.Arguments) {
+		val := q.Arguments[arg]
+		f, ok := topology.LookupFeature(topology.FeatureQueueArgument, arg, val)
+		if !ok || !f.Until.Known() || v.Less(f.Until) {
+			continue
+		}
+		switch arg {
+		case "x-queue-mode":
+			refuse(CodeRefusedArgument, f, fmt.Sprintf("it has x-queue-mode %v, which %s removed (every classic queue stores messages on disk); drop the argument", val, f.Until))
+		case "x-queue-version":
+			refuse(CodeRefusedArgument, f, fmt.Sprintf("it has x-queue-version %v, which %s removed; use 2 or drop the argument", val, f.Until))
+		case "x-queue-master-locator":
+			refuse(CodeRefusedArgument, f, fmt.Sprintf("it has x-queue-master-locator, deprecated since 4.0 and denied since %s; use x-queue-leader-locator", f.Until))
+		default:
+			refuse(CodeRefusedArgument, f, fmt.Sprintf("it has %s, which RabbitMQ refuses since %s; drop the argument", arg, f.Until))
+		}
 	}
-	if n, ok := q.Arguments["x-queue-version"].(int64); ok && n == 1 {
-		refuse(CodeRefusedArgument, "it has x-queue-version 1, which 4.3 removed; use 2 or drop the argument")
-	}
-	if !q.Durable {
-		refuse(CodeTransientQueue, "it is transient (durable: false), and 4.3 allows transient queues only when exclusive; make it durable")
+	if !q.Durable { // rmqtopo declares no exclusive queues
+		if f, ok := topology.LookupFeature(topology.FeatureQueueProperty, "transient", nil); ok && f.At(v) == topology.Refused {
+			refuse(CodeTransientQueue, f, fmt.Sprintf("it is transient (durable: false) and not exclusive, which RabbitMQ denies since %s; make it durable", f.Until))
+		}
 	}
 	return ds
 }

@@ -48,7 +48,7 @@ func TestCheckVersionGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			var b strings.Builder
-			for _, d := range CheckVersion(p, v) {
+			for _, d := range checkVersion(p, v, nil) {
 				fmt.Fprintf(&b, "%s %s %s: %s\n", d.Code, d.Severity, d.Address, d.Message)
 			}
 			path := filepath.Join("testdata", "version", ver+".txt")
@@ -71,12 +71,12 @@ func TestCheckVersionGolden(t *testing.T) {
 func TestCheckVersionOnlyJudgesWhatIsDeclared(t *testing.T) {
 	desired := versionFixture()
 	p := Diff(desired, desired, Options{})
-	for _, d := range CheckVersion(p, topology.Version{Major: 4, Minor: 3}) {
+	for _, d := range checkVersion(p, topology.Version{Major: 4, Minor: 3}, nil) {
 		if d.Severity == SeverityError {
 			t.Errorf("unchanged queue refused: %s", d.Message)
 		}
 	}
-	if ds := CheckVersion(p, topology.Version{}); ds != nil {
+	if ds := checkVersion(p, topology.Version{}, nil); ds != nil {
 		t.Errorf("unknown version gave %v", ds)
 	}
 }
@@ -92,7 +92,7 @@ func TestQueueModeOn43OneFinding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range append(precheck(p, nil, "4.3.0"), CheckVersion(p, v)...) {
+	for _, d := range append(precheck(p, nil, v), checkVersion(p, v, nil)...) {
 		codes = append(codes, d.Code)
 	}
 	if want := []string{CodeRefusedArgument}; !slices.Equal(codes, want) {

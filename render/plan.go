@@ -20,15 +20,19 @@ import (
 // only thing the text and Markdown renderers read, so that what a person
 // sees and what a tool parses can never disagree.
 type planDocument struct {
-	FormatVersion int               `json:"format_version"`
-	Changes       []plan.Change     `json:"changes"`
-	Diagnostics   []plan.Diagnostic `json:"diagnostics"`
-	Summary       plan.ActionCounts `json:"summary"`
+	FormatVersion int `json:"format_version"`
+	// RabbitMQ is the version the plan was judged for; absent from plans
+	// that were never checked against one.
+	RabbitMQ    *plan.Judged      `json:"rabbitmq,omitempty"`
+	Changes     []plan.Change     `json:"changes"`
+	Diagnostics []plan.Diagnostic `json:"diagnostics"`
+	Summary     plan.ActionCounts `json:"summary"`
 }
 
 func newPlanDocument(p plan.Plan, diags []plan.Diagnostic) planDocument {
 	doc := planDocument{
 		FormatVersion: plan.FormatVersion,
+		RabbitMQ:      p.RabbitMQ,
 		Changes:       []plan.Change{},
 		Diagnostics:   []plan.Diagnostic{},
 		Summary:       p.CountActions(),
@@ -72,7 +76,16 @@ func PlanJSON(w io.Writer, p plan.Plan, diags []plan.Diagnostic) (err error) {
 			err = ferr
 		}
 	}()
-	fmt.Fprintf(bw, "{\n  \"format_version\": %d,\n  \"changes\": ", doc.FormatVersion)
+	top := newJSONIndenter("  ")
+	fmt.Fprintf(bw, "{\n  \"format_version\": %d,\n  ", doc.FormatVersion)
+	if doc.RabbitMQ != nil {
+		bw.WriteString("\"rabbitmq\": ")
+		if err := top.write(bw, doc.RabbitMQ); err != nil {
+			return err
+		}
+		bw.WriteString(",\n  ")
+	}
+	bw.WriteString("\"changes\": ")
 	if len(doc.Changes) == 0 {
 		bw.WriteString("[]")
 	} else {
@@ -89,7 +102,6 @@ func PlanJSON(w io.Writer, p plan.Plan, diags []plan.Diagnostic) (err error) {
 		}
 		bw.WriteString("\n  ]")
 	}
-	top := newJSONIndenter("  ")
 	bw.WriteString(",\n  \"diagnostics\": ")
 	if err := top.write(bw, doc.Diagnostics); err != nil {
 		return err
@@ -156,6 +168,9 @@ func writePlanText(w io.Writer, doc planDocument, l planLayout) (err error) {
 		}
 	}()
 	st := l.planPalette
+	if doc.RabbitMQ != nil {
+		pw.str(doc.RabbitMQ.String() + ".\n\n")
+	}
 	if doc.hasChanges() {
 		pw.str("rmqtopo will perform the following actions:\n")
 		for i := range doc.Changes {

@@ -43,6 +43,9 @@ func writeMarkdownSummary(out *strings.Builder, doc planDocument) {
 		fmt.Fprintf(out, "### rmqtopo plan: %d to create, %d to update, %d to replace, %d to delete%s\n\n",
 			s.Create, s.Update, s.Replace, s.Delete, migrateSummary(s))
 	}
+	if doc.RabbitMQ != nil {
+		out.WriteString(mdEscape(doc.RabbitMQ.String()) + ".\n\n")
+	}
 	var destructive []plan.Change
 	for _, c := range doc.Changes {
 		if c.Action == plan.Replace || c.Action == plan.Delete {

@@ -116,6 +116,8 @@ func planCases() []planCase {
 	}
 
 	add("empty", cur, cur, plan.Options{Owned: all}, plan.CheckOptions{})
+	// A clean plan still says which version it was judged for.
+	cases[len(cases)-1].plan.RabbitMQ = &plan.Judged{Version: "4.0.5", From: "broker"}
 
 	small := topology.Topology{
 		Vhosts:    []string{"/"},
@@ -235,6 +237,7 @@ func TestPlanJSONShape(t *testing.T) {
 			}
 			var doc struct {
 				FormatVersion int               `json:"format_version"`
+				RabbitMQ      *plan.Judged      `json:"rabbitmq"`
 				Changes       []plan.Change     `json:"changes"`
 				Diagnostics   []plan.Diagnostic `json:"diagnostics"`
 				Summary       plan.ActionCounts `json:"summary"`
@@ -246,6 +249,9 @@ func TestPlanJSONShape(t *testing.T) {
 			}
 			if doc.FormatVersion != plan.FormatVersion {
 				t.Errorf("format_version = %d, want %d", doc.FormatVersion, plan.FormatVersion)
+			}
+			if diff := cmp.Diff(c.plan.RabbitMQ, doc.RabbitMQ); diff != "" {
+				t.Errorf("rabbitmq (-want +got):\n%s", diff)
 			}
 			var want []plan.Change
 			for _, ch := range c.plan.Changes {

@@ -43,12 +43,16 @@ var oddArgs = topology.Topology{
 // Terraform accepts, unique per type, one resource per object, and every
 // reference pointing at a resource in the same file.
 func TestTerraformIsFormatted(t *testing.T) {
+	// Each case runs the terraform binary: side by side, they take the
+	// time of the slowest instead of the sum.
+	t.Parallel()
 	tf, err := exec.LookPath("terraform")
 	if err != nil {
 		t.Log("terraform is not on PATH: checking labels and references only, not terraform fmt")
 	}
 	for name, top := range renderCases(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			var buf bytes.Buffer
 			if err := render.Terraform(&buf, top); err != nil {
 				t.Fatal(err)
@@ -196,12 +200,16 @@ func TestTerraformRefuses(t *testing.T) {
 // values then go through what the provider does to them (string, then an
 // integer where one parses).
 func TestTerraformEvaluates(t *testing.T) {
+	// Each case runs the terraform binary: side by side, they take the
+	// time of the slowest instead of the sum.
+	t.Parallel()
 	tf, err := exec.LookPath("terraform")
 	if err != nil {
 		t.Skip("terraform is not on PATH")
 	}
 	for name, want := range renderCases(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			var buf bytes.Buffer
 			if err := render.Terraform(&buf, want); err != nil {
 				t.Fatal(err)

@@ -212,6 +212,8 @@ func TestRetryPublishNacked(t *testing.T) {
 			if ev.outcome == retry.Requeued && (ev.err == nil || !strings.Contains(ev.err.Error(), "nacked")) {
 				t.Errorf("requeue error %v; want a nack", ev.err)
 			}
+			// Never before the confirm timeout: a floor, which a busy
+			// machine cannot break.
 			if ev.outcome == retry.Requeued && ev.settled.Sub(ev.at) < 400*time.Millisecond {
 				t.Errorf("requeued %v after its delivery; want the copy published again for the confirm timeout, 500ms", ev.settled.Sub(ev.at))
 			}

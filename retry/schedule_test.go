@@ -16,18 +16,13 @@ import (
 	"github.com/rmqtopo/rmqtopo/retry"
 )
 
-// lateTolerance is how late a retry may arrive after its scheduled delay,
-// measured from the failing delivery's arrival to the next one's: the
-// retry publish and confirm, the wait queue's TTL expiry, dead-lettering
-// and delivery, on a loaded two-core test machine.
-const lateTolerance = 250 * time.Millisecond
-
 // timerSlack is how early a retry may seem to arrive: RabbitMQ's TTL timers
 // have millisecond resolution.
 const timerSlack = 2 * time.Millisecond
 
 // TestSchedule fails one message every time and checks that each retry
-// arrives after its scheduled delay, within lateTolerance, and that after
+// arrives after its scheduled delay, never before (how late is a timing
+// goal, measured by BenchmarkReturnLateness), and that after
 // the last retry the message is in the DLQ with every original property
 // and header plus the retry headers.
 func TestSchedule(t *testing.T) {
@@ -88,8 +83,8 @@ func TestSchedule(t *testing.T) {
 				gap := evs[k].at.Sub(evs[k-1].at)
 				late := gap - delays[k-1]
 				t.Logf("retry %d: scheduled %v, arrived after %v (late %v)", k, delays[k-1], gap.Round(time.Millisecond), late.Round(time.Millisecond))
-				if gap < delays[k-1]-timerSlack || late > lateTolerance {
-					t.Errorf("retry %d arrived %v after the failure; want %v..%v", k, gap, delays[k-1], delays[k-1]+lateTolerance)
+				if gap < delays[k-1]-timerSlack {
+					t.Errorf("retry %d arrived %v after the failure, before its delay of %v", k, gap, delays[k-1])
 				}
 			}
 
@@ -145,21 +140,19 @@ func TestSchedule(t *testing.T) {
 	}
 }
 
-// TestRejectGoesToDLQAtOnce: a permanent error skips the schedule.
+// TestRejectGoesToDLQAtOnce: a permanent error skips the schedule. The
+// first delay is a minute and the DLQ is read for 30s: a message that
+// waited in the schedule would not be there; no clock is compared.
 func TestRejectGoesToDLQAtOnce(t *testing.T) {
-	const firstDelay = 2 * time.Second
-	e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"2s"}}, nil)
+	const firstDelay = time.Minute
+	e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"1m"}}, nil)
 	obs := newCounter()
 	r := newRetrier(t, e, retry.WithObserver(obs))
 	rec := e.consume(t, r, 1, func(context.Context, amqp.Delivery) error {
 		return fmt.Errorf("order 7: %w", retry.ErrReject)
 	})
-	sent := time.Now()
 	e.publish(t, amqp.Publishing{MessageId: "r1", Headers: amqp.Table{"traceparent": "t1"}, Body: []byte("x")})
-	dl := brokertest.Drain(t, e.conn, contract.DeadLetterQueue(workQueue), 1, 5*time.Second)[0]
-	if took := time.Since(sent); took >= firstDelay {
-		t.Errorf("rejected message reached the DLQ after %v; want at once, well before the first delay (%v)", took, firstDelay)
-	}
+	dl := brokertest.Drain(t, e.conn, contract.DeadLetterQueue(workQueue), 1, 30*time.Second)[0]
 	// The DLQ may show the message before the helper records its outcome,
 	// which it does once the delivery is acked.
 	evs := rec.waitFor(t, 5*time.Second, "the delivery settled", func(evs []event) bool { return len(evs) > 0 })

@@ -459,12 +459,15 @@ func deadLetterTo(args map[string]any, exchange string, routingKey *string) {
 	}
 }
 
-// workQueueArgs are the arguments a work queue is declared with: its type,
-// and what a preset's library declares besides. Everything else rmqtopo
-// wants of the queue is in its policy (see policies.go).
+// workQueueArgs are the arguments a work queue is declared with: its type;
+// for rmqtopo's own contract, what rmqtopo never changes in place (see
+// policies.go); for a preset, what its library declares besides.
+// Everything else rmqtopo wants of the queue is in its policy.
 func (b *builder) workQueueArgs(q Queue) map[string]any {
 	args := declaredType(q.Type)
 	switch q.Preset {
+	case PresetNone:
+		nativeArgs(args, q)
 	case PresetSpring:
 		// deadLetterExchange(DL_EXCHANGE), declared with or without a DLQ.
 		args["x-dead-letter-exchange"] = springNamesOf(q).dlx
@@ -509,9 +512,7 @@ func (b *builder) native(q Queue) {
 	b.addExchange(topology.Exchange{Name: retry, Type: "headers", Durable: true}, b.generated(q, "retry exchange"))
 	b.deadEnds(q)
 	b.returnQueue(q)
-	b.queuePolicy(q.Name, workQueuePolicy(q, func(def map[string]any) {
-		deadLetterPolicy(def, q.Type, dlx, nil)
-	}))
+	b.queuePolicy(q.Name, setAttributes(q))
 	layout := b.s.layoutOf(q)
 	// Retry k becomes delivery attempt k+1.
 	for k := 1; k <= q.ImmediateRetries; k++ {

@@ -28,9 +28,9 @@ queues:
 		t.Errorf("converted (-want +got):\n%s", diff)
 	}
 	a, _ := got.Queue("v", "a")
-	// Dead-lettering into a.dlx, at least once, is in a's rmqtopo policy.
-	want := quorumArgs(3, topology.Args{"x-delayed-retry-type": "failed",
-		"x-delayed-retry-min": int64(5000), "x-delayed-retry-max": int64(15000)})
+	// Dead-lettering into a.dlx, at least once, is an argument of a's.
+	want := quorumArgs(3, merge(atLeastOnce, topology.Args{"x-delayed-retry-type": "failed",
+		"x-delayed-retry-min": int64(5000), "x-delayed-retry-max": int64(15000), "x-dead-letter-exchange": "a.dlx"}))
 	if diff := cmp.Diff(want, a.Arguments); diff != "" {
 		t.Errorf("a's arguments (-want +got):\n%s", diff)
 	}
@@ -46,7 +46,7 @@ queues:
 	}
 	for n, want := range map[string]bool{"a.retry": false, "a.dlx": true, "a.dlq": true, "rmqtopo.wait.5s": true,
 		"rmqtopo.wait.10s": false, "rmqtopo.wait.15s": false, "b.retry": true, "c.retry": true, "rmqtopo.wait.1s": true,
-		"rmqtopo.exchange.a.retry": false, "rmqtopo.exchange.b.retry": false, "rmqtopo.queue.a": true} {
+		"rmqtopo.exchange.a.retry": false, "rmqtopo.exchange.b.retry": false, "rmqtopo.queue.a": false} {
 		if names[n] != want {
 			t.Errorf("%s present = %v, want %v", n, names[n], want)
 		}

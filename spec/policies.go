@@ -5,13 +5,29 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// rmqtopo carries what may change about the queues it declares (TTL,
-// dead-lettering, limits) in policies of its own rather than in x-
-// arguments, which RabbitMQ never lets change: changing such an attribute
-// is then an in-place policy update. Arguments keep what is a queue's
-// identity (its type, a wait queue's TTL and return route, which its name
-// spells) and what a preset's library declares itself, argument for
-// argument, so that the library's own declare never fails.
+// Where a work queue's attributes live. RabbitMQ matches every queue and
+// exchange of a vhost against every policy of the vhost, on each declare
+// and on each policy write, compiling each pattern anew: a policy per
+// queue makes an apply's broker work grow with the square of the queue
+// count (docs/benchmarks.md, "Policies at scale"), and one policy whose
+// pattern lists many queues is worse (about 0.9 ms a match for 1,000
+// names on 3.10.8; PCRE refuses to compile 3,000). So:
+//
+//   - what rmqtopo never changes in place is a queue argument: the type,
+//     and for its own contract the dead-lettering into Q.dlx (named after
+//     the queue), at-least-once with reject-publish for quorum queues, and
+//     the default delivery limit (nativeArgs);
+//   - what the spec sets and may change (message_ttl, max_length,
+//     delivery_limit) is in the queue's own policy, rmqtopo.queue.Q, which
+//     only queues that set one of them get (setAttributes): changing such an
+//     attribute is an in-place policy update;
+//   - a preset's work queue keeps everything beyond what its library
+//     declares in its policy, which no declare of the library can conflict
+//     with (workQueuePolicy).
+//
+// A queue an earlier rmqtopo made carries its dead-lettering in its policy
+// and lacks the arguments: the plan keeps it as it is, with that policy
+// (plan.Diff), rather than replace it.
 
 // Policy keys rmqtopo writes. Classic queues honour all but delivery-limit
 // and dead-letter-strategy.
@@ -86,6 +102,38 @@ func workQueuePolicy(q Queue, deadLetter func(def map[string]any)) map[string]an
 	}
 	if q.DLQ && deadLetter != nil {
 		deadLetter(def)
+	}
+	if q.MessageTTL > 0 {
+		def[keyMessageTTL] = q.MessageTTL.Milliseconds()
+	}
+	if q.MaxLength > 0 {
+		def[keyMaxLength] = q.MaxLength
+	}
+	return def
+}
+
+// nativeArgs adds to args, a work queue's of rmqtopo's own contract, the
+// attributes rmqtopo never changes in place: dead-lettering into the
+// queue's own dead-letter exchange (only a DLQ toggle would change it, and
+// that is a replace), and, unless the spec sets one, the default delivery
+// limit of a quorum queue. A spec's delivery_limit goes to the policy
+// instead, so that it can change either way; a later one above the default
+// on a queue declared with it needs a replace (the lower value wins).
+func nativeArgs(args map[string]any, q Queue) {
+	if q.DLQ {
+		deadLetterTo(args, contract.DeadLetterExchange(q.Name), nil)
+	}
+	if q.Type == TypeQuorum && q.DeliveryLimit == 0 {
+		args["x-delivery-limit"] = DefaultDeliveryLimit
+	}
+}
+
+// setAttributes is the policy definition of a work queue of rmqtopo's own
+// contract: the attributes its spec sets that may change, or none.
+func setAttributes(q Queue) map[string]any {
+	def := map[string]any{}
+	if q.Type == TypeQuorum && q.DeliveryLimit > 0 {
+		def[keyDeliveryLimit] = q.DeliveryLimit
 	}
 	if q.MessageTTL > 0 {
 		def[keyMessageTTL] = q.MessageTTL.Milliseconds()

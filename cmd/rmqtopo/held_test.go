@@ -160,6 +160,8 @@ func TestStatusStuckDeadLetters(t *testing.T) {
 	if !strings.Contains(stderr, "1 wait queue holds 4 dead-letters; re-reading for up to 6s") {
 		t.Errorf("stderr: %q", stderr)
 	}
+	// Never early: status that returns before its margin did not watch
+	// the queue for it. A floor, which a busy machine cannot break.
 	if d := time.Since(start); d < 6*time.Second {
 		t.Errorf("status took %s, less than its margin", d)
 	}
@@ -199,15 +201,12 @@ func TestStatusHeldSkippedWhenOutranked(t *testing.T) {
 
 	quick := func(spec string, want int, margin string) {
 		t.Helper()
-		start := time.Now()
 		stdout, stderr, code := rmqtopo(t, "", append([]string{"status", "--exit-code", "--held-margin", margin, spec}, o.conn()...)...)
-		took := time.Since(start)
 		if code != want {
 			t.Fatalf("status exited %d, want %d\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
 		}
-		if took >= 15*time.Second {
-			t.Errorf("status took %s with a %s margin: it waited although exit %d was certain", took, margin, want)
-		}
+		// That it did not wait shows in stderr (checked below: "not
+		// re-reading"), not in a clock a busy machine would slow.
 		if !strings.Contains(stdout, "dead-letters-held") || strings.Contains(stdout, "stuck") {
 			t.Errorf("stdout, want the wait queue held and not judged:\n%s", stdout)
 		}
@@ -229,7 +228,7 @@ func TestStatusHeldSkippedWhenOutranked(t *testing.T) {
 	if code != ExitDeadLettersStuck || !strings.Contains(stderr, "re-reading for up to 5s") {
 		t.Fatalf("status exited %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitDeadLettersStuck, stdout, stderr)
 	}
-	if d := time.Since(start); d < 5*time.Second {
+	if d := time.Since(start); d < 5*time.Second { // never early, as above
 		t.Errorf("status took %s, less than its margin", d)
 	}
 }
@@ -282,9 +281,8 @@ func TestStatusHeldDeadLettersForwarded(t *testing.T) {
 	stderr := &notifyWriter{want: "re-reading", seen: make(chan struct{})}
 	var stdout bytes.Buffer
 	done := make(chan int)
-	start := time.Now()
 	go func() {
-		err := run(context.Background(), append([]string{"status", "--exit-code", "--held-margin", "60s", file}, o.conn()...),
+		err := run(context.Background(), append([]string{"status", "--exit-code", "--held-margin", "10m", file}, o.conn()...),
 			strings.NewReader(""), &stdout, stderr)
 		done <- exitCode(err, stderr)
 	}()
@@ -296,15 +294,23 @@ func TestStatusHeldDeadLettersForwarded(t *testing.T) {
 	o.api(t, http.MethodPut, "/api/queues/"+url.PathEscape(o.vhost)+"/lost", `{"durable": true}`)
 	o.api(t, http.MethodPut, "/api/policies/"+url.PathEscape(o.vhost)+"/poke",
 		`{"pattern": "^rmqtopo\\.wait\\.1s$", "apply-to": "queues", "priority": 1000, "definition": {"max-length-bytes": 1000000000}}`)
-	code := <-done
+	// Status re-reads every 5s (the statistics interval): one or two
+	// readings, about 10s, see the count fall. Its margin is 10 minutes,
+	// so one that ran past stoppedWithin did not stop early; the bound is
+	// 12 times what it needs, not a timing goal.
+	const stoppedWithin = 2 * time.Minute
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(stoppedWithin):
+		t.Fatalf("status still re-reading %s after the wait queue forwarded (margin 10m): it did not stop once it did\nstderr:\n%s",
+			stoppedWithin, stderr.String())
+	}
 	if code != 0 {
 		t.Fatalf("status exited %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 	if strings.Contains(stdout.String(), "stuck") || !strings.Contains(stdout.String(), "dead-letters-held") {
 		t.Errorf("stdout, want the wait queue held and not stuck:\n%s", stdout.String())
-	}
-	if d := time.Since(start); d >= 60*time.Second {
-		t.Errorf("status took %s: it did not stop re-reading once the queue forwarded", d)
 	}
 	if n := brokertest.Drain(t, conn, "lost", 3, 30*time.Second); len(n) != 3 {
 		t.Errorf("lost received %d dead-letters, want 3", len(n))

@@ -1,9 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 )
@@ -29,17 +30,25 @@ func TestOnlineLockTimeout(t *testing.T) {
 		t.Errorf("lock held past the timeout: exit %d, stderr %q", code, stderr)
 	}
 
-	release := 2 * time.Second
-	time.AfterFunc(release, func() { holder.Close() })
-	start := time.Now()
-	stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", "--lock-timeout", "30s", path}, o.conn()...)...)
-	took := time.Since(start)
-	if code != 0 || !strings.Contains(stdout, "Apply complete") || took < release {
-		t.Errorf("lock released after %s: exit %d after %s\nstdout:\n%s\nstderr:\n%s", release, code, took, stdout, stderr)
+	// The lock is released once apply says it waits for it: read from its
+	// stderr, not guessed from a clock, so a slow start cannot skip the wait.
+	errw := &notifyWriter{want: "waiting up to 30s for another apply's lock", seen: make(chan struct{})}
+	released := make(chan struct{})
+	go func() { <-errw.seen; close(released); holder.Close() }() // closed first: apply cannot finish before
+	var stdout bytes.Buffer
+	err = run(context.Background(), append([]string{"apply", "--auto-approve", "--lock-timeout", "30s", path}, o.conn()...),
+		strings.NewReader(""), &stdout, errw)
+	code = exitCode(err, errw)
+	select {
+	case <-released:
+	default:
+		t.Errorf("apply returned before the lock was released: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), errw)
 	}
-	if want := "waiting up to 30s for another apply's lock on vhost"; !strings.Contains(stderr, want) {
-		t.Errorf("stderr %q does not say %q", stderr, want)
+	if code != 0 || !strings.Contains(stdout.String(), "Apply complete") {
+		t.Errorf("lock released while apply waited: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), errw)
 	}
-	t.Logf("apply waited %s for a lock released after %s", took.Round(time.Millisecond), release)
+	if want := "waiting up to 30s for another apply's lock on vhost"; !strings.Contains(errw.String(), want) {
+		t.Errorf("stderr %q does not say %q", errw, want)
+	}
 	o.must(t, 0, "plan", "--detailed-exitcode", path)
 }

@@ -74,7 +74,9 @@ func TestOnlineMigrationKilledAtEachStep(t *testing.T) {
 				if !strings.Contains(plan, `>/+ queue "orders"`) {
 					t.Errorf("the plan after the kill does not resume the migration:\n%s", plan)
 				}
-				o.must(t, 0, "apply", "--auto-approve", path)
+				// The killed apply's lock goes once the broker sees its
+				// connection closed, later on a busy machine: wait for it.
+				o.must(t, 0, "apply", "--auto-approve", "--lock-timeout", "1m", path)
 			}
 			o.must(t, 0, "plan", "--detailed-exitcode", path)
 			got := drainNumbered(t, conn, n)

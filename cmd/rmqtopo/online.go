@@ -69,24 +69,28 @@ func (c *planCmd) Run(e *env) (err error) {
 		}
 		return fmt.Errorf("plan: %w", err)
 	}
-	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs, State: st})
-	if diags, err = c.Version.withVersion(e, p, diags, st, client); err != nil {
+	from := "broker"
+	if c.Against != "" {
+		from = "export"
+	}
+	diags, err := checkPlan(e, &p, st, client, c.Version, from, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs}, false)
+	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
 	if err := renderPlan(e, c.Format, p, diags); err != nil {
 		return err
 	}
-	if err := versionRefusals("plan", diags); err != nil {
-		return err
-	}
-	if c.Out != "" {
+	blocking := plan.Blocking(diags)
+	// A plan the broker would refuse is not worth saving: no flag of
+	// apply accepts it.
+	if c.Out != "" && len(plan.Refusals(blocking)) == 0 {
 		if err := planfile.New(brokerURL, st, specs, c.Prune, p, diags).Write(c.Out); err != nil {
 			return fmt.Errorf("plan: %w", err)
 		}
 		fmt.Fprintf(e.stderr, "Saved the plan to %s; apply it with: rmqtopo apply %s\n", c.Out, c.Out)
 	}
-	if b := plan.Blocking(diags); len(b) > 0 {
-		err := blockingError("plan", b)
+	if len(blocking) > 0 {
+		err := plan.BlockingError("plan", blocking)
 		if c.DetailedExitcode {
 			return &ExitError{Code: ExitRefused, Err: err}
 		}
@@ -108,40 +112,6 @@ func renderPlan(e *env, format string, p plan.Plan, diags []plan.Diagnostic) err
 	default:
 		return render.PlanText(e.stdout, p, diags, e.color)
 	}
-}
-
-func blockingError(cmd string, b []plan.Diagnostic) error {
-	codes := map[string]bool{}
-	var list, refused []string
-	for _, d := range b {
-		if !codes[d.Code] {
-			codes[d.Code] = true
-			list = append(list, d.Code)
-			if !destructive[d.Code] {
-				refused = append(refused, d.Code)
-			}
-		}
-	}
-	if len(refused) > 0 {
-		noun := "change"
-		if len(b) > 1 {
-			noun = "changes"
-		}
-		return fmt.Errorf("%s: %d %s cannot be applied (%s); nothing was written: fix the spec (see the errors above)",
-			cmd, len(b), noun, strings.Join(list, ", "))
-	}
-	noun := "change puts"
-	if len(b) > 1 {
-		noun = "changes put"
-	}
-	return fmt.Errorf("%s: %d %s messages at risk (%s); apply refuses without --allow-destroy",
-		cmd, len(b), noun, strings.Join(list, ", "))
-}
-
-// destructive are the codes of diagnostics that --allow-destroy accepts.
-var destructive = map[string]bool{
-	plan.CodeReplaceQueueWithMessages: true, plan.CodeDeleteQueueWithMessages: true,
-	plan.CodeQueueMessagesUnknown: true, plan.CodeQueueHasConsumers: true,
 }
 
 type applyCmd struct {
@@ -197,16 +167,10 @@ func (c *applyCmd) Run(e *env) (err error) {
 		}
 	}
 	specs := ch.Specs
-	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs, State: st})
-	if diags, err = (rabbitVersionFlag{}).withVersion(e, p, diags, st, client); err != nil {
+	// apply has no --rabbitmq-version: it judges by the broker it writes to.
+	diags, err := checkPlan(e, &p, st, client, rabbitVersionFlag{}, "broker", plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs}, true)
+	if err != nil {
 		return fmt.Errorf("apply: %w", err)
-	}
-	if p.HasChanges() {
-		access, err := client.Access(e.ctx, st.Vhosts)
-		if err != nil {
-			return fmt.Errorf("apply: %w", err)
-		}
-		diags = append(diags, plan.CheckAccess(p, specs, access)...)
 	}
 	if err := render.PlanText(e.stdout, p, diags, e.color); err != nil {
 		return err
@@ -214,13 +178,10 @@ func (c *applyCmd) Run(e *env) (err error) {
 	if !p.HasChanges() {
 		// Nothing to change; the spec's record may still need to claim
 		// objects that exist already, which asks for no approval.
-		return a.run(p, st, specs, c.Concurrency, c.AllowDestroy)
-	}
-	if err := versionRefusals("apply", diags); err != nil {
-		return err
+		return a.run(p, st, specs, c.Concurrency, c.AllowDestroy, diags)
 	}
 	if b := plan.Blocking(diags); len(b) > 0 {
-		return blockingError("apply", b)
+		return plan.BlockingError("apply", b)
 	}
 	// A saved plan was reviewed and approved when it was saved, and it
 	// is refused above if the broker changed since: asking again would
@@ -230,7 +191,7 @@ func (c *applyCmd) Run(e *env) (err error) {
 			return err
 		}
 	}
-	return a.run(p, st, specs, c.Concurrency, c.AllowDestroy)
+	return a.run(p, st, specs, c.Concurrency, c.AllowDestroy, diags)
 }
 
 // input reads what apply applies: a saved plan (one file whose kind says
@@ -374,13 +335,15 @@ func (a *applying) checkSaved(saved *planfile.File, path string, st *topology.St
 	return p, nil
 }
 
-// run applies p, made from st, showing progress, and says what was done.
-func (a *applying) run(p plan.Plan, st *topology.State, specs map[string]string, concurrency int, allowDestroy bool) error {
+// run applies p, made from st, showing progress, and says what was done;
+// diags are the plan's diagnostics, which apply refuses by.
+func (a *applying) run(p plan.Plan, st *topology.State, specs map[string]string, concurrency int, allowDestroy bool, diags []plan.Diagnostic) error {
 	progress := newProgress(a.e.stderr)
 	defer progress.stop()
 	res, err := apply.Apply(a.e.ctx, a.sess, p, apply.Options{
 		Concurrency:  concurrency,
 		AllowDestroy: allowDestroy,
+		Diagnostics:  diags,
 		Records:      plan.OwnRecords(st, specs),
 		Progress:     progress.update,
 		IsNotEmpty:   func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) },

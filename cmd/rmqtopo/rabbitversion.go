@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/plan"
@@ -14,68 +13,54 @@ import (
 // ask (--against) or to judge a plan for the version a broker is about to
 // be upgraded to.
 type rabbitVersionFlag struct {
-	RabbitMQVersion string `name:"rabbitmq-version" placeholder:"X.Y[.Z]" help:"Judge the plan for this RabbitMQ version (default: the broker's, from /api/overview; none with --against)."`
+	RabbitMQVersion string `name:"rabbitmq-version" placeholder:"X.Y[.Z]" help:"Judge every check of the plan for this RabbitMQ version (default: the broker's, from /api/overview, or with --against the export's rabbit_version)."`
 }
 
-// version is the flag's version, else the state's, else the live
-// broker's (client may be nil); unknown when none says.
-func (f rabbitVersionFlag) version(e *env, st *topology.State, client *broker.Client) (topology.Version, error) {
-	switch {
-	case f.RabbitMQVersion != "":
-		v, err := topology.ParseVersion(f.RabbitMQVersion)
-		if err != nil {
-			return v, fmt.Errorf("--rabbitmq-version: %w", err)
-		}
-		return v, nil
-	case st != nil && st.BrokerVersion != "":
-		if v, err := topology.ParseVersion(st.BrokerVersion); err == nil {
-			return v, nil
-		}
-	case client != nil:
-		// The version only adds diagnostics: a broker that will not say
-		// (a user without access to /api/overview) still gets its plan.
-		v, err := client.Version(e.ctx)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "warning: %v; the checks that depend on the RabbitMQ version are skipped (give --rabbitmq-version)\n", err)
-		}
-		return v, nil
+// judge is the one version every check of p judges by: the flag's, else
+// the version st's source reported (from: "broker" or "export"), else the
+// live broker's (client may be nil).
+func (f rabbitVersionFlag) judge(e *env, st *topology.State, client *broker.Client, from string) (plan.Judged, error) {
+	j, err := plan.JudgeVersion(f.RabbitMQVersion, st, from)
+	if err != nil || j.Version != "" || client == nil {
+		return j, err
 	}
-	return topology.Version{}, nil
+	// The version only adds diagnostics: a broker that will not say (a
+	// user without access to /api/overview) still gets its plan.
+	v, err := client.Version(e.ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "warning: %v; the checks that depend on the RabbitMQ version are skipped (give --rabbitmq-version)\n", err)
+		return j, nil
+	}
+	return plan.Judged{Version: v.String(), From: from}, nil
 }
 
-// withVersion adds the version diagnostics of p to diags.
-func (f rabbitVersionFlag) withVersion(e *env, p plan.Plan, diags []plan.Diagnostic, st *topology.State, client *broker.Client) ([]plan.Diagnostic, error) {
-	v, err := f.version(e, st, client)
+// checkPlan judges p, made from st, by one version and runs every check
+// on it: the diagnostics plan shows and apply refuses by, the same for
+// both. Apply (writer) also checks the access of the user who writes
+// (RT012); plan does not, since a read-only user may plan for another
+// to apply.
+func checkPlan(e *env, p *plan.Plan, st *topology.State, client *broker.Client, f rabbitVersionFlag, from string, opts plan.CheckOptions, writer bool) ([]plan.Diagnostic, error) {
+	j, err := f.judge(e, st, client, from)
 	if err != nil {
 		return nil, err
 	}
-	return append(diags, plan.CheckVersion(p, v)...), nil
-}
-
-// versionRefusals is the error for the diagnostics of a version that
-// would refuse part of the plan, or nil; no flag accepts them, since the
-// broker would refuse the write anyway.
-func versionRefusals(cmd string, ds []plan.Diagnostic) error {
-	var codes []string
-	n := 0
-	for _, d := range ds {
-		if d.Severity == plan.SeverityError && (d.Code == plan.CodeRefusedArgument || d.Code == plan.CodeTransientQueue) {
-			n++
-			if !strings.Contains(strings.Join(codes, ","), d.Code) {
-				codes = append(codes, d.Code)
-			}
+	p.RabbitMQ = &j
+	opts.State = st
+	if writer && client != nil && p.HasChanges() {
+		access, err := client.Access(e.ctx, st.Vhosts)
+		if err != nil {
+			return nil, err
 		}
+		opts.Access = &access
 	}
-	if n == 0 {
-		return nil
-	}
-	return fmt.Errorf("%s: the broker's RabbitMQ version refuses %d queue declaration(s) of this plan (%s); change the spec: nothing was written", cmd, n, strings.Join(codes, ", "))
+	return plan.Check(*p, opts), nil
 }
 
 // nativeFlags choose RabbitMQ 4.3's native delayed retry in renderings.
 type nativeFlags struct {
 	NativeDelayedRetry bool `name:"native-delayed-retry" help:"Render linear schedules of quorum queues as RabbitMQ 4.3 x-delayed-retry-* arguments instead of wait queues; needs --rabbitmq-version 4.3 or later."`
-	rabbitVersionFlag
+	// Render reads no broker: the version is the user's word alone.
+	RabbitMQVersion string `name:"rabbitmq-version" placeholder:"X.Y[.Z]" help:"The RabbitMQ version to render for (render reads no broker); --native-delayed-retry needs 4.3 or later."`
 }
 
 // expander returns how to expand files for rendering: as always, or with
@@ -85,12 +70,13 @@ func (f nativeFlags) expander(e *env, files []*spec.File) (func() topology.Topol
 	if !f.NativeDelayedRetry {
 		return plain, nil
 	}
-	v, err := f.version(e, nil, nil)
+	j, err := plan.JudgeVersion(f.RabbitMQVersion, nil, "")
 	if err != nil {
 		return nil, err
 	}
-	if !v.AtLeast(4, 3) {
-		return nil, fmt.Errorf("render: --native-delayed-retry needs --rabbitmq-version 4.3 or later (got %s): older brokers ignore x-delayed-retry-*", v)
+	v, _ := topology.ParseVersion(j.Version)
+	if arg, _ := topology.LookupFeature(topology.FeatureQueueArgument, "x-delayed-retry-type", nil); !v.Known() || arg.At(v) != topology.Accepted {
+		return nil, fmt.Errorf("render: --native-delayed-retry needs --rabbitmq-version %s or later (got %s): older brokers ignore x-delayed-retry-*", arg.Since, v)
 	}
 	return func() topology.Topology {
 		t, converted := spec.NativeDelayedRetry(files, spec.Expand(files...))

@@ -53,8 +53,12 @@ func TestLadderChangeLosesNothing(t *testing.T) {
 	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err != nil {
 		t.Fatal(err)
 	}
-	if time.Since(start) > 14*time.Second {
-		t.Fatalf("the apply came too late (%s) to prove anything: the messages may have left level 3 already", time.Since(start))
+	// The messages still wait in level 3 (16s), so the apply ran while
+	// they did: what the test is about. The statistics wait and the apply
+	// take about 5s on a quiet machine (logged); no clock is asserted.
+	t.Logf("plan and apply %s after the publish", time.Since(start).Round(time.Millisecond))
+	if got := l.b.QueueDepth(t, l.vhost, old.LevelQueue(3)); got != n {
+		t.Fatalf("%s holds %d messages right after the apply, want %d: the apply came too late to prove anything", old.LevelQueue(3), got, n)
 	}
 	waitFor(t, 40*time.Second, "every message in the work queue", func() bool {
 		return l.b.QueueDepth(t, l.vhost, "work") >= n

@@ -277,7 +277,6 @@ func TestExamplesPlanApplyPlan(t *testing.T) {
 			want := []string{
 				"create exchange added.work.dlx",
 				"create exchange added.work.retry",
-				"create policy rmqtopo.queue.added.work",
 				"create queue added.work",
 				"create queue added.work.dlq",
 				"create queue added.work.wait.1.3777ms",
@@ -421,7 +420,7 @@ func TestBrownfield(t *testing.T) {
 	if diff := cmp.Diff([]string{plan.CodeReplaceQueueWithMessages + " orders"}, codes); diff != "" {
 		t.Errorf("blocking diagnostics (-want +got):\n%s", diff)
 	}
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err == nil ||
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs()), Diagnostics: diags}); err == nil ||
 		!strings.Contains(err.Error(), "refusing") {
 		t.Fatalf("apply without AllowDestroy: err = %v, want a refusal", err)
 	}
@@ -456,7 +455,6 @@ func TestBrownfield(t *testing.T) {
 		"delete queue orders",
 		"delete queue orders.dlq",
 		"delete queue rmqtopo.wait.5s",
-		"delete policy rmqtopo.queue.orders",
 		"delete exchange orders.dlx",
 		"delete exchange orders.retry",
 	}
@@ -577,7 +575,8 @@ func TestPlanConsumers(t *testing.T) {
 		codes(plan.Check(p, plan.CheckOptions{AllowDestroy: true}))); diff != "" {
 		t.Errorf("diagnostics with AllowDestroy (-want +got):\n%s", diff)
 	}
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err == nil ||
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs()),
+		Diagnostics: plan.Check(p, plan.CheckOptions{})}); err == nil ||
 		!strings.Contains(err.Error(), "refusing") || !strings.Contains(err.Error(), "consumer") {
 		t.Fatalf("apply without AllowDestroy: err = %v, want a refusal naming the consumer", err)
 	}
@@ -649,11 +648,12 @@ func TestScheduleChangeLosesNothing(t *testing.T) {
 	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err != nil {
 		t.Fatal(err)
 	}
-	if time.Since(start) > 8*time.Second {
-		t.Fatalf("the apply came too late (%s) to prove anything: the old messages may have expired already", time.Since(start))
-	}
+	// The old messages still wait in the old queue, so the apply ran while
+	// they did: what the test is about. Their 10s TTL is over 10 times what
+	// the plan and apply need on a quiet machine (logged).
+	t.Logf("plan and apply %s after the publish", time.Since(start).Round(time.Millisecond))
 	if n := l.b.QueueDepth(t, l.vhost, oldWait); n != early {
-		t.Errorf("%s holds %d messages right after the apply, want %d", oldWait, n, early)
+		t.Fatalf("%s holds %d messages right after the apply, want %d: the apply came too late to prove anything", oldWait, n, early)
 	}
 	publish(t, conn, contract.RetryExchange("work"), "work", retry, late)
 
@@ -850,7 +850,6 @@ func TestHTTPWrites(t *testing.T) {
 		"delete queue work.wait.2.2s",
 		"delete exchange extra.dlx",
 		"delete exchange extra.retry",
-		"delete policy rmqtopo.queue.extra",
 	}
 	if diff := cmp.Diff(want, changes(p)); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)

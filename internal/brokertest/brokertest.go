@@ -117,7 +117,7 @@ func setup() (*Broker, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	node, err := StartNode(ctx, NodeConfig{BaseDir: dir})
+	node, err := StartNode(ctx, NodeConfig{BaseDir: dir, StatsInterval: TestStatsInterval})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -184,9 +184,16 @@ func (b *Broker) Mgmt(t testing.TB) *rabbithole.Client {
 	if err != nil {
 		t.Fatalf("brokertest: management client for %s: %v", b.MgmtURL, err)
 	}
-	c.SetTimeout(30 * time.Second)
+	c.SetTimeout(mgmtTimeout)
 	return c
 }
+
+// mgmtTimeout bounds a management API request of the harness. Creating or
+// deleting a vhost takes well under a second on a quiet node, but the node
+// does them one at a time, and with test binaries side by side on a busy
+// 2-CPU machine (load 20) a vhost creation waited over 30s behind the
+// others: 2 minutes is a guard against a hung broker, not a timing goal.
+const mgmtTimeout = 2 * time.Minute
 
 // NewVhost creates a vhost of the test's own, named
 // "t-<test name>-<random>", grants the broker's user full permissions in it,

@@ -32,8 +32,11 @@ const (
 // dead_letter_worker_publisher_confirm_timeout: how long a quorum queue's
 // at-least-once dead-letter worker waits for the target's confirm before it
 // re-sends. RabbitMQ's default is 180s, which after a node loss makes
-// retries that late; tests lower it to see the re-send within their time.
-const DeadLetterConfirmTimeout = 5 * time.Second
+// retries that late; tests lower it to see the re-send within their time,
+// and wait twice it for late duplicates: 2s, not more, as that wait is
+// part of every storm (a confirm later than that is re-sent, a duplicate
+// the tests count).
+const DeadLetterConfirmTimeout = 2 * time.Second
 
 // ClusterConfig describes a cluster of private nodes on this machine.
 type ClusterConfig struct {
@@ -45,9 +48,11 @@ type ClusterConfig struct {
 	// NamePrefix names the nodes PREFIXa@localhost, PREFIXb@localhost...
 	// Default "rmqtopo-c<pid>".
 	NamePrefix string
-	// ExtraConf and AdvancedConfig are given to every node (NodeConfig).
+	// ExtraConf, AdvancedConfig and StatsInterval are given to every node
+	// (NodeConfig).
 	ExtraConf      []string
 	AdvancedConfig string
+	StatsInterval  time.Duration
 }
 
 // Cluster is a RabbitMQ cluster: the nodes this process started (nil for an
@@ -93,6 +98,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 				DistPort:       ports[3*i+2],
 				ExtraConf:      cfg.ExtraConf,
 				AdvancedConfig: cfg.AdvancedConfig,
+				StatsInterval:  cfg.StatsInterval,
 			})
 		}()
 	}
@@ -192,6 +198,7 @@ func setupCluster() (*Cluster, string, error) {
 	c, err := StartCluster(ctx, ClusterConfig{
 		BaseDir:        dir,
 		NamePrefix:     os.Getenv(EnvClusterName),
+		StatsInterval:  TestStatsInterval,
 		AdvancedConfig: fmt.Sprintf("[{rabbit, [{dead_letter_worker_publisher_confirm_timeout, %d}]}].\n", DeadLetterConfirmTimeout.Milliseconds()),
 	})
 	if err != nil {

@@ -72,7 +72,16 @@ type NodeConfig struct {
 	BinDir string
 	// StartTimeout bounds the wait for the node to be ready. Default 90s.
 	StartTimeout time.Duration
+	// StatsInterval, when not 0, is the management statistics' refresh
+	// interval (collect_statistics_interval; RabbitMQ's default is 5s).
+	// Test nodes use TestStatsInterval.
+	StatsInterval time.Duration
 }
+
+// TestStatsInterval is the statistics interval of the nodes tests start:
+// tests that wait for the management API's counts (status, plans that
+// decide on counts) wait a second for them, not five.
+const TestStatsInterval = time.Second
 
 // TLSFiles are the PEM files of a node's TLS listeners. AMQP and the
 // management API may present different certificates (say one for
@@ -167,6 +176,9 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 		StartTimeout: cfg.StartTimeout,
 	}
 	extra := cfg.ExtraConf
+	if cfg.StatsInterval > 0 {
+		extra = append([]string{fmt.Sprintf("collect_statistics_interval = %d", cfg.StatsInterval.Milliseconds())}, extra...)
+	}
 	if cfg.TLS != nil {
 		n.AMQPSPort, n.MgmtTLSPort = ports[3], ports[4]
 		extra = append(tlsConf(cfg.TLS, n.AMQPSPort, n.MgmtTLSPort), extra...)

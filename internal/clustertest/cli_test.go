@@ -21,6 +21,28 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// nodes orders the tests that share the cluster: a test that kills or
+// stops nodes holds it alone (killsNodes), tests that need every node up
+// share it (needsNodes). The TLS tests, whose node is their own, take
+// neither and run beside them, so the TLS node starts with the cluster.
+var nodes sync.RWMutex
+
+// killsNodes makes t a parallel test that runs alone among the cluster
+// tests: it kills nodes, and restarts them before it ends.
+func killsNodes(t *testing.T) {
+	t.Parallel()
+	nodes.Lock()
+	t.Cleanup(nodes.Unlock)
+}
+
+// needsNodes makes t a parallel test that runs beside the others that need
+// every node up, never while a test kills one.
+func needsNodes(t *testing.T) {
+	t.Parallel()
+	nodes.RLock()
+	t.Cleanup(nodes.RUnlock)
+}
+
 var (
 	buildOnce sync.Once
 	binPath   string

@@ -32,6 +32,7 @@ func getJSON(t testing.TB, b *brokertest.Broker, path string, dst any) {
 // TestClusterForms checks the harness: every node of the cluster sees all
 // of them running.
 func TestClusterForms(t *testing.T) {
+	needsNodes(t)
 	c := brokertest.GetCluster(t)
 	for _, b := range c.Brokers {
 		var nodes []struct {

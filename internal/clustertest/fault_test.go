@@ -15,74 +15,112 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 )
 
-// TestRetryStormNodeLoss runs a retry storm through a 3-node cluster and
-// kills nodes in the middle of it: first the node that leads every quorum
-// queue (the topology was applied through it), restarted after a few
-// seconds, then the node that has become the leader of a wait queue. Every
-// message must end acked by a handler or in the DLQ, none lost; duplicates
-// are counted and logged. Retries held by a wait queue whose dead-letter
-// target lost its leader must arrive within the cluster's lowered
-// dead_letter_worker_publisher_confirm_timeout plus a margin.
-// RMQTOPO_STORM_MESSAGES sets the number of messages (default 10,000).
+// TestRetryStormNodeLoss runs three retry storms at once through a 3-node
+// cluster, each in a vhost of its own, and kills nodes in the middle of
+// them: first the node that leads every quorum queue (the topologies were
+// applied through it), restarted after a few seconds, then the node that
+// has become the leader of a wait queue. In "contract" the workers are raw
+// amqp091 clients acting per package contract; in "helper" they are
+// retry.Consume (see helperStorm); "return-queue" is "helper" with a
+// return queue (return_queue: true). Every message must end acked by a
+// handler or in the DLQ, none lost; duplicates are counted and logged.
+// Retries held by a wait queue whose dead-letter target lost its leader
+// must arrive within lateBound. One run of node losses serves every storm
+// (until issue 27 each had its own, and the package took twice as long).
+// RMQTOPO_STORM_MESSAGES sets the number of messages of each storm
+// (default 5,000).
 func TestRetryStormNodeLoss(t *testing.T) {
-	runStormNodeLoss(t, 6, func(ctx context.Context, s *storm, i int) { s.work(ctx, i) })
+	killsNodes(t)
+	helper, report := helperStorm(t)
+	returnHelper, returnReport := helperStorm(t)
+	runStormsNodeLoss(t, []stormRun{
+		{name: "contract", workers: 6, work: func(ctx context.Context, s *storm, i int) { s.work(ctx, i) }},
+		{name: "helper", workers: 4, work: helper, after: report},
+		// The helper's storm with a return queue (issue 29): every retry
+		// comes back through storm.return, which the workers serve first.
+		{name: "return-queue", workers: 4, work: returnHelper, after: returnReport, queueKeys: "    return_queue: true\n"},
+	})
 }
 
-// runStormNodeLoss runs the storm of TestRetryStormNodeLoss with the given
-// number of workers, each run by work(ctx, s, i) until ctx ends, through
-// both kills, and counts every message. It returns the storm for the
-// caller's own checks.
-func runStormNodeLoss(t *testing.T, workers int, work func(ctx context.Context, s *storm, i int)) *storm {
-	return runStormNodeLossWith(t, workers, "", work)
+// stormRun is one storm of runStormsNodeLoss: its workers, each run by
+// work(ctx, s, i) until ctx ends, and what it checks, after, once counted.
+type stormRun struct {
+	name    string
+	workers int
+	work    func(ctx context.Context, s *storm, i int)
+	after   func(t *testing.T, s *storm)
+	// queueKeys are more keys of the storm's queue in its spec, YAML
+	// lines indented by 4.
+	queueKeys string
 }
 
-// runStormNodeLossWith is runStormNodeLoss with more keys of the storm's
-// queue in the spec (YAML lines indented by 4), such as "    return_queue: true\n".
-func runStormNodeLossWith(t *testing.T, workers int, queueKeys string, work func(ctx context.Context, s *storm, i int)) *storm {
+// runStormsNodeLoss runs the storms of TestRetryStormNodeLoss side by
+// side through both kills, each in a vhost of its own, and counts every
+// message of each in a subtest named after it.
+func runStormsNodeLoss(t *testing.T, runs []stormRun) {
 	c := brokertest.GetCluster(t)
 	if c.External() {
 		t.Skip("kills nodes: needs the private cluster, not one given by RMQTOPO_TEST_CLUSTER_URLS")
 	}
-	n := 10000
+	n := 5000
 	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_STORM_MESSAGES")); err == nil && v > 0 {
 		n = v
 	}
 	victim := c.Brokers[2]
-	vhost := c.Brokers[0].NewVhost(t)
-	spec := writeSpec(t, t.TempDir(), "storm.yaml", vhost, fmt.Sprintf(
-		"quorum_initial_group_size: 3\nqueues:\n  - name: %s\n    type: quorum\n    retry: {delays: [1s, 2s]}\n%s", stormQueue, queueKeys))
-	// Applied through the victim: its node leads every quorum queue.
-	must(t, 0, append([]string{"apply", "--auto-approve", spec}, conn(victim)...)...)
-	var urls []string
-	for _, b := range c.Brokers {
-		urls = append(urls, b.AMQPURLFor(vhost))
+	storms, vhosts := make([]*storm, len(runs)), make([]string, len(runs))
+	for k := range runs {
+		vhosts[k] = c.Brokers[0].NewVhost(t)
+		spec := writeSpec(t, t.TempDir(), "storm.yaml", vhosts[k], fmt.Sprintf(
+			"quorum_initial_group_size: 3\nqueues:\n  - name: %s\n    type: quorum\n    retry: {delays: [1s, 2s]}\n%s", stormQueue, runs[k].queueKeys))
+		// Applied through the victim: its node leads every quorum queue.
+		must(t, 0, append([]string{"apply", "--auto-approve", spec}, conn(victim)...)...)
+		var urls []string
+		for _, b := range c.Brokers {
+			urls = append(urls, b.AMQPURLFor(vhosts[k]))
+		}
+		storms[k] = newStorm(urls)
 	}
-	s := newStorm(urls)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	wctx, stopWorkers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for i := range workers {
-		wg.Go(func() { work(wctx, s, i) })
+	pubErr := make(chan error, len(runs))
+	for k, r := range runs {
+		for i := range r.workers {
+			wg.Go(func() { r.work(wctx, storms[k], i) })
+		}
+		// Spread over about 20s, so that both kills fall in the storm.
+		go func() { pubErr <- storms[k].publish(ctx, n, max(n/20, 100)) }()
 	}
-	pubErr := make(chan error, 1)
-	// Spread over about 20s, so that both kills fall in the storm.
-	go func() { pubErr <- s.publish(ctx, n, max(n/20, 100)) }()
 
 	start := time.Now()
-	killAndRestart(t, ctx, s, start, victim, func() bool { return s.progress.Load() >= int64(n/5) })
-	killAndRestart(t, ctx, s, start, waitLeaderOf(t, c, vhost, contract.SharedWaitQueue(2*time.Second)), func() bool { return true })
-	stormRetriesFlowing := !s.pubDone.Load()
-
-	if err := <-pubErr; err != nil {
-		t.Fatalf("publisher: %v", err)
+	first := storms[0]
+	killAndRestart(t, ctx, storms, start, victim, func() bool { return first.progress.Load() >= int64(n/5) })
+	killAndRestart(t, ctx, storms, start, waitLeaderOf(t, c, vhosts[0], contract.SharedWaitQueue(2*time.Second)), func() bool { return true })
+	flowing := make([]bool, len(runs))
+	for k, s := range storms {
+		flowing[k] = !s.pubDone.Load()
 	}
-	waitSettled(t, ctx, s, c.Brokers[0], vhost, n)
+
+	for range runs {
+		if err := <-pubErr; err != nil {
+			t.Fatalf("publisher: %v", err)
+		}
+	}
+	for k, s := range storms {
+		waitSettled(t, ctx, s, c.Brokers[0], vhosts[k], n)
+	}
 	stopWorkers()
 	waitWorkers(t, &wg, time.Minute)
-	s.event(start, "workers stopped")
-	countStorm(t, s, c.Brokers[0], vhost, n, stormRetriesFlowing)
-	return s
+	for k, r := range runs {
+		storms[k].event(start, "workers stopped")
+		t.Run(r.name, func(t *testing.T) {
+			countStorm(t, storms[k], c.Brokers[0], vhosts[k], n, flowing[k])
+			if r.after != nil {
+				r.after(t, storms[k])
+			}
+		})
+	}
 }
 
 // waitLeaderOf waits until every member of the quorum queue is online and
@@ -115,8 +153,8 @@ func waitWorkers(t *testing.T, wg *sync.WaitGroup, timeout time.Duration) {
 }
 
 // killAndRestart waits until ready, kills b's node with SIGKILL, and
-// restarts it 3 seconds later.
-func killAndRestart(t *testing.T, ctx context.Context, s *storm, start time.Time, b *brokertest.Broker, ready func() bool) {
+// restarts it 3 seconds later, noting both in every storm's events.
+func killAndRestart(t *testing.T, ctx context.Context, storms []*storm, start time.Time, b *brokertest.Broker, ready func() bool) {
 	t.Helper()
 	for !ready() {
 		if err := pause(ctx, 100*time.Millisecond); err != nil {
@@ -124,12 +162,16 @@ func killAndRestart(t *testing.T, ctx context.Context, s *storm, start time.Time
 		}
 	}
 	b.Node.Kill()
-	s.event(start, "killed "+b.Node.Name)
+	for _, s := range storms {
+		s.event(start, "killed "+b.Node.Name)
+	}
 	if err := pause(ctx, 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	restart(t, b)
-	s.event(start, "restarted "+b.Node.Name)
+	for _, s := range storms {
+		s.event(start, "restarted "+b.Node.Name)
+	}
 }
 
 // waitSettled waits until every message meant to succeed was handled and
@@ -215,7 +257,7 @@ func countStorm(t *testing.T, s *storm, b *brokertest.Broker, vhost string, n in
 		}
 	}
 	if s.late > lateBound {
-		t.Errorf("a retry arrived %v after its delay; the bound is %v", s.late, lateBound)
+		t.Errorf("a retry arrived %v after its delay; the bound is %v: were held dead-letters re-sent only after RabbitMQ's default confirm timeout (180s)?", s.late, lateBound)
 	}
 	if !flowing {
 		t.Logf("note: every first publish was confirmed before the second kill; retries were still flowing from the wait queues")
@@ -223,6 +265,10 @@ func countStorm(t *testing.T, s *storm, b *brokertest.Broker, vhost string, n in
 }
 
 // lateBound is how late after its delay a retry may arrive through node
-// losses: the dead-letter worker's confirm timeout (it re-sends what the
-// dead target did not confirm), plus a leader election and a restart.
-var lateBound = brokertest.DeadLetterConfirmTimeout + 30*time.Second
+// losses: the dead-letter worker re-sends what the dead target did not
+// confirm after the cluster's lowered confirm timeout, after a leader
+// election and a restart. The latest retry seen was 11s late on a machine
+// at load 13; the bound is over 10 times that, not a timing goal, and
+// still tells the lowered timeout from RabbitMQ's default of 180s (the
+// advanced.config not applied).
+const lateBound = 2 * time.Minute

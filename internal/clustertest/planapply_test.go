@@ -31,6 +31,7 @@ queues:
 // each of the others: all see the same state, so no changes. The quorum
 // queues have the members the spec asked for.
 func TestPlanApplyThroughAnyNode(t *testing.T) {
+	needsNodes(t)
 	c := brokertest.GetCluster(t)
 	a := c.Brokers[0]
 	vhost := a.NewVhost(t)
@@ -56,6 +57,7 @@ func TestPlanApplyThroughAnyNode(t *testing.T) {
 // first apply either succeeds or names what it could not do, and the
 // re-run converges to a plan with no changes from every node.
 func TestApplyWithNodeDown(t *testing.T) {
+	killsNodes(t)
 	c := brokertest.GetCluster(t)
 	if c.External() {
 		t.Skip("kills a node: needs the private cluster, not one given by RMQTOPO_TEST_CLUSTER_URLS")

@@ -16,6 +16,7 @@ import (
 // the restart empty the DLQ. Every message must then be in the work queue,
 // none lost; duplicates are counted.
 func TestDLQReplayNodeLoss(t *testing.T) {
+	killsNodes(t)
 	c := brokertest.GetCluster(t)
 	if c.External() {
 		t.Skip("kills a node: needs the private cluster, not one given by RMQTOPO_TEST_CLUSTER_URLS")

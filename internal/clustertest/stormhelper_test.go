@@ -17,25 +17,18 @@ import (
 	"github.com/rmqtopo/rmqtopo/retry"
 )
 
-// TestRetryStormNodeLossHelper is TestRetryStormNodeLoss with the workers
-// a service would run: retry.Consume, with its defaults but for a short
-// reconnection backoff, each dialling the cluster's nodes in turn. The
-// same storm, kills and counts: every message ends handled or in the DLQ,
-// none lost, duplicates counted; retries held during the leader kill
-// arrive within the lowered dead-letter confirm timeout's bound. The
-// handler counts its successes itself: a success whose ack was lost with
-// its node is handled again, a duplicate.
-func TestRetryStormNodeLossHelper(t *testing.T) { helperStorm(t, "") }
-
-// TestRetryStormNodeLossReturnQueue is TestRetryStormNodeLossHelper with a
-// return queue (return_queue: true): the retries come back through it,
-// and a node kill under it loses nothing either.
-func TestRetryStormNodeLossReturnQueue(t *testing.T) { helperStorm(t, "    return_queue: true\n") }
-
-// helperStorm runs the helper's storm with queueKeys added to its queue.
-func helperStorm(t *testing.T, queueKeys string) {
+// helperStorm returns the workers of TestRetryStormNodeLoss's "helper"
+// storm, the ones a service would run: retry.Consume, with its defaults
+// but for a short reconnection backoff, each dialling the cluster's nodes
+// in turn; and report, which logs the helper's settlements once the storm
+// is counted. The same storm, kills and counts as the "contract" one:
+// every message ends handled or in the DLQ, none lost, duplicates
+// counted; retries held during the leader kill arrive within lateBound.
+// The handler counts its successes itself: a success whose ack was lost
+// with its node is handled again, a duplicate.
+func helperStorm(t *testing.T) (work func(ctx context.Context, s *storm, i int), report func(t *testing.T, s *storm)) {
 	obs := &stormObserver{}
-	s := runStormNodeLossWith(t, 4, queueKeys, func(ctx context.Context, st *storm, i int) {
+	work = func(ctx context.Context, st *storm, i int) {
 		dial := rotatingDialer(st, i)
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 		err := retry.Consume(ctx, dial, stormQueue, st.helperHandler, retry.WithPrefetch(10),
@@ -44,15 +37,18 @@ func helperStorm(t *testing.T, queueKeys string) {
 		if err != nil {
 			t.Errorf("worker %d: Consume: %v", i, err)
 		}
-	})
-	// Each retried or requeued delivery published one copy, each exhausted
-	// one two (the returned retry, then the DLQ copy); the rest are copies
-	// published again after a broker nack.
-	again := obs.publishes.Load() - obs.outcomes[retry.Retried].Load() - 2*obs.outcomes[retry.DeadLettered].Load() - obs.outcomes[retry.Requeued].Load()
-	t.Logf("helper settlements: %d acked, %d retried, %d dead-lettered, %d requeued (a copy nacked past the confirm timeout or unconfirmed, or the shutdown); "+
-		"%d with a settling error; handler ran %d times; %d copies published, about %d of them again after a broker nack",
-		obs.outcomes[retry.Acked].Load(), obs.outcomes[retry.Retried].Load(), obs.outcomes[retry.DeadLettered].Load(),
-		obs.outcomes[retry.Requeued].Load(), obs.errs.Load(), s.progress.Load(), obs.publishes.Load(), again)
+	}
+	report = func(t *testing.T, s *storm) {
+		// Each retried or requeued delivery published one copy, each
+		// exhausted one two (the returned retry, then the DLQ copy); the
+		// rest are copies published again after a broker nack.
+		again := obs.publishes.Load() - obs.outcomes[retry.Retried].Load() - 2*obs.outcomes[retry.DeadLettered].Load() - obs.outcomes[retry.Requeued].Load()
+		t.Logf("helper settlements: %d acked, %d retried, %d dead-lettered, %d requeued (a copy nacked past the confirm timeout or unconfirmed, or the shutdown); "+
+			"%d with a settling error; handler ran %d times; %d copies published, about %d of them again after a broker nack",
+			obs.outcomes[retry.Acked].Load(), obs.outcomes[retry.Retried].Load(), obs.outcomes[retry.DeadLettered].Load(),
+			obs.outcomes[retry.Requeued].Load(), obs.errs.Load(), s.progress.Load(), obs.publishes.Load(), again)
+	}
+	return work, report
 }
 
 // helperHandler is the storm's handler under retry.Consume: it fails by

@@ -51,6 +51,7 @@ func swept(id int) bool { return id%5 <= 1 }
 // the DLQ (left, or not yet swept), none lost, none where it should not
 // be, with its headers as filled; duplicates are counted.
 func TestDLQSweepNodeLoss(t *testing.T) {
+	killsNodes(t)
 	c := brokertest.GetCluster(t)
 	if c.External() {
 		t.Skip("kills a node: needs the private cluster, not one given by RMQTOPO_TEST_CLUSTER_URLS")

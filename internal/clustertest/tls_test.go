@@ -60,8 +60,9 @@ func startTLS(t testing.TB) (*tlsEnv, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	n, err := brokertest.StartNode(ctx, brokertest.NodeConfig{
-		Name:    name,
-		BaseDir: dir,
+		Name:          name,
+		BaseDir:       dir,
+		StatsInterval: brokertest.TestStatsInterval,
 		TLS: &brokertest.TLSFiles{CACert: c.path, AMQPCert: amqpCert, AMQPKey: amqpKey,
 			MgmtCert: mgmtCert, MgmtKey: mgmtKey, RequireClientCertAMQP: true},
 	})
@@ -85,6 +86,7 @@ func (e *tlsEnv) flags() []string {
 // https://localhost (certificate for localhost) and AMQP at
 // amqps://127.0.0.1 (certificate for 127.0.0.1), mutual TLS on both.
 func TestTLSTwoHostNames(t *testing.T) {
+	t.Parallel() // a node of its own: beside the cluster tests
 	e := getTLS(t)
 	b := &brokertest.Broker{MgmtURL: e.node.MgmtURL(), AMQPURL: e.node.AMQPURL(), User: "guest", Password: "guest", Node: e.node}
 	vhost := b.NewVhost(t)
@@ -121,6 +123,7 @@ func oneError(t *testing.T, r result, want ...string) {
 // certificates: one error, naming the cause, the URL and --ca-cert, from
 // plan (the management API first) and from apply (the AMQP lock first).
 func TestTLSWrongCA(t *testing.T) {
+	t.Parallel() // a node of its own: beside the cluster tests
 	e := getTLS(t)
 	path := newTLSSpec(t, e)
 	flags := e.flags()
@@ -136,6 +139,7 @@ func TestTLSWrongCA(t *testing.T) {
 // header over TLS 1.3, and the error must name the certificate and the
 // flags every time, not a reset or closed connection.
 func TestTLSMissingClientCert(t *testing.T) {
+	t.Parallel() // a node of its own: beside the cluster tests
 	e := getTLS(t)
 	path := newTLSSpec(t, e)
 	flags := []string{"--url", e.mgmtURL, "--amqp-url", e.amqpsURL, "--ca-cert", e.caCert}
@@ -153,6 +157,7 @@ func TestTLSMissingClientCert(t *testing.T) {
 // TestTLSPlainURLToTLSPort gives amqp:// for the AMQPS port: the error says
 // the port speaks TLS and to use amqps://.
 func TestTLSPlainURLToTLSPort(t *testing.T) {
+	t.Parallel() // a node of its own: beside the cluster tests
 	e := getTLS(t)
 	path := newTLSSpec(t, e)
 	flags := e.flags()

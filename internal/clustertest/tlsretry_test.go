@@ -116,6 +116,7 @@ func (r *tlsRecorder) acked() int {
 // retry, which comes back through the 1s wait queue, and a third fail at
 // every attempt and end in the DLQ as exhausted.
 func TestRetryHelperOverTLS(t *testing.T) {
+	t.Parallel() // a node of its own: beside the cluster tests
 	e := getTLS(t)
 	plain := &brokertest.Broker{MgmtURL: e.node.MgmtURL(), AMQPURL: e.node.AMQPURL(), User: "guest", Password: "guest", Node: e.node}
 	vhost := plain.NewVhost(t)

@@ -47,20 +47,21 @@ const (
 	outboxDelayStep  = time.Second
 )
 
-// Timing tolerances of a returning delivery: never more than early before
-// its scheduled delay (clock granularity), and at most late after it. On an
-// idle machine returns are a few milliseconds late; but a quorum queue
-// expires and dead-letters through raft log writes, and on a loaded
-// machine (several brokers, two cores) returns have been seen 1.85s late.
-// The upper bound only catches a message held far too long: which wait
-// queue a retry went through, and so its delay, is pinned exactly by the
-// x-death check, and the wait queue's TTL by checkWaitQueues.
+// Timing of a returning delivery: never more than early before its
+// scheduled delay (clock granularity): an early delivery is a wrong wait
+// queue or TTL, whatever the load. How late it may come is a timing goal,
+// measured by BenchmarkReturnLateness, not asserted: on an idle machine
+// returns are a few milliseconds late, but a quorum queue expires and
+// dead-letters through raft log writes, and on a loaded machine returns have
+// been seen 1.85s late. Which wait queue a retry went through, and so its
+// delay, is pinned exactly by the x-death check, and the wait queue's TTL by
+// checkWaitQueues.
 const (
 	early = 20 * time.Millisecond
-	late  = 3 * time.Second
 	// lost is how long past its delay a delivery is waited for before the
-	// test gives up on it and reports where the message is.
-	lost = 10 * time.Second
+	// test gives up on it and reports where the message is: over 10 times
+	// the latest return seen on a loaded machine.
+	lost = 30 * time.Second
 )
 
 func exampleFiles(t *testing.T) []string {

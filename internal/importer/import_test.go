@@ -77,7 +77,7 @@ func TestImportDemotesRetryTopologyOthersBindTo(t *testing.T) {
 vhost: v
 exchanges: [{name: in, type: topic}]
 queues:
-  - {name: a, type: quorum, retry: {delays: [1s]}, bindings: [{exchange: in}]}
+  - {name: a, type: quorum, delivery_limit: 5, retry: {delays: [1s]}, bindings: [{exchange: in}]}
   - {name: b, retry: {delays: [5s, 10s]}, arguments: {x-single-active-consumer: true}}
 `)
 	live.Bindings = append(live.Bindings, topology.Binding{Vhost: "v", Source: "a.retry", Destination: "in", DestinationType: "exchange"})

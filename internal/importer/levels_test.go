@@ -62,7 +62,7 @@ func TestImportLevelsDefaultLadder(t *testing.T) {
 // ladder, and everything still round-trips, less a's rmqtopo-managed
 // policies, listed as not imported.
 func TestImportLevelsRetiredOrRaw(t *testing.T) {
-	live := mustParse(t, "version: 1\nvhost: v\nlevels: {resolution: 1s, max: 1m}\nqueues: [{name: a, retry: {delays: [5s]}, layout: levels}, {name: b, raw: true}]\n")
+	live := mustParse(t, "version: 1\nvhost: v\nlevels: {resolution: 1s, max: 1m}\nqueues: [{name: a, retry: {delays: [5s]}, layout: levels, message_ttl: 1h}, {name: b, raw: true}]\n")
 	old := mustParse(t, "version: 1\nvhost: v\nlevels: {resolution: 100ms, max: 1m}\nqueues: [{name: b, raw: true}]\n")
 	live.Exchanges = append(live.Exchanges, old.Exchanges...)
 	for _, q := range old.Queues {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -326,7 +327,13 @@ func (l *live) expand(q spec.Queue) topology.Topology {
 	if q.Layout == spec.LayoutLevels && l.ladder != nil {
 		s.Levels = &l.ladder.levels
 	}
-	return spec.Expand(&spec.File{Spec: s})
+	g := spec.Expand(&spec.File{Spec: s})
+	if wq, ok := l.queues[q.Name]; ok {
+		// A queue an earlier rmqtopo made keeps its dead-lettering in its
+		// policy, as a plan keeps it.
+		g = plan.KeepLegacy(topology.Topology{Queues: []topology.Queue{wq}}, g)
+	}
+	return g
 }
 
 // specWaitQueueType is the spec's wait_queue_type for the vhost's type.

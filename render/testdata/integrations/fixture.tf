@@ -78,7 +78,11 @@ resource "rabbitmq_queue" "billing_Invoices_Due__329914ed" {
     durable     = true
     auto_delete = false
     arguments_json = jsonencode({
-      "x-queue-type" = "quorum"
+      "x-dead-letter-exchange" = "Invoices_Due.dlx"
+      "x-dead-letter-strategy" = "at-least-once"
+      "x-delivery-limit"       = 20
+      "x-overflow"             = "reject-publish"
+      "x-queue-type"           = "quorum"
     })
   }
 }
@@ -104,6 +108,9 @@ resource "rabbitmq_queue" "billing_Ledger_Archive__655549b9" {
   settings {
     durable     = true
     auto_delete = false
+    arguments_json = jsonencode({
+      "x-dead-letter-exchange" = "Ledger Archive.dlx"
+    })
   }
 }
 
@@ -203,39 +210,6 @@ resource "rabbitmq_policy" "billing_empty__e0fff20b" {
 
     definition = {
       "alternate-exchange" = "!!!"
-    }
-  }
-}
-
-resource "rabbitmq_policy" "billing_rmqtopo_queue_Invoices_Due__2bac452a" {
-  name  = "rmqtopo.queue.Invoices_Due"
-  vhost = "billing"
-
-  policy {
-    pattern  = "^Invoices_Due$"
-    priority = 100
-    apply_to = "queues"
-
-    definition = {
-      "dead-letter-exchange" = "Invoices_Due.dlx"
-      "dead-letter-strategy" = "at-least-once"
-      "delivery-limit"       = 20
-      "overflow"             = "reject-publish"
-    }
-  }
-}
-
-resource "rabbitmq_policy" "billing_rmqtopo_queue_Ledger_Archive__79b86728" {
-  name  = "rmqtopo.queue.Ledger Archive"
-  vhost = "billing"
-
-  policy {
-    pattern  = "^Ledger Archive$"
-    priority = 100
-    apply_to = "queues"
-
-    definition = {
-      "dead-letter-exchange" = "Ledger Archive.dlx"
     }
   }
 }

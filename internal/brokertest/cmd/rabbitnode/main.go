@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	rabbitnode start --dir DIR [--default-ports] [--name NAME]
+//	rabbitnode start --dir DIR [--default-ports] [--name NAME] [--stats-interval D]
 //	rabbitnode stop --dir DIR [--keep-data]
 //	rabbitnode status --dir DIR
 //
@@ -23,7 +23,9 @@
 // demo; 5672/15672 belong to the system broker. --name overrides the name.
 // If DIR/node.json names a node that answers, start reuses it and only
 // prints its environment; a recorded node that does not answer is killed
-// and started afresh.
+// and started afresh. --stats-interval sets the management statistics'
+// refresh interval (RabbitMQ's default, 5s, without it); make test uses
+// brokertest.TestStatsInterval.
 //
 // stop stops the node recorded in DIR/node.json gracefully (rabbitmqctl stop,
 // about 8s; killed if that fails), then removes DIR/node.json, DIR/env and
@@ -62,6 +64,7 @@ func main() {
 	defaultPorts := fl.Bool("default-ports", false, "start: name rmqtopo-demo@localhost, AMQP 5680, management 15680, distribution 25680")
 	name := fl.String("name", "", "start: node name (default rmqtopo-make@localhost, or rmqtopo-demo@localhost with --default-ports)")
 	keepData := fl.Bool("keep-data", false, "stop: keep the node's data directory")
+	stats := fl.Duration("stats-interval", 0, "start: management statistics interval (default RabbitMQ's, 5s)")
 	_ = fl.Parse(args)
 	if *dir == "" || fl.NArg() != 0 {
 		usage()
@@ -74,7 +77,7 @@ func main() {
 	defer cancel()
 	switch cmd {
 	case "start":
-		err = start(ctx, abs, *name, *defaultPorts)
+		err = start(ctx, abs, *name, *defaultPorts, *stats)
 	case "stop":
 		err = stop(ctx, abs, *keepData)
 	case "status":
@@ -88,7 +91,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: rabbitnode start --dir DIR [--default-ports] [--name NAME]\n       rabbitnode stop --dir DIR [--keep-data]\n       rabbitnode status --dir DIR")
+	fmt.Fprintln(os.Stderr, "usage: rabbitnode start --dir DIR [--default-ports] [--name NAME] [--stats-interval D]\n       rabbitnode stop --dir DIR [--keep-data]\n       rabbitnode status --dir DIR")
 	os.Exit(2)
 }
 
@@ -137,7 +140,7 @@ func answers(n *brokertest.Node) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-func start(ctx context.Context, dir, name string, defaultPorts bool) error {
+func start(ctx context.Context, dir, name string, defaultPorts bool, stats time.Duration) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -156,7 +159,7 @@ func start(ctx context.Context, dir, name string, defaultPorts bool) error {
 			return err
 		}
 	}
-	cfg := brokertest.NodeConfig{Name: name, BaseDir: dir}
+	cfg := brokertest.NodeConfig{Name: name, BaseDir: dir, StatsInterval: stats}
 	if defaultPorts {
 		if cfg.Name == "" {
 			cfg.Name = "rmqtopo-demo@localhost"

@@ -1,0 +1,119 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// CodeInfo is what every part of rmqtopo knows about one diagnostic code:
+// Check sets severities from it, the CLI words its refusals and picks its
+// exit code from it, and a test holds docs/plan-json.md to it.
+type CodeInfo struct {
+	Code string
+	// Severity is the code's severity without --allow-destroy.
+	Severity Severity
+	// AllowDestroy: --allow-destroy accepts it, making the error a
+	// warning (messages at risk, which the user may accept).
+	AllowDestroy bool
+	// Refused: the broker itself would refuse the change, half-way through
+	// an apply; rmqtopo refuses the plan before the first write instead,
+	// and no flag accepts it.
+	Refused bool
+	// Meaning is one line for people.
+	Meaning string
+}
+
+// Codes is the registry of every diagnostic code, in code order.
+var Codes = []CodeInfo{
+	{Code: CodeReplaceQueueWithMessages, Severity: SeverityError, AllowDestroy: true, Meaning: "replacing a queue destroys the messages it holds"},
+	{Code: CodeDeleteQueueWithMessages, Severity: SeverityError, AllowDestroy: true, Meaning: "deleting a queue destroys the messages it holds"},
+	{Code: CodeQueueMessagesUnknown, Severity: SeverityError, AllowDestroy: true, Meaning: "a queue replace or delete whose message count is unknown"},
+	{Code: CodeWaitQueueDraining, Severity: SeverityInfo, Meaning: "a retired wait queue is kept while it drains; a later apply deletes it once empty"},
+	{Code: CodeReplaceExchange, Severity: SeverityWarning, Meaning: "an exchange replace: publishers may see unroutable messages between delete and create"},
+	{Code: CodeQueueHasConsumers, Severity: SeverityError, AllowDestroy: true, Meaning: "a queue replace or delete while consumers are attached, which may hold unacknowledged deliveries"},
+	{Code: CodeSpecConflict, Severity: SeverityError, Meaning: "two specs' ownership records want one object with different attributes"},
+	{Code: CodeOwnershipUnknown, Severity: SeverityWarning, Meaning: "the source shows no ownership record; deletes are \"? may delete\""},
+	{Code: CodeUnknownPolicyKey, Severity: SeverityError, Refused: true, Meaning: "a policy key the judged RabbitMQ version does not accept"},
+	{Code: CodeMissingEndpoint, Severity: SeverityError, Refused: true, Meaning: "a binding's source or destination exists nowhere, or is a reserved amq.* name that is not a built-in exchange"},
+	{Code: CodeUnsupported, Severity: SeverityError, Refused: true, Meaning: "a queue type or argument the judged version or the queue's type lacks"},
+	{Code: CodeAccess, Severity: SeverityError, Refused: true, Meaning: "a change the user's tags or permissions do not allow"},
+	{Code: CodeQueueLeftBehind, Severity: SeverityWarning, Meaning: "a queue this spec owned left the spec and is kept (no --prune)"},
+	{Code: CodePolicyShadowed, Severity: SeverityWarning, Meaning: "a user policy matches queues whose rmqtopo policy wins: its keys do not apply to them"},
+	{Code: CodeManagedPolicyShadowed, Severity: SeverityError, AllowDestroy: true, Meaning: "a user policy wins over (or ties with) rmqtopo's policy of queues: their dead-lettering and limits do not apply"},
+	{Code: CodeOperatorPolicyCaps, Severity: SeverityInfo, Meaning: "an operator policy caps a limit below rmqtopo's policy"},
+	{Code: CodeArgumentPinned, Severity: SeverityInfo, Meaning: "an adopted queue keeps arguments its policy now carries"},
+	{Code: CodePolicyApplies, Severity: SeverityInfo, Meaning: "a user policy applies to queues the spec declares without an rmqtopo policy: its keys take effect there"},
+	{Code: CodeMigrateQueue, Severity: SeverityInfo, Meaning: "a queue migration: the messages it moves, the unroutable window of the default exchange, consumers cancelled"},
+	{Code: CodeMigrationOrphaned, Severity: SeverityWarning, Meaning: "an unfinished migration's temporary queue holds messages of a queue no longer in the spec"},
+	{Code: CodeDefaultDeliveryLimit, Severity: SeverityWarning, Meaning: "4.0+: a quorum queue that delivers to consumers, without a delivery limit (argument or policy), gets the default of 20"},
+	{Code: CodeClientDeathIgnored, Severity: SeverityInfo, Meaning: "4.0+: the broker ignores x-death headers that clients publish"},
+	{Code: CodeRefusedArgument, Severity: SeverityError, Refused: true, Meaning: "4.3+: a queue argument the broker refuses to declare (x-queue-mode, x-queue-version 1, x-queue-master-locator)"},
+	{Code: CodeTransientQueue, Severity: SeverityError, Refused: true, Meaning: "4.3+: a transient non-exclusive queue, which the broker refuses by default"},
+	{Code: CodeQueueModeIgnored, Severity: SeverityInfo, Meaning: "3.12 to 4.2: x-queue-mode, which the broker ignores"},
+}
+
+// LookupCode returns the registry's entry of code.
+func LookupCode(code string) (CodeInfo, bool) {
+	i := slices.IndexFunc(Codes, func(c CodeInfo) bool { return c.Code == code })
+	if i < 0 {
+		return CodeInfo{}, false
+	}
+	return Codes[i], true
+}
+
+// severity is the code's severity once the user has (or has not)
+// accepted destruction.
+func (c CodeInfo) severity(allowDestroy bool) Severity {
+	if c.AllowDestroy && allowDestroy {
+		return SeverityWarning
+	}
+	return c.Severity
+}
+
+// Refusals returns the diagnostics of ds that the broker itself would
+// refuse (CodeInfo.Refused): no flag accepts them.
+func Refusals(ds []Diagnostic) []Diagnostic {
+	var out []Diagnostic
+	for _, d := range ds {
+		if info, _ := LookupCode(d.Code); info.Refused && d.Severity == SeverityError {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// BlockingError is the one-line error of a command whose plan has the
+// blocking diagnostics b (see Blocking), worded from the registry: what
+// the broker would refuse needs a changed spec; what only puts messages
+// at risk, --allow-destroy. Nil when b is empty.
+func BlockingError(cmd string, b []Diagnostic) error {
+	if len(b) == 0 {
+		return nil
+	}
+	var list []string
+	refused, risky := 0, 0
+	for _, d := range b {
+		if !slices.Contains(list, d.Code) {
+			list = append(list, d.Code)
+		}
+		info, _ := LookupCode(d.Code)
+		switch {
+		case info.AllowDestroy:
+			risky++
+		case info.Refused:
+			refused++
+		}
+	}
+	codes := strings.Join(list, ", ")
+	switch {
+	case risky == len(b):
+		return fmt.Errorf("%s: %d %s messages at risk (%s); apply refuses without --allow-destroy",
+			cmd, len(b), plural(len(b), "change puts", "changes put"), codes)
+	case refused == len(b):
+		return fmt.Errorf("%s: RabbitMQ would refuse %d %s of this plan (%s); nothing was written: fix the spec (see the errors above)",
+			cmd, len(b), plural(len(b), "change", "changes"), codes)
+	}
+	return fmt.Errorf("%s: %d %s cannot be applied (%s); nothing was written: fix the spec (see the errors above)",
+		cmd, len(b), plural(len(b), "change", "changes"), codes)
+}

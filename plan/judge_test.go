@@ -1,0 +1,173 @@
+package plan_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// judged checks a plan of desired against state, judged for version
+// (JudgeVersion's override: "" for the state's own), and returns the
+// diagnostics' codes and messages, one line each.
+func judged(t *testing.T, state *topology.State, desired topology.Topology, version string) []string {
+	t.Helper()
+	p := plan.Diff(state.Topology, desired, plan.Options{})
+	j, err := plan.JudgeVersion(version, state, "broker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.RabbitMQ = &j
+	var out []string
+	for _, d := range plan.Check(p, plan.CheckOptions{State: state}) {
+		out = append(out, d.Code+" "+d.Address.Name+": "+d.Message)
+	}
+	return out
+}
+
+func codesOf(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		out = append(out, l[:5])
+	}
+	return out
+}
+
+func vq(name string, args topology.Args) topology.Queue {
+	return topology.Queue{Vhost: "v", Name: name, Durable: true, Arguments: args}
+}
+
+// TestOneVersionDrivesEveryCheck (issue 26, point 1): --rabbitmq-version
+// judges policy keys (RT009) and queue features (RT011), not only RT10x,
+// whatever version the source reports.
+func TestOneVersionDrivesEveryCheck(t *testing.T) {
+	live := topology.NewState([]string{"v"})
+	live.Topology.Vhosts = []string{"v"}
+	live.BrokerVersion = "3.10.8"
+	desired := topology.Topology{Vhosts: []string{"v"},
+		Policies: []topology.Policy{{Vhost: "v", Name: "mirror", Pattern: ".*", ApplyTo: "queues", Definition: topology.Args{"ha-mode": "all"}}},
+		Queues: []topology.Queue{
+			vq("events", topology.Args{"x-queue-type": "stream"}),
+			vq("work", topology.Args{"x-queue-type": "quorum", "x-delivery-limit": int64(5), "x-delayed-retry-type": "failed"}),
+		}}
+	for _, c := range []struct {
+		version string
+		want    []string
+	}{
+		{"", []string{"RT011"}},             // the broker's 3.10.8: no delayed retry
+		{"4.0", []string{"RT009", "RT011"}}, // ha-mode is gone
+		{"3.8", []string{"RT011", "RT011"}}, // no streams, no delayed retry
+		{"4.3.1", []string{"RT009"}},
+	} {
+		got := judged(t, live, desired, c.version)
+		if !slices.Equal(codesOf(got), c.want) {
+			t.Errorf("judged for %q: %v, want codes %v", c.version, got, c.want)
+		}
+	}
+}
+
+// TestDeliveryLimitFromPolicy (issue 26, point 2): a quorum queue whose
+// rmqtopo policy carries delivery_limit has a limit, and wait queues
+// (outbox delay queues among them) deliver to no consumer: no RT101.
+func TestDeliveryLimitFromPolicy(t *testing.T) {
+	for _, path := range []string{"../examples/shop.yaml", "../examples/presets/outbox.yaml"} {
+		files, err := spec.LoadFiles(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		desired := spec.Expand(files...)
+		st := topology.NewState(desired.VhostNames())
+		for _, l := range judged(t, st, desired, "4.0.5") {
+			if !strings.HasPrefix(l, plan.CodeDefaultDeliveryLimit) {
+				continue
+			}
+			name := strings.Fields(l)[1]
+			name = strings.TrimSuffix(name, ":")
+			if name == "payments.capture" || strings.Contains(name, ".delay_") || strings.Contains(name, ".wait") {
+				t.Errorf("%s: false RT101: %s", path, l)
+			}
+		}
+	}
+	limited := vq("limited", topology.Args{"x-queue-type": "quorum"})
+	bare := vq("bare", topology.Args{"x-queue-type": "quorum"})
+	desired := topology.Topology{Vhosts: []string{"v"}, Queues: []topology.Queue{bare, limited},
+		Policies: []topology.Policy{{Vhost: "v", Name: "lim", Pattern: "^limited$", ApplyTo: "queues", Definition: topology.Args{"delivery-limit": int64(10)}}}}
+	got := codesOf(judged(t, topology.NewState([]string{"v"}), desired, "4.0.5"))
+	// lim applies to limited, which has no rmqtopo policy: RT024 says so.
+	if !slices.Equal(got, []string{plan.CodePolicyApplies, plan.CodeDefaultDeliveryLimit}) {
+		t.Errorf("codes %v, want RT024 (lim applies to limited) and one RT101 (for bare)", got)
+	}
+}
+
+// TestVersionTableInChecks (issue 26, point 3): the table's corrected
+// entries, as plan judges them.
+func TestVersionTableInChecks(t *testing.T) {
+	pol := func(key string) topology.Policy {
+		return topology.Policy{Vhost: "v", Name: "p", Pattern: "^x$", ApplyTo: "queues", Definition: topology.Args{key: int64(1)}}
+	}
+	for _, c := range []struct {
+		version string
+		policy  string
+		queue   topology.Queue
+		want    []string
+	}{
+		{version: "4.1.0", policy: "max-in-memory-length"},
+		{version: "4.2.9", policy: "queue-master-locator"},
+		{version: "4.3.0", policy: "queue-master-locator", want: []string{"RT009"}},
+		{version: "4.3.0", policy: "queue-mode"},
+		{version: "3.9.0", policy: "queue-leader-locator"},
+		{version: "4.3.0", policy: "delayed-retry-min", want: []string{"RT009"}},
+		{version: "4.3.1", policy: "delayed-retry-min"},
+		{version: "3.12.14", policy: "stream-filter-size-bytes", want: []string{"RT009"}},
+		{version: "3.12.14", policy: "target-group-size", want: []string{"RT009"}},
+		{version: "4.3.0", policy: "federation-upstream-pattern"},
+		{version: "4.3.0", policy: "consumer-disconnected-timeout"},
+		{version: "4.3.0", queue: vq("x", topology.Args{"x-queue-master-locator": "client-local"}), want: []string{"RT103"}},
+		{version: "4.2.9", queue: vq("x", topology.Args{"x-queue-master-locator": "client-local"})},
+	} {
+		desired := topology.Topology{Vhosts: []string{"v"}}
+		if c.policy != "" {
+			desired.Policies = []topology.Policy{pol(c.policy)}
+		} else {
+			desired.Queues = []topology.Queue{c.queue}
+		}
+		got := judged(t, topology.NewState([]string{"v"}), desired, c.version)
+		if !slices.Equal(codesOf(got), c.want) {
+			t.Errorf("%s %v on %s: %v, want codes %v", c.policy, c.queue.Arguments, c.version, got, c.want)
+		}
+	}
+}
+
+// TestRefusalsSayTheyAreDefaults (issue 26, point 5): 4.3's refusal of
+// transient queues is a default an operator can lift, and says how.
+func TestRefusalsSayTheyAreDefaults(t *testing.T) {
+	q := vq("scratch", nil)
+	q.Durable = false
+	got := judged(t, topology.NewState([]string{"v"}), topology.Topology{Vhosts: []string{"v"}, Queues: []topology.Queue{q}}, "4.3.0")
+	if len(got) != 1 || !strings.Contains(got[0], "refuses by default") ||
+		!strings.Contains(got[0], "deprecated_features.permit.transient_nonexcl_queues = true") {
+		t.Errorf("RT104: %v", got)
+	}
+}
+
+func TestJudgedString(t *testing.T) {
+	st := &topology.State{BrokerVersion: "4.0.5"}
+	for _, c := range []struct {
+		override, from, want string
+	}{
+		{"", "export", "Judged for RabbitMQ 4.0.5 (the export's rabbit_version)"},
+		{"4.3", "export", "Judged for RabbitMQ 4.3.0 (--rabbitmq-version)"},
+		{"", "broker", "Judged for RabbitMQ 4.0.5 (the broker's version)"},
+	} {
+		j, err := plan.JudgeVersion(c.override, st, c.from)
+		if err != nil || j.String() != c.want {
+			t.Errorf("JudgeVersion(%q, %q) = %q, %v; want %q", c.override, c.from, j, err, c.want)
+		}
+	}
+	if j, _ := plan.JudgeVersion("", nil, "broker"); j.Version != "" || !strings.Contains(j.String(), "unknown") {
+		t.Errorf("no version: %+v", j)
+	}
+}

@@ -1,0 +1,81 @@
+package plan_test
+
+import (
+	"testing"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/shapetest"
+	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+const legacySpec = `
+version: 1
+vhost: v
+queues:
+  - {name: a, type: quorum, retry: {delays: [1s]}}
+  - {name: b, retry: {delays: [1s]}, message_ttl: 1m}
+  - {name: c, type: quorum, delivery_limit: 5, retry: {delays: [1s]}}
+`
+
+// A broker applied by an earlier rmqtopo, whose work queues carry their
+// dead-lettering in their own policies, is planned with no change: the
+// queues are kept (their arguments are immutable) and so are their
+// policies, which still carry what the new shape declares as arguments.
+func TestDiffKeepsLegacyQueues(t *testing.T) {
+	desired := expand(t, legacySpec)
+	live := shapetest.Legacy(desired)
+	if len(live.Policies) != 3 {
+		t.Fatalf("legacy shape has %d policies, want one per work queue: %v", len(live.Policies), live.Policies)
+	}
+	p := plan.Diff(live, desired, plan.Options{})
+	for _, c := range p.Changes {
+		if c.Action != plan.NoOp {
+			t.Errorf("%s %s, want no change: %s", c.Action, c.Address, c.Reason())
+		}
+	}
+	// A changed attribute updates the kept policy in place, with the
+	// dead-lettering it carries.
+	changed := expand(t, `
+version: 1
+vhost: v
+queues:
+  - {name: a, type: quorum, retry: {delays: [1s]}, message_ttl: 30s}
+  - {name: b, retry: {delays: [1s]}, message_ttl: 1m}
+  - {name: c, type: quorum, delivery_limit: 5, retry: {delays: [1s]}}
+`)
+	p = plan.Diff(live, changed, plan.Options{})
+	var updated *plan.Change
+	for i, c := range p.Changes {
+		switch {
+		case c.Action == plan.NoOp:
+		case c.Action == plan.Update && c.Address.Name == contract.QueuePolicy("a"):
+			updated = &p.Changes[i]
+		default:
+			t.Errorf("%s %s, want only rmqtopo.queue.a updated: %s", c.Action, c.Address, c.Reason())
+		}
+	}
+	if updated == nil {
+		t.Fatal("rmqtopo.queue.a is not updated")
+	}
+	def := updated.After.Policy.Definition
+	if def["message-ttl"] != int64(30000) || def["dead-letter-exchange"] != "a.dlx" || def["delivery-limit"] != int64(20) {
+		t.Errorf("rmqtopo.queue.a after = %v, want the TTL with a's dead-lettering and delivery limit", def)
+	}
+}
+
+// A new queue gets the new shape: no policy unless its spec sets an
+// attribute that may change.
+func TestDiffNewQueuesNeedNoPolicy(t *testing.T) {
+	p := plan.Diff(topology.Topology{}, expand(t, legacySpec), plan.Options{})
+	var policies []string
+	for _, c := range p.Changes {
+		if c.Address.Kind == topology.KindPolicy {
+			policies = append(policies, c.Address.Name)
+		}
+	}
+	want := []string{contract.QueuePolicy("b"), contract.QueuePolicy("c")}
+	if len(policies) != len(want) || policies[0] != want[0] || policies[1] != want[1] {
+		t.Errorf("policies created = %v, want %v", policies, want)
+	}
+}
