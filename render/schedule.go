@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/spec"
@@ -75,7 +74,7 @@ func ladderSummary(w io.Writer, s *spec.Spec) error {
 	n := s.WaitQueueCounts()
 	_, err := fmt.Fprintf(w, "\nvhost %s: delay ladder of %d levels, %s steps up to %s, entry %s\n"+
 		"  wait queues for these retries: levels %d, shared %d, per-attempt %d\n",
-		s.Vhost, l.Levels, HumanDuration(l.Resolution), l.MaxDelay().Truncate(time.Second), l.EntryExchange(),
+		s.Vhost, l.Levels, HumanDuration(l.Resolution), l.MaxDelay(), l.EntryExchange(), // exact: the longest delay Delayer.Delay takes
 		n[spec.LayoutLevels], n[spec.LayoutShared], n[spec.LayoutPerAttempt])
 	return err
 }

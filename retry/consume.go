@@ -65,6 +65,12 @@ func DialURL(url string, config amqp.Config) Dialer {
 // when the connection or the consumer is lost it reconnects with backoff
 // (WithReconnectBackoff) and resumes. It declares nothing.
 //
+// When the queue has a return queue (contract.ReturnQueue, `return_queue:
+// true` in the spec), Consume consumes it too, with a deeper prefetch
+// (returnPrefetch), and its handlers take a delivery from it whenever one
+// is waiting: delayed retries then reach a handler when their delay is
+// over, not after the work queue's backlog.
+//
 // Only bad arguments (see CheckPrefetch) and a missing topology at the
 // first start are returned as errors (a service pointed at a queue that
 // `rmqtopo apply` never provisioned); afterwards, and for every connection
@@ -102,7 +108,7 @@ type consumer struct {
 func (c *consumer) loop(ctx context.Context, dial Dialer) error {
 	wait := c.o.backoffMin
 	for started := false; ; {
-		consumed, err := c.session(ctx, dial)
+		consumed, err := c.session(ctx, dial, started)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -123,8 +129,8 @@ func (c *consumer) loop(ctx context.Context, dial Dialer) error {
 }
 
 // session is one connection's life: it reports whether it got as far as
-// consuming, and why it ended.
-func (c *consumer) session(ctx context.Context, dial Dialer) (consumed bool, err error) {
+// consuming, and why it ended. reconnect says an earlier session consumed.
+func (c *consumer) session(ctx context.Context, dial Dialer, reconnect bool) (consumed bool, err error) {
 	conn, err := dial(ctx)
 	if err != nil {
 		return false, fmt.Errorf("retry: connecting: %w", err)
@@ -136,36 +142,44 @@ func (c *consumer) session(ctx context.Context, dial Dialer) (consumed bool, err
 		return false, err
 	}
 	defer r.Close()
-	ch, deliveries, err := c.subscribe(conn)
+	ch, deliveries, err := c.subscribe(conn, r)
 	if err != nil {
 		return false, err
 	}
 	defer ch.Close()
-	c.log.Info("retry: consuming", "prefetch", c.o.prefetch)
+	c.log.Info("retry: consuming", "prefetch", c.o.prefetch, "return_queue", r.back)
+	c.o.obs.Connected(c.queue, reconnect)
 	return true, c.serve(ctx, ch, deliveries, r, lost)
 }
 
 // consumerTag names Consume's consumer on its channel.
 const consumerTag = "rmqtopo-retry"
 
-func (c *consumer) subscribe(conn *amqp.Connection) (*amqp.Channel, <-chan amqp.Delivery, error) {
+// subscribe consumes the work queue, and its return queue if it has one,
+// on one channel, each consumer with its own prefetch (global=false
+// applies to the consumers started after it).
+func (c *consumer) subscribe(conn *amqp.Connection, r *Retrier) (*amqp.Channel, feed, error) {
 	ch, err := conn.Channel()
 	if err != nil {
-		return nil, nil, fmt.Errorf("retry: opening the consumer channel: %w", err)
+		return nil, feed{}, fmt.Errorf("retry: opening the consumer channel: %w", err)
+	}
+	ret, err := c.consumeReturn(ch, r)
+	if err != nil {
+		return nil, feed{}, err
 	}
 	if err := ch.Qos(c.o.prefetch, 0, false); err != nil {
-		return nil, nil, fmt.Errorf("retry: setting the prefetch: %w", err)
+		return nil, feed{}, fmt.Errorf("retry: setting the prefetch: %w", err)
 	}
 	deliveries, err := ch.Consume(c.queue, consumerTag, false, false, false, false, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("retry: consuming %q: %w", c.queue, err)
+		return nil, feed{}, fmt.Errorf("retry: consuming %q: %w", c.queue, err)
 	}
-	return ch, deliveries, nil
+	return ch, feed{ret: ret, work: deliveries}, nil
 }
 
 // serve runs the handlers on deliveries until the consumer ends (an error)
 // or ctx is cancelled (nil, once every handler settled).
-func (c *consumer) serve(ctx context.Context, ch *amqp.Channel, deliveries <-chan amqp.Delivery, r *Retrier, lost <-chan *amqp.Error) error {
+func (c *consumer) serve(ctx context.Context, ch *amqp.Channel, deliveries feed, r *Retrier, lost <-chan *amqp.Error) error {
 	hctx, cancel := c.handlerContext(ctx)
 	defer cancel()
 	var stopping atomic.Bool
@@ -173,7 +187,8 @@ func (c *consumer) serve(ctx context.Context, ch *amqp.Channel, deliveries <-cha
 	var wg sync.WaitGroup
 	for range c.o.prefetch {
 		wg.Go(func() {
-			for d := range deliveries {
+			f := deliveries
+			for d, ok := f.next(); ok; d, ok = f.next() {
 				if stopping.Load() {
 					r.giveBack(d) // prefetched, never started
 					continue
@@ -193,6 +208,11 @@ func (c *consumer) serve(ctx context.Context, ch *amqp.Channel, deliveries <-cha
 		c.log.Info("retry: stopping: cancelling the consumer and settling in-flight deliveries", "grace", c.o.grace)
 		if err := ch.Cancel(consumerTag, false); err != nil {
 			c.log.Warn("retry: cancelling the consumer", "error", err)
+		}
+		if deliveries.ret != nil {
+			if err := ch.Cancel(returnTag, false); err != nil {
+				c.log.Warn("retry: cancelling the return queue's consumer", "error", err)
+			}
 		}
 		<-finished
 		return nil

@@ -136,9 +136,13 @@ func (l *levels) check(conn *amqp.Connection, queue string) error {
 }
 
 // retryKey is the routing key of retry n of the queue's delivery: the
-// queue's name, or, through a ladder, the delay's bits and the name.
+// queue's name (its return queue's, if it has one), or, through a ladder,
+// the delay's bits and the name.
 func (r *Retrier) retryKey(n int, cause error) string {
 	l := r.levels
+	if l == nil && r.back != "" {
+		return r.back // a shared wait queue returns by this key
+	}
 	if l == nil {
 		return r.queue
 	}

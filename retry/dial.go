@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"sync"
 
@@ -12,7 +13,10 @@ import (
 
 // DialURLs returns a Dialer for a cluster: each call tries urls in turn,
 // starting after the node it last reached (the one a lost connection most
-// likely came from), and returns the first connection made. It fails only
+// likely came from), and returns the first connection made. A new
+// Dialer's first call starts at a random node, so that the replicas of a
+// service, all given the same list, spread over the cluster instead of
+// all sitting on the first node and all losing it at once. It fails only
 // when no node answers; Consume then backs off and calls it again. Set
 // config.Dial (amqp.DefaultDial(3 * time.Second), say) so that a node
 // that is down but not refusing does not hold each call for amqp091's
@@ -24,7 +28,7 @@ import (
 func DialURLs(urls []string, config amqp.Config) Dialer {
 	var (
 		mu   sync.Mutex
-		next int
+		next = -1 // not chosen yet
 	)
 	return func(ctx context.Context) (*amqp.Connection, error) {
 		if len(urls) == 0 {
@@ -32,6 +36,9 @@ func DialURLs(urls []string, config amqp.Config) Dialer {
 		}
 		mu.Lock()
 		defer mu.Unlock()
+		if next < 0 {
+			next = rand.IntN(len(urls))
+		}
 		var errs []error
 		for i := range urls {
 			n := (next + i) % len(urls)

@@ -27,6 +27,8 @@ type topo struct {
 	waitType  string // of shared wait queues; "" for the spec's default
 	delays    []string
 	immediate int
+	// returnQueue gives the work queue a return queue (return_queue).
+	returnQueue bool
 }
 
 const (
@@ -48,6 +50,9 @@ func (t topo) yaml(vhost string) string {
 	fmt.Fprintf(&b, "    bindings:\n      - exchange: %s\n        routing_key: %s\n", bizExchange, bizKey)
 	fmt.Fprintf(&b, "    retry:\n      delays: [%s]\n", strings.Join(t.delays, ", "))
 	fmt.Fprintf(&b, "    immediate_retries: %d\n", t.immediate)
+	if t.returnQueue {
+		b.WriteString("    return_queue: true\n")
+	}
 	return b.String()
 }
 

@@ -24,6 +24,10 @@ type Observer interface {
 	// and waiting for the broker's confirmation: +1 at a publish, -1 when
 	// its answer came or the wait was given up.
 	ConfirmsPending(queue string, delta int)
+	// Connected reports that Consume is consuming queue on a new
+	// connection: reconnect is false for its first, true for every one
+	// after a lost connection or consumer.
+	Connected(queue string, reconnect bool)
 }
 
 // Settlement is what became of one delivery.
@@ -52,6 +56,7 @@ func (NopObserver) Retried(string, int)         {}
 func (NopObserver) DeadLettered(string, string) {}
 func (NopObserver) Settled(Settlement)          {}
 func (NopObserver) ConfirmsPending(string, int) {}
+func (NopObserver) Connected(string, bool)      {}
 
 // multiObserver tells every observer in turn; nil or empty tells none.
 type multiObserver []Observer
@@ -77,5 +82,11 @@ func (m multiObserver) Settled(s Settlement) {
 func (m multiObserver) ConfirmsPending(queue string, delta int) {
 	for _, o := range m {
 		o.ConfirmsPending(queue, delta)
+	}
+}
+
+func (m multiObserver) Connected(queue string, reconnect bool) {
+	for _, o := range m {
+		o.Connected(queue, reconnect)
 	}
 }

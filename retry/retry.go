@@ -198,12 +198,18 @@ type Retrier struct {
 	now   func() time.Time
 	// levels, if set, routes delayed retries through a delay ladder.
 	levels *levels
+	// back is the work queue's return queue, "" if it has none: retries
+	// through a shared wait queue are published with it as routing key.
+	back string
 }
 
 // New returns a Retrier for the deliveries of queue, publishing over conn.
 // It first checks, with passive declares on a throwaway channel, that the
 // queue's retry exchange, dead-letter exchange and DLQ exist, and fails
 // with an error saying to run `rmqtopo apply` if not. It declares nothing.
+// If the queue has a return queue (contract.ReturnQueue), retries through
+// a shared wait queue are published with its name as routing key, so they
+// come back into it.
 func New(conn *amqp.Connection, queue string, opts ...Option) (*Retrier, error) {
 	if conn == nil {
 		return nil, errors.New("retry: nil connection")
@@ -215,7 +221,8 @@ func New(conn *amqp.Connection, queue string, opts ...Option) (*Retrier, error) 
 }
 
 func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error) {
-	if err := checkTopology(conn, queue); err != nil {
+	back, err := checkTopology(conn, queue)
+	if err != nil {
 		return nil, err
 	}
 	if err := o.levels.check(conn, queue); err != nil {
@@ -229,6 +236,7 @@ func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error
 		pub:    newPublisher(conn, o.log, o.confirmTimeout, pending),
 		now:    time.Now,
 		levels: o.levels,
+		back:   back,
 	}, nil
 }
 
@@ -236,12 +244,13 @@ func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error
 // lost connection.
 var errTopology = errors.New("retry topology missing")
 
-// checkTopology passively declares what the helper publishes to. A failed
+// checkTopology passively declares what the helper publishes to, and
+// returns the queue's return queue, or "" if it has none. A failed
 // passive declare closes its channel, which is why it gets one of its own.
-func checkTopology(conn *amqp.Connection, queue string) error {
+func checkTopology(conn *amqp.Connection, queue string) (back string, err error) {
 	ch, err := conn.Channel()
 	if err != nil {
-		return fmt.Errorf("retry: opening a channel to check the topology of queue %q: %w", queue, err)
+		return "", fmt.Errorf("retry: opening a channel to check the topology of queue %q: %w", queue, err)
 	}
 	defer ch.Close()
 	missing := func(kind, name string, err error) error {
@@ -256,14 +265,17 @@ func checkTopology(conn *amqp.Connection, queue string) error {
 		{contract.DeadLetterExchange(queue), "fanout"},
 	} {
 		if err := ch.ExchangeDeclarePassive(e.name, e.kind, true, false, false, false, nil); err != nil {
-			return missing("exchange", e.name, err)
+			return "", missing("exchange", e.name, err)
 		}
 	}
 	dlq := contract.DeadLetterQueue(queue)
 	if _, err := ch.QueueDeclarePassive(dlq, true, false, false, false, nil); err != nil {
-		return missing("dead-letter queue", dlq, err)
+		return "", missing("dead-letter queue", dlq, err)
 	}
-	return nil
+	if ok, err := hasReturnQueue(ch, queue); !ok || err != nil {
+		return "", err
+	}
+	return contract.ReturnQueue(queue), nil
 }
 
 // Close closes the Retrier's publish channel. Call it after the handlers

@@ -415,6 +415,7 @@ func (b *builder) checkQueue(q Queue) {
 			}
 		}
 	}
+	b.checkReturnQueue(q)
 	if n := q.ImmediateRetries + q.Retry.count(); n > MaxRetries {
 		b.errorf(q.retryAt, "%d retries in all; at most %d", n, MaxRetries)
 	}
@@ -510,6 +511,7 @@ func (b *builder) native(q Queue) {
 	// that the schedule is exhausted (see package contract).
 	b.addExchange(topology.Exchange{Name: retry, Type: "headers", Durable: true}, b.generated(q, "retry exchange"))
 	b.deadEnds(q)
+	b.returnQueue(q)
 	b.queuePolicy(q.Name, setAttributes(q))
 	layout := b.s.layoutOf(q)
 	// Retry k becomes delivery attempt k+1.
@@ -537,9 +539,10 @@ func (b *builder) native(q Queue) {
 		var name string
 		var o origin
 		if layout == LayoutPerAttempt {
-			name = contract.PerAttemptWaitQueue(q.Name, k, d)
+			back := ReturnTo(q)
+			name = contract.PerAttemptWaitQueue(back, k, d)
 			o = b.generated(q, "wait queue for retry "+strconv.Itoa(k))
-			deadLetterTo(args, "", &q.Name)
+			deadLetterTo(args, "", &back)
 		} else {
 			name = b.sharedWaitQueue(d)
 			o = b.sharedOrigin(q, "shared wait queue for "+contract.FormatDelay(d))

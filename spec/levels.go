@@ -117,7 +117,7 @@ func (b *builder) ladder() {
 	for _, q := range b.s.Queues {
 		if _, declared := b.queueAt[q.Name]; declared && q.Name != "" {
 			b.checkDestination(l, q)
-			b.bind(l.DeliveryExchange(), topology.DestQueue, q.Name, l.DeliveryPattern(q.Name), nil)
+			b.bind(l.DeliveryExchange(), topology.DestQueue, ReturnTo(q), l.DeliveryPattern(q.Name), nil)
 		}
 	}
 }

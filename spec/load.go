@@ -722,7 +722,7 @@ func (d *decoder) binding(n *yaml.Node, path string) Binding {
 // queueKeys are the keys of a queue, sorted.
 var queueKeys = []string{"arguments", "auto_delete", "bindings", "delivery_limit", "dlq", "durable",
 	"immediate_retries", "layout", "max_length", "message_ttl", "migrate", "name", "parking_lot",
-	"preset", "preset_options", "raw", "retry", "type"}
+	"preset", "preset_options", "raw", "retry", "return_queue", "type"}
 
 func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
 	q := Queue{Type: TypeClassic, DLQ: true, Durable: true, at: at(n, path), nameAt: at(n, path)}
@@ -799,6 +799,8 @@ func (d *decoder) queueField(q *Queue, k string, v *yaml.Node, p string) bool {
 		d.boolean(v, p, &q.Migrate)
 	case "parking_lot":
 		d.boolean(v, p, &q.ParkingLot)
+	case "return_queue":
+		d.boolean(v, p, &q.ReturnQueue)
 	case "message_ttl":
 		d.duration(v, p, &q.MessageTTL)
 	case "max_length":

@@ -24,11 +24,12 @@ func Migrations(files ...*File) map[topology.Address]bool {
 			add(q.Name)
 			add(contract.DeadLetterQueue(q.Name))
 			add(contract.ParkingLotQueue(q.Name))
+			add(ReturnTo(q))
 			if q.Preset != PresetNone || s.layoutOf(q) != LayoutPerAttempt {
 				continue
 			}
 			for i, d := range q.Retry.Delays() {
-				add(contract.PerAttemptWaitQueue(q.Name, q.ImmediateRetries+i+1, d))
+				add(contract.PerAttemptWaitQueue(ReturnTo(q), q.ImmediateRetries+i+1, d))
 			}
 		}
 	}

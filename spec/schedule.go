@@ -116,7 +116,7 @@ func (s *Spec) retryDestination(q Queue, k int) string {
 		l, _ := s.Ladder()
 		return l.EntryExchange()
 	case LayoutPerAttempt:
-		return contract.PerAttemptWaitQueue(q.Name, k, d)
+		return contract.PerAttemptWaitQueue(ReturnTo(q), k, d)
 	}
 	return contract.SharedWaitQueue(d)
 }

@@ -140,10 +140,13 @@ type Queue struct {
 	Layout           Layout
 	DLQ              bool
 	ParkingLot       bool
-	MessageTTL       time.Duration
-	MaxLength        int64
-	DeliveryLimit    int
-	Preset           Preset
+	// ReturnQueue creates contract.ReturnQueue(Name), where delayed
+	// retries come back ahead of the work queue's backlog (returnq.go).
+	ReturnQueue   bool
+	MessageTTL    time.Duration
+	MaxLength     int64
+	DeliveryLimit int
+	Preset        Preset
 	// Raw declares the queue exactly as written, with no retry topology:
 	// only Type, Durable, AutoDelete, Arguments and Bindings apply (see
 	// raw.go). Durable and AutoDelete are read for raw queues only; every

@@ -15,25 +15,30 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 )
 
-// TestRetryStormNodeLoss runs two retry storms at once through a 3-node
+// TestRetryStormNodeLoss runs three retry storms at once through a 3-node
 // cluster, each in a vhost of its own, and kills nodes in the middle of
 // them: first the node that leads every quorum queue (the topologies were
 // applied through it), restarted after a few seconds, then the node that
 // has become the leader of a wait queue. In "contract" the workers are raw
 // amqp091 clients acting per package contract; in "helper" they are
-// retry.Consume (see helperStorm). Every message must end acked by a
+// retry.Consume (see helperStorm); "return-queue" is "helper" with a
+// return queue (return_queue: true). Every message must end acked by a
 // handler or in the DLQ, none lost; duplicates are counted and logged.
 // Retries held by a wait queue whose dead-letter target lost its leader
-// must arrive within lateBound. One run of node losses serves both storms
+// must arrive within lateBound. One run of node losses serves every storm
 // (until issue 27 each had its own, and the package took twice as long).
 // RMQTOPO_STORM_MESSAGES sets the number of messages of each storm
 // (default 5,000).
 func TestRetryStormNodeLoss(t *testing.T) {
 	killsNodes(t)
 	helper, report := helperStorm(t)
+	returnHelper, returnReport := helperStorm(t)
 	runStormsNodeLoss(t, []stormRun{
 		{name: "contract", workers: 6, work: func(ctx context.Context, s *storm, i int) { s.work(ctx, i) }},
 		{name: "helper", workers: 4, work: helper, after: report},
+		// The helper's storm with a return queue (issue 29): every retry
+		// comes back through storm.return, which the workers serve first.
+		{name: "return-queue", workers: 4, work: returnHelper, after: returnReport, queueKeys: "    return_queue: true\n"},
 	})
 }
 
@@ -44,6 +49,9 @@ type stormRun struct {
 	workers int
 	work    func(ctx context.Context, s *storm, i int)
 	after   func(t *testing.T, s *storm)
+	// queueKeys are more keys of the storm's queue in its spec, YAML
+	// lines indented by 4.
+	queueKeys string
 }
 
 // runStormsNodeLoss runs the storms of TestRetryStormNodeLoss side by
@@ -63,7 +71,7 @@ func runStormsNodeLoss(t *testing.T, runs []stormRun) {
 	for k := range runs {
 		vhosts[k] = c.Brokers[0].NewVhost(t)
 		spec := writeSpec(t, t.TempDir(), "storm.yaml", vhosts[k], fmt.Sprintf(
-			"quorum_initial_group_size: 3\nqueues:\n  - name: %s\n    type: quorum\n    retry: {delays: [1s, 2s]}\n", stormQueue))
+			"quorum_initial_group_size: 3\nqueues:\n  - name: %s\n    type: quorum\n    retry: {delays: [1s, 2s]}\n%s", stormQueue, runs[k].queueKeys))
 		// Applied through the victim: its node leads every quorum queue.
 		must(t, 0, append([]string{"apply", "--auto-approve", spec}, conn(victim)...)...)
 		var urls []string

@@ -76,6 +76,7 @@ type stormSettlements struct{ s *storm }
 func (o stormSettlements) Retried(string, int)         {}
 func (o stormSettlements) DeadLettered(string, string) {}
 func (o stormSettlements) ConfirmsPending(string, int) {}
+func (o stormSettlements) Connected(string, bool)      {}
 func (o stormSettlements) Settled(st retry.Settlement) {
 	if st.Outcome != retry.Retried {
 		return

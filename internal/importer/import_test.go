@@ -112,6 +112,8 @@ exchanges:
 queues:
   - {name: q1, type: quorum, retry: {exponential: {initial: 1s, factor: 2, max: 4s, attempts: 5}}, delivery_limit: 7, parking_lot: true}
   - {name: q2, retry: {delays: [1s, 3s]}, layout: per-attempt, dlq: false, message_ttl: 1m, max_length: 10}
+  - {name: q3, retry: {delays: [1s, 3s]}, layout: per-attempt, return_queue: true}
+  - {name: q4, type: quorum, retry: {delays: [1s]}, return_queue: true}
   - {name: q10, immediate_retries: 3, dlq: false}
   - {name: q11, type: quorum, retry: {linear: {step: 2s, attempts: 2}}, immediate_retries: 1, arguments: {x-max-length-bytes: 100}}
   - name: q12
@@ -138,7 +140,7 @@ policies:
 	if diff := cmp.Diff(want, spec.Expand(res.File)); diff != "" {
 		t.Errorf("(-want +got):\n%s\n%s", diff, res.YAML)
 	}
-	if res.Recognised != 10 || len(res.Skipped) != 0 {
+	if res.Recognised != 12 || len(res.Skipped) != 0 {
 		t.Errorf("recognised %d, skipped %v:\n%s", res.Recognised, res.Skipped, res.YAML)
 	}
 }

@@ -91,7 +91,7 @@ func levels(l *live, q topology.Queue) *candidate {
 	if _, ok := l.exchanges[retry]; !ok || l.ladder == nil {
 		return nil
 	}
-	sq := l.base(q)
+	sq := l.withReturnQueue(q)
 	n := 0
 	for _, b := range l.bySource[retry] {
 		if _, ok := attemptOf(b); !ok {

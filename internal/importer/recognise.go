@@ -148,6 +148,14 @@ func (l *live) base(q topology.Queue) spec.Queue {
 	return sq
 }
 
+// withReturnQueue is base for rmqtopo's own layouts, which may have a
+// return queue (presets may not): verify decides whether it is one.
+func (l *live) withReturnQueue(q topology.Queue) spec.Queue {
+	sq := l.base(q)
+	_, sq.ReturnQueue = l.queues[contract.ReturnQueue(q.Name)]
+	return sq
+}
+
 // ttl is the TTL a wait queue is declared with (its x-message-ttl).
 func (l *live) ttl(queue string) (time.Duration, bool) {
 	q, ok := l.queues[queue]
@@ -185,7 +193,7 @@ func native(l *live, q topology.Queue) *candidate {
 			dest[n] = b.Destination
 		}
 	}
-	sq := l.base(q)
+	sq := l.withReturnQueue(q)
 	var delays []time.Duration
 	for k := 1; k <= len(dest); k++ {
 		d, ok := dest[k]

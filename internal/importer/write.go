@@ -177,6 +177,9 @@ func queueNode(o *queueObj) *yaml.Node {
 	if q.ParkingLot {
 		add(n, "parking_lot", scalar(true))
 	}
+	if q.ReturnQueue {
+		add(n, "return_queue", scalar(true))
+	}
 	if q.MessageTTL > 0 {
 		add(n, "message_ttl", scalar(contract.FormatDelay(q.MessageTTL)))
 	}

@@ -140,6 +140,9 @@ type Summary struct {
 	// DeadLettersStuck what they held at the last reading.
 	WaitQueuesStuck  int   `json:"wait_queues_stuck,omitempty"`
 	DeadLettersStuck int64 `json:"dead_letters_stuck,omitempty"`
+	// RetriesWaiting counts the ready messages of return queues: retries
+	// whose delay is over, waiting to be picked up (RoleReturn).
+	RetriesWaiting int64 `json:"retries_waiting,omitempty"`
 }
 
 // Build puts together the spec, the queue counts the management API
@@ -235,6 +238,7 @@ func (b *builder) workQueue(f *spec.File, q spec.Queue) WorkQueueStatus {
 		w.Shared = b.users[vhostQueue{vhost, w.Name}] > 1
 		rows = append(rows, w)
 	}
+	rows = append(rows, returnRows(q)...)
 	if q.DLQ {
 		rows = append(rows, QueueStatus{Name: contract.DeadLetterQueue(q.Name), Role: RoleDLQ})
 	}
@@ -285,6 +289,8 @@ func (b *builder) fill(vhost string, row QueueStatus) QueueStatus {
 		}
 	case row.Role == RoleWait && first:
 		sum.MessagesInRetries += row.Messages
+	case row.Role == RoleReturn && first:
+		b.countReturn(&row)
 	case row.Role == RoleMigration:
 		row.Flags = append(row.Flags, FlagMigrating)
 		sum.Migrations++
@@ -440,6 +446,9 @@ func (s Report) summaryLine(color bool) string {
 		parts = append(parts, paint(color, "31", fmt.Sprintf("%d wait %s forwarded none of %d held dead-%s in %s (stuck)",
 			sum.WaitQueuesStuck, plural(sum.WaitQueuesStuck, "queue", "queues"), sum.DeadLettersStuck,
 			plural(int(sum.DeadLettersStuck), "letter", "letters"), s.HeldMargin)))
+	}
+	if sum.RetriesWaiting > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s waiting in return queues", sum.RetriesWaiting, plural(int(sum.RetriesWaiting), "retry", "retries")))
 	}
 	if sum.Migrations > 0 {
 		parts = append(parts, paint(color, "33", fmt.Sprintf("%d %s in progress (rmqtopo apply finishes it)", sum.Migrations, plural(sum.Migrations, "migration", "migrations"))))

@@ -15,6 +15,7 @@
 //	rmqtopo_retry_delivery_attempt{queue}              histogram of attempt numbers (1 = first delivery)
 //	rmqtopo_retry_handler_duration_seconds{queue}      histogram of handler run time
 //	rmqtopo_retry_confirms_pending{queue}              gauge: copies waiting for the broker's confirmation
+//	rmqtopo_retry_reconnects_total{queue}              counter: connections retry.Consume made after losing one
 package retrymetrics
 
 import (
@@ -31,6 +32,7 @@ type Metrics struct {
 	attempts    *prometheus.HistogramVec
 	handler     *prometheus.HistogramVec
 	pending     *prometheus.GaugeVec
+	reconnects  *prometheus.CounterVec
 }
 
 var _ retry.Observer = (*Metrics)(nil)
@@ -59,11 +61,14 @@ func New() *Metrics {
 		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub,
 			Name: "confirms_pending", Help: "Retry and dead-letter copies published and waiting for the broker's confirmation."},
 			[]string{"queue"}),
+		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "reconnects_total", Help: "Connections retry.Consume made after losing one (its first is not counted)."},
+			[]string{"queue"}),
 	}
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.deliveries, m.deadLetters, m.settleErrs, m.attempts, m.handler, m.pending}
+	return []prometheus.Collector{m.deliveries, m.deadLetters, m.settleErrs, m.attempts, m.handler, m.pending, m.reconnects}
 }
 
 // Describe implements prometheus.Collector.
@@ -103,4 +108,13 @@ func (m *Metrics) Settled(s retry.Settlement) {
 // ConfirmsPending implements retry.Observer.
 func (m *Metrics) ConfirmsPending(queue string, delta int) {
 	m.pending.WithLabelValues(queue).Add(float64(delta))
+}
+
+// Connected implements retry.Observer: it counts reconnections.
+// The first connection makes the counter exist at 0.
+func (m *Metrics) Connected(queue string, reconnect bool) {
+	c := m.reconnects.WithLabelValues(queue)
+	if reconnect {
+		c.Inc()
+	}
 }
