@@ -22,7 +22,7 @@ func TestStatusShowsReturnQueue(t *testing.T) {
 		{Name: "a", Consumers: 1}, {Name: "a.dlq"}, {Name: "rmqtopo.wait.1s"},
 		{Name: "a.return", Messages: 9, Ready: 7, Unacked: 2},
 	}}
-	st := BuildStatus([]*spec.File{f}, stats, nil)
+	st := Build([]*spec.File{f}, stats, nil)
 	var row *QueueStatus
 	for i, r := range st.Queues[0].Queues {
 		if r.Name == "a.return" {
