@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"math"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -111,11 +112,19 @@ func scaleRound(b *testing.B, bk *brokertest.Broker, raw rawAPI, typ string, n i
 		return secs
 	}
 	same := func(t topology.Topology) topology.Topology { return t }
-	r.args = step(shapetest.Arguments, nil)
-	r.apply = step(same, func(vhost string) {
-		r.oneTTL = scaleApply(b, bk, vhost, scaleSpec(b, vhost, typ, n, "1h"))
-		r.oneTTLAgain = scaleApply(b, bk, vhost, scaleSpec(b, vhost, typ, n, "2h"))
-	})
+	// Apply and its baseline take turns, twice, each keeping its faster
+	// run: on a shared machine one run can be a third slower than the
+	// next for the same work.
+	r.args, r.apply = math.Inf(1), math.Inf(1)
+	for i := 0; i < 2; i++ {
+		r.args = min(r.args, step(shapetest.Arguments, nil))
+		r.apply = min(r.apply, step(same, func(vhost string) {
+			if i == 0 {
+				r.oneTTL = scaleApply(b, bk, vhost, scaleSpec(b, vhost, typ, n, "1h"))
+				r.oneTTLAgain = scaleApply(b, bk, vhost, scaleSpec(b, vhost, typ, n, "2h"))
+			}
+		}))
+	}
 	step(shapetest.Arguments, func(vhost string) {
 		stop := otherWrites(b, bk, raw)
 		r.adopt = scaleApply(b, bk, vhost, scaleSpec(b, vhost, typ, n))
@@ -132,10 +141,19 @@ func scaleRound(b *testing.B, bk *brokertest.Broker, raw rawAPI, typ string, n i
 	return r
 }
 
-// dropVhost deletes vhost at once, however long the broker takes.
+// dropVhost deletes vhost and waits until it is gone, however long the
+// broker takes: the management API may close the request of a large
+// vhost's delete before the delete ends.
 func dropVhost(b *testing.B, raw rawAPI, vhost string) {
+	path := "/api/vhosts/" + url.PathEscape(vhost)
 	slow := rawAPI{b: raw.b, hc: &http.Client{Timeout: 10 * time.Minute}}
-	slow.do(b, http.MethodDelete, "/api/vhosts/"+url.PathEscape(vhost), nil)
+	_, _ = slow.try(http.MethodDelete, path, nil)
+	for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if _, err := slow.try(http.MethodGet, path, nil); err != nil && strings.Contains(err.Error(), "HTTP 404") {
+			return
+		}
+	}
+	b.Fatalf("vhost %q is still there 10 minutes after its delete", vhost)
 }
 
 // scaleApply plans and applies d onto vhost, and returns the seconds it
