@@ -2,9 +2,9 @@ package broker_test
 
 import (
 	"context"
-	"math"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
