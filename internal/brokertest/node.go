@@ -23,6 +23,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -43,7 +44,7 @@ const DefaultBinDir = "/usr/lib/rabbitmq/bin"
 
 // Ports that belong to the system broker (and its CLI tools' distribution
 // range); a private node never uses them.
-var reservedPorts = map[int]bool{5672: true, 15672: true, 25672: true, 4369: true}
+var reservedPorts = map[int]bool{5672: true, 15672: true, 25672: true, 4369: true, 5680: true, 15680: true, 25680: true}
 
 func isReserved(p int) bool { return reservedPorts[p] || (p >= 35672 && p <= 35682) }
 
@@ -661,22 +662,39 @@ func freePorts(want ...int) ([]int, error) {
 			continue
 		}
 		for tries := 0; ; tries++ {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				return nil, fmt.Errorf("brokertest: picking a free port: %w", err)
+			// Below the ephemeral range: a port the kernel hands out
+			// for :0 is also one it may give an outgoing connection
+			// (another test's, the cluster's) between this pick and
+			// the node's start, which then fails "port in use".
+			port := 20000 + mrand.IntN(ephemeralLow()-20000)
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err == nil {
+				held = append(held, l)
+				if !isReserved(port) {
+					out[i] = port
+					break
+				}
 			}
-			held = append(held, l)
-			port := l.Addr().(*net.TCPAddr).Port
-			if !isReserved(port) {
-				out[i] = port
-				break
-			}
-			if tries > 20 {
+			if tries > 200 {
 				return nil, errors.New("brokertest: could not pick a free port")
 			}
 		}
 	}
 	return out, nil
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux:
+// net.ipv4.ip_local_port_range), 32768 where it cannot be read.
+func ephemeralLow() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var low, high int
+	if _, err := fmt.Sscan(string(data), &low, &high); err != nil || low <= 21000 {
+		return 32768
+	}
+	return low
 }
 
 var installMu sync.Mutex
