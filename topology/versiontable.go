@@ -142,7 +142,9 @@ func (v Version) previous() string {
 }
 
 // rel is a Version literal for the table.
-func rel(major, minor, patch int) Version { return Version{major, minor, patch} }
+func rel(major, minor, patch int) Version {
+	return Version{major, minor, patch}
+}
 
 // Source files the table cites, at the tag of the release in question.
 const (
