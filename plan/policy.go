@@ -239,16 +239,22 @@ func (v *policyView) judge(ps []topology.Policy, byKey map[string]*PolicyConflic
 		case i < managed || p.Priority == m.Priority:
 			kind, keys = ConflictShadows, defKeys(m.Definition)
 		}
-		key := kind + "\x00" + p.Vhost + "\x00" + p.Name
-		c, ok := byKey[key]
-		if !ok {
-			c = &PolicyConflict{Kind: kind, Policy: p.Name, Vhost: p.Vhost, Priority: p.Priority}
-			byKey[key] = c
-		}
-		addObject(c)
-		c.Keys = unionSorted(c.Keys, keys)
+		record(byKey, kind, p, keys, addObject)
 	}
 	return m, managed == 0
+}
+
+// record adds an object and keys to the conflict of kind with user
+// policy p, made on its first object.
+func record(byKey map[string]*PolicyConflict, kind string, p topology.Policy, keys []string, addObject func(*PolicyConflict)) {
+	key := kind + "\x00" + p.Vhost + "\x00" + p.Name
+	c, ok := byKey[key]
+	if !ok {
+		c = &PolicyConflict{Kind: kind, Policy: p.Name, Vhost: p.Vhost, Priority: p.Priority}
+		byKey[key] = c
+	}
+	addObject(c)
+	c.Keys = unionSorted(c.Keys, keys)
 }
 
 // attributeKeys are the policy keys that change what becomes of a queue's
@@ -271,17 +277,9 @@ func (v *policyView) applies(q topology.Queue, p topology.Policy, byKey map[stri
 			keys = append(keys, k)
 		}
 	}
-	if len(keys) == 0 {
-		return
+	if len(keys) > 0 {
+		record(byKey, ConflictApplies, p, keys, addObject)
 	}
-	key := ConflictApplies + "\x00" + p.Vhost + "\x00" + p.Name
-	c, ok := byKey[key]
-	if !ok {
-		c = &PolicyConflict{Kind: ConflictApplies, Policy: p.Name, Vhost: p.Vhost, Priority: p.Priority}
-		byKey[key] = c
-	}
-	addObject(c)
-	c.Keys = unionSorted(c.Keys, keys)
 }
 
 // capped records the limits of rmqtopo's policy m that an operator policy
