@@ -94,17 +94,7 @@ func BenchmarkPlanApply(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_BENCH_QUEUES")); err == nil && v > 0 {
 		queues = v
 	}
-	concurrencies := []int{apply.DefaultConcurrency}
-	if v := os.Getenv("RMQTOPO_BENCH_CONCURRENCY"); v != "" {
-		concurrencies = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				b.Fatalf("RMQTOPO_BENCH_CONCURRENCY=%q", v)
-			}
-			concurrencies = append(concurrencies, n)
-		}
-	}
+	concurrencies := envInts(b, "RMQTOPO_BENCH_CONCURRENCY", strconv.Itoa(apply.DefaultConcurrency))
 	bk := brokertest.Get(b)
 	raw := rawAPI{b: bk, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
 	ctx := context.Background()
