@@ -79,14 +79,16 @@ func (f *connFlags) config(e *env) (broker.Config, error) {
 	return cfg, nil
 }
 
+// client is the management API client of the flags; its errors are the
+// flags' (inputError): it connects to nothing yet.
 func (f *connFlags) client(e *env) (*broker.Client, error) {
 	cfg, err := f.config(e)
 	if err != nil {
-		return nil, err
+		return nil, input(err)
 	}
 	client, err := broker.NewClient(cfg)
 	if err != nil {
-		return nil, err
+		return nil, input(err)
 	}
 	e.hide(client.Secrets)
 	return client, nil

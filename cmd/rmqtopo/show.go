@@ -19,10 +19,10 @@ type showCmd struct {
 func (c *showCmd) Run(e *env) error {
 	saved, err := planfile.Read(c.File)
 	if err != nil {
-		return fmt.Errorf("show: %w", err)
+		return err
 	}
 	if saved == nil {
-		return fmt.Errorf("show: %s is not a plan saved by 'rmqtopo plan --out'", c.File)
+		return fmt.Errorf("%s is not a plan saved by 'rmqtopo plan --out'", c.File)
 	}
 	prune := ""
 	if saved.Prune {

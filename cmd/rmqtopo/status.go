@@ -18,7 +18,7 @@ type statusCmd struct {
 
 func (c *statusCmd) Run(e *env) (err error) {
 	if c.HeldMargin < 0 || (c.HeldMargin > 0 && c.HeldMargin < status.StatsInterval) {
-		return fmt.Errorf("--held-margin must be 0 or at least %s (the statistics interval: a shorter one re-reads the same counts), got %s", status.StatsInterval, c.HeldMargin)
+		return input(fmt.Errorf("--held-margin must be 0 or at least %s (the statistics interval: a shorter one re-reads the same counts), got %s", status.StatsInterval, c.HeldMargin))
 	}
 	files, err := loadSpecs(e, c.Files)
 	if err != nil {

@@ -24,7 +24,7 @@ func (c *validateCmd) Run(e *env) error {
 		case errors.As(err, &es):
 			all = append(all, es...)
 		case err != nil:
-			return err
+			return input(err)
 		default:
 			files = append(files, fs...)
 		}
@@ -46,7 +46,7 @@ func loadSpecs(e *env, paths []string) ([]*spec.File, error) {
 	if errors.As(err, &es) {
 		return nil, reportProblems(e, es)
 	}
-	return files, err
+	return files, input(err)
 }
 
 // loadExpanded is loadSpecs and spec.Expand in one, expanding each spec
@@ -57,7 +57,7 @@ func loadExpanded(e *env, paths []string) ([]*spec.File, topology.Topology, erro
 	if errors.As(err, &es) {
 		return nil, topology.Topology{}, reportProblems(e, es)
 	}
-	return files, t, err
+	return files, t, input(err)
 }
 
 // reportProblems prints every problem to stderr; the returned error only
