@@ -51,10 +51,3 @@ func (c *statusCmd) Run(e *env) (err error) {
 	}
 	return nil
 }
-
-// statusExitCode and heldWaitMatters are status.Report's ExitCode and
-// HeldWaitMatters, for the CLI's tests of them (internal/status tests
-// them too).
-func statusExitCode(st status.Report) int { return st.ExitCode() }
-
-func heldWaitMatters(st status.Report, held int) (int, bool) { return st.HeldWaitMatters(held) }
