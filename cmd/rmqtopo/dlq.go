@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/ops"
@@ -108,9 +107,6 @@ type dlqSweepCmd struct {
 	configErr error // from BeforeResolve, reported by Run as a runtime error
 }
 
-// sweepConfigKeys are the flags a --config file may set.
-var sweepConfigKeys = []string{"pattern", "max-deaths", "to", "vhost", "window", "unmanaged-target"}
-
 // BeforeResolve loads --config as a kong resolver. Kong applies resolvers
 // only to flags not given on the command line; this one also skips flags
 // whose environment variable is set, so the order is flag, environment,
@@ -136,26 +132,9 @@ func (c *dlqSweepCmd) loadConfig(kctx *kong.Context) error {
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
-	var raw map[string]any
-	if err := yaml.Unmarshal(data, &raw); err != nil {
-		return fmt.Errorf("--config %s: %v", path, broker.OneLine(err.Error()))
-	}
-	values := map[string]any{}
-	for k, v := range raw {
-		name := strings.ReplaceAll(k, "_", "-")
-		known := false
-		for _, key := range sweepConfigKeys {
-			known = known || key == name
-		}
-		if !known {
-			return fmt.Errorf("--config %s: unknown key %q (known: %s)", path, k, strings.Join(sweepConfigKeys, ", "))
-		}
-		switch v.(type) {
-		case string, int, int64, float64, bool:
-		default:
-			return fmt.Errorf("--config %s: %q must be a string, a number or a boolean", path, k)
-		}
-		values[name] = fmt.Sprint(v)
+	values, err := ops.ReadSweepConfig(data)
+	if err != nil {
+		return fmt.Errorf("--config %s: %w", path, err)
 	}
 	kctx.AddResolver(kong.ResolverFunc(func(_ *kong.Context, _ *kong.Path, f *kong.Flag) (any, error) {
 		for _, name := range f.Envs {
@@ -163,7 +142,10 @@ func (c *dlqSweepCmd) loadConfig(kctx *kong.Context) error {
 				return nil, nil
 			}
 		}
-		return values[f.Name], nil
+		if v, ok := values[f.Name]; ok {
+			return v, nil
+		}
+		return nil, nil
 	}))
 	return nil
 }
