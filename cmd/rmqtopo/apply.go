@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply"
@@ -179,30 +178,12 @@ func confirm(e *env) error {
 // (testhooks.go).
 const failpointEnv = "RMQTOPO_TEST_MIGRATE_KILL_AT"
 
-// migrateHook reports each step of a migration on stderr (moves about
-// once a second) and honours the failpoint.
+// migrateHook reports each step of a migration on stderr and honours
+// the failpoint.
 func migrateHook(e *env) func(queue, step string, moved int) {
-	kill := killAt()
-	var (
-		mu   sync.Mutex
-		last time.Time
-	)
+	kill, log := killAt(), broker.MigrationLog(e.stderr)
 	return func(queue, step string, moved int) {
 		kill(step, moved)
-		mu.Lock()
-		defer mu.Unlock()
-		switch step {
-		case broker.StepMoveOut, broker.StepMoveBack:
-			if time.Since(last) >= time.Second {
-				last = time.Now()
-				fmt.Fprintf(e.stderr, "migrate queue %q: %s: %d messages moved\n", queue, step, moved)
-			}
-		case broker.StepDelete:
-			fmt.Fprintf(e.stderr, "migrate queue %q: %s, after moving %d messages out\n", queue, step, moved)
-		case broker.StepDone:
-			fmt.Fprintf(e.stderr, "migrate queue %q: %s, %d messages moved back\n", queue, step, moved)
-		default:
-			fmt.Fprintf(e.stderr, "migrate queue %q: %s\n", queue, step)
-		}
+		log(queue, step, moved)
 	}
 }
