@@ -115,23 +115,11 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, maxSpecSize: size}
 	e.color = wantColor(c.Color, stdout, e.getenv)
-	err = named(commandName(kctx), kctx.Run(e))
+	err = named(kctx.Selected().Path(), kctx.Run(e))
 	for _, s := range e.secrets {
 		err = scrub(err, s())
 	}
 	return err
-}
-
-// commandName is the name of the command kctx runs, without its
-// arguments: "plan", "dlq sweep".
-func commandName(kctx *kong.Context) string {
-	var words []string
-	for _, w := range strings.Fields(kctx.Command()) {
-		if !strings.HasPrefix(w, "<") {
-			words = append(words, w)
-		}
-	}
-	return strings.Join(words, " ")
 }
 
 // inputError is an error in what a command was given (a flag, a spec
@@ -148,7 +136,7 @@ func input(err error) error {
 	return inputError{err}
 }
 
-// named prefixes the error of command cmd with its name, "plan: ...",
+// named prefixes the error of command cmd ("dlq sweep") with its name,
 // once for every command: not an ExitError or an inputError, which say
 // all they mean, nor an error that names the command already (the apply
 // and status packages name theirs, plan.BlockingError is told it).

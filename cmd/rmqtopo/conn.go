@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -26,20 +27,11 @@ type connFlags struct {
 	Timeout            time.Duration `name:"timeout" help:"Bound on every call to the broker." default:"30s"`
 }
 
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 func (f *connFlags) config(e *env) (broker.Config, error) {
 	cfg := broker.Config{
-		URL:     firstNonEmpty(f.URL, e.getenv("RMQTOPO_URL"), broker.DefaultURL),
-		AMQPURL: firstNonEmpty(f.AMQPURL, e.getenv("RMQTOPO_AMQP_URL")),
-		User:    firstNonEmpty(f.User, e.getenv("RMQTOPO_USER")),
+		URL:     cmp.Or(f.URL, e.getenv("RMQTOPO_URL"), broker.DefaultURL),
+		AMQPURL: cmp.Or(f.AMQPURL, e.getenv("RMQTOPO_AMQP_URL")),
+		User:    cmp.Or(f.User, e.getenv("RMQTOPO_USER")),
 		Timeout: f.Timeout,
 	}
 	cfg.Password = f.Password

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
@@ -34,12 +36,9 @@ func (c *showCmd) Run(e *env) error {
 }
 
 func quoteList(ss []string) string {
-	out := ""
+	quoted := make([]string, len(ss))
 	for i, s := range ss {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprintf("%q", s)
+		quoted[i] = strconv.Quote(s)
 	}
-	return out
+	return strings.Join(quoted, ", ")
 }
