@@ -10,7 +10,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
-	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 )
 
@@ -194,9 +193,4 @@ func queueInfo(t *testing.T, b *brokertest.Broker, vhost, name string) Queue {
 		t.Fatal(err)
 	}
 	return queueOf(q)
-}
-
-// queueOf is q as ops takes it, as the CLI makes it.
-func queueOf(q broker.QueueInfo) Queue {
-	return Queue{Name: q.Name, Type: q.Type, Ready: q.Ready, DeliveryLimit: q.DeliveryLimit()}
 }

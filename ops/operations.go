@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,10 +137,7 @@ func Replay(ctx context.Context, conn *amqp.Connection, o ReplayOptions) (Result
 	}
 	res, err := p.Run(ctx, conn)
 	res.Target = target
-	for k := range reset {
-		res.ResetHeaders = append(res.ResetHeaders, k)
-	}
-	slices.Sort(res.ResetHeaders)
+	res.ResetHeaders = slices.Sorted(maps.Keys(reset))
 	return res, err
 }
 

@@ -2,7 +2,8 @@ package plan
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -202,21 +203,12 @@ func checkOwnership(p Plan, opts CheckOptions) []Diagnostic {
 			Message: fmt.Sprintf("%s: %s and spec %q (its ownership record in the vhost) declare it with different attributes; make them agree, or rename it in one of them",
 				c.Address, this, strings.Join(c.Conflict(), `", "`))})
 	}
-	for _, v := range sortedVhosts(maybe) {
+	for _, v := range slices.Sorted(maps.Keys(maybe)) {
 		ds = append(ds, Diagnostic{Code: CodeOwnershipUnknown, Severity: SeverityWarning,
 			Address: topology.Address{Kind: topology.KindVhost, Name: v},
 			Message: fmt.Sprintf("vhost %q: the source shows no ownership record, so which objects rmqtopo owns is unknown; %d deletes are listed as \"? may delete\": apply makes them only if the spec's record owns them", v, maybe[v])})
 	}
 	return ds
-}
-
-func sortedVhosts(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for v := range m {
-		out = append(out, v)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func destroyHint(opts CheckOptions) string {

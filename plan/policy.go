@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -123,7 +124,7 @@ func (v *policyView) keepsQueue(was, want topology.Queue) (pinned []string, ok b
 	}
 	pol := v.policyFor(want)
 	effWas, effWant := topology.Effective(was, pol, nil), topology.Effective(want, pol, nil)
-	for _, k := range sortedArgKeys(was.Arguments) {
+	for _, k := range slices.Sorted(maps.Keys(was.Arguments)) {
 		if _, declared := want.Arguments[k]; declared {
 			continue
 		}
@@ -142,7 +143,7 @@ func (v *policyView) replaceReasons(was, want topology.Queue) []string {
 	pol := v.policyFor(want)
 	effWant := topology.Effective(want, pol, nil)
 	explained := map[string]string{}
-	for _, k := range sortedArgKeys(was.Arguments) {
+	for _, k := range slices.Sorted(maps.Keys(was.Arguments)) {
 		pk, settable := topology.PolicyKey(k)
 		if _, declared := want.Arguments[k]; declared || !settable {
 			continue
@@ -172,15 +173,6 @@ func (v *policyView) replaceReasons(was, want topology.Queue) []string {
 		}
 	}
 	return out
-}
-
-func sortedArgKeys(a topology.Args) []string {
-	keys := make([]string, 0, len(a))
-	for k := range a {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // adoptReason is the Reason of a NoOp that keeps a queue with arguments
@@ -311,7 +303,7 @@ func (v *policyView) capped(q topology.Queue, m topology.Policy, byKey map[strin
 	}
 }
 
-func defKeys(d topology.Args) []string { return sortedArgKeys(d) }
+func defKeys(d topology.Args) []string { return slices.Sorted(maps.Keys(d)) }
 
 func unionSorted(a, b []string) []string {
 	seen := map[string]bool{}
@@ -327,13 +319,8 @@ func unionSorted(a, b []string) []string {
 }
 
 func sortedConflicts(m map[string]*PolicyConflict) []PolicyConflict {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]PolicyConflict, 0, len(keys))
-	for _, k := range keys {
+	out := make([]PolicyConflict, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		c := *m[k]
 		sort.Strings(c.Queues)
 		sort.Strings(c.Exchanges)

@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -85,7 +87,7 @@ func (s objectSet) has(a topology.Address) bool { return s[objectScope{a.Kind, a
 
 func checkPolicyKeys(a topology.Address, pol topology.Policy, v topology.Version) []Diagnostic {
 	var ds []Diagnostic
-	for _, k := range sortedArgKeys(pol.Definition) {
+	for _, k := range slices.Sorted(maps.Keys(pol.Definition)) {
 		f, known := topology.LookupFeature(topology.FeaturePolicyKey, k, nil)
 		switch {
 		case !known:
@@ -121,7 +123,7 @@ func checkQueueFeatures(a topology.Address, q topology.Queue, v topology.Version
 	if f, ok := topology.LookupFeature(topology.FeatureQueueType, typ, nil); ok && f.At(v) == topology.Refused {
 		unsupported("RabbitMQ %s has no %s queues (%s)", v, typ, f.Span())
 	}
-	for _, arg := range sortedArgKeys(q.Arguments) {
+	for _, arg := range slices.Sorted(maps.Keys(q.Arguments)) {
 		f, ok := topology.LookupFeature(topology.FeatureQueueArgument, arg, q.Arguments[arg])
 		switch {
 		case !ok:

@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/rmqtopo/rmqtopo/contract"
@@ -210,7 +212,7 @@ func refused(q topology.Queue, a topology.Address, v topology.Version) []Diagnos
 		ds = append(ds, Diagnostic{Code: code, Severity: SeverityError, Address: a,
 			Message: fmt.Sprintf("RabbitMQ %s refuses%s to declare %s: %s; nothing is written until the spec changes", v, by, a, what)})
 	}
-	for _, arg := range sortedArgKeys(q.Arguments) {
+	for _, arg := range slices.Sorted(maps.Keys(q.Arguments)) {
 		val := q.Arguments[arg]
 		f, ok := topology.LookupFeature(topology.FeatureQueueArgument, arg, val)
 		if !ok || !f.Until.Known() || v.Less(f.Until) {

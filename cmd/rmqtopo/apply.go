@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/progress"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
 	"github.com/rmqtopo/rmqtopo/render"
@@ -53,14 +53,15 @@ func (c *applyCmd) Run(e *env) (err error) {
 	}
 	sess, err := client.NewSession(e.ctx)
 	if err != nil {
-		return fmt.Errorf("apply: %w", err)
+		return err
 	}
 	e.hide(sess.Secrets)
 	defer sess.Close()
 	sess.MigrateHook = migrateHook(e)
 
-	progress := newProgress(e.stderr, isTerminal(e.stderr))
-	defer progress.done()
+	report := progress.Start(e.stderr, progress.Options[apply.Progress]{
+		Line: apply.Progress.Line, Terminal: isTerminal(e.stderr), Every: 2, Keep: func(last, next apply.Progress) bool { return next.Newer(last) }})
+	defer report.Stop()
 	b := apply.Broker{Target: sess, Source: client, Lock: sess.Lock, Errors: brokerErrors}
 	out, err := apply.Run(e.ctx, b, apply.Request{
 		Saved: saved, SavedPath: c.Files[0], Desired: desired, Choices: ch,
@@ -69,12 +70,12 @@ func (c *applyCmd) Run(e *env) (err error) {
 			fmt.Fprintf(e.stderr, "waiting up to %s for another apply's lock on vhost %q\n", c.LockTimeout, vhost)
 		},
 		Review: func(p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error) {
-			progress.pause()
+			report.Pause()
 			return c.review(e, client, saved != nil, ch.Specs, p, st)
 		},
-		Options: apply.Options{Concurrency: c.Concurrency, AllowDestroy: c.AllowDestroy, Progress: progress.update},
+		Options: apply.Options{Concurrency: c.Concurrency, AllowDestroy: c.AllowDestroy, Progress: report.Update},
 	})
-	progress.done()
+	report.Stop()
 	res := out.Result
 	switch {
 	case err != nil && out.Applied:
@@ -107,7 +108,7 @@ func (c *applyCmd) review(e *env, client *broker.Client, saved bool, specs map[s
 	// apply has no --rabbitmq-version: it judges by the broker it writes to.
 	diags, err := checkPlan(e, p, st, client, rabbitVersionFlag{}, "broker", plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs}, true)
 	if err != nil {
-		return nil, fmt.Errorf("apply: %w", err)
+		return nil, err
 	}
 	if err := render.PlanText(e.stdout, *p, diags, e.color); err != nil {
 		return nil, err
@@ -135,16 +136,16 @@ func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, plan.Choice
 	if len(c.Files) == 1 {
 		saved, err := planfile.Read(c.Files[0])
 		if err != nil {
-			return nil, topology.Topology{}, plan.Choices{}, fmt.Errorf("apply: %w", err)
+			return nil, topology.Topology{}, plan.Choices{}, err
 		}
 		if saved != nil {
 			switch {
 			case c.Prune:
-				return nil, topology.Topology{}, plan.Choices{}, errors.New("apply: --prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
+				return nil, topology.Topology{}, plan.Choices{}, errors.New("--prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
 			case c.Migrate:
-				return nil, topology.Topology{}, plan.Choices{}, errors.New("apply: --migrate does not apply to a saved plan: it was decided when the plan was made (plan --migrate --out FILE)")
+				return nil, topology.Topology{}, plan.Choices{}, errors.New("--migrate does not apply to a saved plan: it was decided when the plan was made (plan --migrate --out FILE)")
 			case len(saved.Specs) == 0:
-				return nil, topology.Topology{}, plan.Choices{}, fmt.Errorf("apply: the plan in %s was saved by an earlier rmqtopo and names no spec, whose ownership record apply must write; run plan again", c.Files[0])
+				return nil, topology.Topology{}, plan.Choices{}, fmt.Errorf("the plan in %s was saved by an earlier rmqtopo and names no spec, whose ownership record apply must write; run plan again", c.Files[0])
 			}
 			return saved, topology.Topology{}, plan.Choices{Specs: saved.Specs}, nil
 		}
@@ -159,12 +160,12 @@ func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, plan.Choice
 // confirm asks for "yes" on a terminal and refuses to guess otherwise.
 func confirm(e *env) error {
 	if !stdinIsTerminal(e.stdin) {
-		return errors.New("apply: stdin is not a terminal, so it cannot ask for confirmation; pass --auto-approve to apply without asking")
+		return errors.New("stdin is not a terminal, so it cannot ask for confirmation; pass --auto-approve to apply without asking")
 	}
 	fmt.Fprint(e.stderr, "\nDo you want to apply these changes? Only 'yes' will be accepted.\n  Enter a value: ")
 	line, err := bufio.NewReader(e.stdin).ReadString('\n')
 	if err != nil && line == "" {
-		return errors.New("apply: no answer; nothing was changed")
+		return errors.New("no answer; nothing was changed")
 	}
 	if strings.TrimSpace(line) != "yes" {
 		return &ExitError{Code: 1, Err: errors.New("apply cancelled; nothing was changed")}
@@ -172,62 +173,17 @@ func confirm(e *env) error {
 	return nil
 }
 
-// ticker calls a function about once a second, for progress reports,
-// until stopped.
-type ticker struct {
-	quit chan struct{}
-	once sync.Once
-}
-
-func everySecond(tick func()) *ticker {
-	t := &ticker{quit: make(chan struct{})}
-	go func() {
-		tt := time.NewTicker(time.Second)
-		defer tt.Stop()
-		for {
-			select {
-			case <-t.quit:
-				return
-			case <-tt.C:
-				tick()
-			}
-		}
-	}()
-	return t
-}
-
-// stop ends the ticks; it may be called more than once.
-func (t *ticker) stop() { t.once.Do(func() { close(t.quit) }) }
-
 // failpointEnv names the environment variable of the migration
 // failpoint; only binaries built with -tags rmqtopo_testhooks honour it
 // (testhooks.go).
 const failpointEnv = "RMQTOPO_TEST_MIGRATE_KILL_AT"
 
-// migrateHook reports each step of a migration on stderr (moves about
-// once a second) and honours the failpoint.
+// migrateHook reports each step of a migration on stderr and honours
+// the failpoint.
 func migrateHook(e *env) func(queue, step string, moved int) {
-	kill := killAt()
-	var (
-		mu   sync.Mutex
-		last time.Time
-	)
+	kill, log := killAt(), broker.MigrationLog(e.stderr)
 	return func(queue, step string, moved int) {
 		kill(step, moved)
-		mu.Lock()
-		defer mu.Unlock()
-		switch step {
-		case broker.StepMoveOut, broker.StepMoveBack:
-			if time.Since(last) >= time.Second {
-				last = time.Now()
-				fmt.Fprintf(e.stderr, "migrate queue %q: %s: %d messages moved\n", queue, step, moved)
-			}
-		case broker.StepDelete:
-			fmt.Fprintf(e.stderr, "migrate queue %q: %s, after moving %d messages out\n", queue, step, moved)
-		case broker.StepDone:
-			fmt.Fprintf(e.stderr, "migrate queue %q: %s, %d messages moved back\n", queue, step, moved)
-		default:
-			fmt.Fprintf(e.stderr, "migrate queue %q: %s\n", queue, step)
-		}
+		log(queue, step, moved)
 	}
 }

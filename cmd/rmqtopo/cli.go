@@ -115,11 +115,38 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, maxSpecSize: size}
 	e.color = wantColor(c.Color, stdout, e.getenv)
-	err = kctx.Run(e)
+	err = named(kctx.Selected().Path(), kctx.Run(e))
 	for _, s := range e.secrets {
 		err = scrub(err, s())
 	}
 	return err
+}
+
+// inputError is an error in what a command was given (a flag, a spec
+// file, a URL): it says all it means without the command's name.
+type inputError struct{ error }
+
+func (e inputError) Unwrap() error { return e.error }
+
+// input marks err, if any, as an inputError.
+func input(err error) error {
+	if err == nil {
+		return nil
+	}
+	return inputError{err}
+}
+
+// named prefixes the error of command cmd ("dlq sweep") with its name,
+// once for every command: not an ExitError or an inputError, which say
+// all they mean, nor an error that names the command already (the apply
+// and status packages name theirs, plan.BlockingError is told it).
+func named(cmd string, err error) error {
+	var ee *ExitError
+	var in inputError
+	if err == nil || errors.As(err, &ee) || errors.As(err, &in) || strings.HasPrefix(err.Error(), cmd+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", cmd, err)
 }
 
 // wantColor honours --color, NO_COLOR (any non-empty value) and whether

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -26,20 +27,11 @@ type connFlags struct {
 	Timeout            time.Duration `name:"timeout" help:"Bound on every call to the broker." default:"30s"`
 }
 
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 func (f *connFlags) config(e *env) (broker.Config, error) {
 	cfg := broker.Config{
-		URL:     firstNonEmpty(f.URL, e.getenv("RMQTOPO_URL"), broker.DefaultURL),
-		AMQPURL: firstNonEmpty(f.AMQPURL, e.getenv("RMQTOPO_AMQP_URL")),
-		User:    firstNonEmpty(f.User, e.getenv("RMQTOPO_USER")),
+		URL:     cmp.Or(f.URL, e.getenv("RMQTOPO_URL"), broker.DefaultURL),
+		AMQPURL: cmp.Or(f.AMQPURL, e.getenv("RMQTOPO_AMQP_URL")),
+		User:    cmp.Or(f.User, e.getenv("RMQTOPO_USER")),
 		Timeout: f.Timeout,
 	}
 	cfg.Password = f.Password
@@ -79,14 +71,16 @@ func (f *connFlags) config(e *env) (broker.Config, error) {
 	return cfg, nil
 }
 
+// client is the management API client of the flags; its errors are the
+// flags' (inputError): it connects to nothing yet.
 func (f *connFlags) client(e *env) (*broker.Client, error) {
 	cfg, err := f.config(e)
 	if err != nil {
-		return nil, err
+		return nil, input(err)
 	}
 	client, err := broker.NewClient(cfg)
 	if err != nil {
-		return nil, err
+		return nil, input(err)
 	}
 	e.hide(client.Secrets)
 	return client, nil

@@ -16,52 +16,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
-	"github.com/rmqtopo/rmqtopo/internal/status"
-	"github.com/rmqtopo/rmqtopo/plan"
 )
-
-// TestStatusExitCodeOrder: the most urgent finding wins, stuck
-// dead-letters after missing objects and before drift.
-func TestStatusExitCodeOrder(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		sum  status.Summary
-		want int
-	}{
-		{"healthy, held but not stuck", status.Summary{DeadLettersHeld: 5}, 0},
-		{"stuck", status.Summary{WaitQueuesStuck: 1}, ExitDeadLettersStuck},
-		{"stuck and drift", status.Summary{WaitQueuesStuck: 1, DriftedObjects: 1}, ExitDeadLettersStuck},
-		{"stuck and missing", status.Summary{WaitQueuesStuck: 1, MissingQueues: 1}, ExitMissing},
-		{"stuck and DLQ", status.Summary{WaitQueuesStuck: 1, DLQsNotEmpty: 1}, ExitDLQNotEmpty},
-	} {
-		if got := statusExitCode(status.Report{Summary: tc.sum}); got != tc.want {
-			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.want)
-		}
-	}
-}
-
-// TestHeldWaitMatters: re-reading held wait queues matters only when its
-// verdict can change the exit code: not when a DLQ holds messages or
-// objects are missing, which outrank stuck dead-letters.
-func TestHeldWaitMatters(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		st      status.Report
-		code    int
-		matters bool
-	}{
-		{"held only", status.Report{}, 0, true},
-		{"held and drift", status.Report{Summary: status.Summary{DriftedObjects: 1}}, ExitDrift, true},
-		{"held and DLQ", status.Report{Summary: status.Summary{DLQsNotEmpty: 1}}, ExitDLQNotEmpty, false},
-		{"held and missing queue", status.Report{Summary: status.Summary{MissingQueues: 1}}, ExitMissing, false},
-		{"held and missing exchange", status.Report{Drift: []status.DriftItem{{Action: plan.Create}}}, ExitMissing, false},
-	} {
-		code, matters := heldWaitMatters(tc.st, 2)
-		if code != tc.code || matters != tc.matters {
-			t.Errorf("%s: code %d, matters %t; want %d, %t", tc.name, code, matters, tc.code, tc.matters)
-		}
-	}
-}
 
 // waitCounts are a queue's counts as the management API reports them.
 type waitCounts struct {

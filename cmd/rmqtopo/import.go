@@ -28,7 +28,7 @@ func (c *importCmd) Run(e *env) (err error) {
 		in, err = importer.FromBroker(e.ctx, client, c.Vhost)
 	}
 	if err != nil {
-		return fmt.Errorf("import: %w", err)
+		return err
 	}
 	res, err := importer.Import(in)
 	if err != nil {
@@ -42,7 +42,7 @@ func (c *importCmd) Run(e *env) (err error) {
 		return err
 	}
 	if err := os.WriteFile(c.Out, res.YAML, 0o644); err != nil {
-		return fmt.Errorf("import: %w", err)
+		return err
 	}
 	fmt.Fprintf(e.stderr, "Wrote %s: %d queues with retry topology recognised, %d objects not imported.\n", c.Out, res.Recognised, len(res.Skipped))
 	return nil

@@ -54,9 +54,9 @@ func (c *planCmd) Run(e *env) (err error) {
 	p, st, err := plan.Make(e.ctx, src, desired, choices(files, c.Prune, c.Migrate))
 	if err != nil {
 		if c.Against != "" {
-			return fmt.Errorf("plan: --against: %w", err)
+			return fmt.Errorf("--against: %w", err)
 		}
-		return fmt.Errorf("plan: %w", err)
+		return err
 	}
 	from := "broker"
 	if c.Against != "" {
@@ -64,7 +64,7 @@ func (c *planCmd) Run(e *env) (err error) {
 	}
 	diags, err := checkPlan(e, &p, st, client, c.Version, from, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs}, false)
 	if err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return err
 	}
 	if err := renderPlan(e, c.Format, p, diags); err != nil {
 		return err
@@ -74,7 +74,7 @@ func (c *planCmd) Run(e *env) (err error) {
 	// apply accepts it.
 	if c.Out != "" && len(plan.Refusals(blocking)) == 0 {
 		if err := planfile.New(brokerURL, st, specs, c.Prune, p, diags).Write(c.Out); err != nil {
-			return fmt.Errorf("plan: %w", err)
+			return err
 		}
 		fmt.Fprintf(e.stderr, "Saved the plan to %s; apply it with: rmqtopo apply %s\n", c.Out, c.Out)
 	}

@@ -64,7 +64,7 @@ func (f nativeFlags) expander(e *env, files []*spec.File) (func() topology.Topol
 	}
 	v, _ := topology.ParseVersion(j.Version)
 	if arg, _ := topology.LookupFeature(topology.FeatureQueueArgument, "x-delayed-retry-type", nil); !v.Known() || arg.At(v) != topology.Accepted {
-		return nil, fmt.Errorf("render: --native-delayed-retry needs --rabbitmq-version %s or later (got %s): older brokers ignore x-delayed-retry-*", arg.Since, v)
+		return nil, fmt.Errorf("--native-delayed-retry needs --rabbitmq-version %s or later (got %s): older brokers ignore x-delayed-retry-*", arg.Since, v)
 	}
 	return func() topology.Topology {
 		t, converted := spec.NativeDelayedRetry(files, spec.Expand(files...))

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
@@ -19,10 +21,10 @@ type showCmd struct {
 func (c *showCmd) Run(e *env) error {
 	saved, err := planfile.Read(c.File)
 	if err != nil {
-		return fmt.Errorf("show: %w", err)
+		return err
 	}
 	if saved == nil {
-		return fmt.Errorf("show: %s is not a plan saved by 'rmqtopo plan --out'", c.File)
+		return fmt.Errorf("%s is not a plan saved by 'rmqtopo plan --out'", c.File)
 	}
 	prune := ""
 	if saved.Prune {
@@ -34,12 +36,9 @@ func (c *showCmd) Run(e *env) error {
 }
 
 func quoteList(ss []string) string {
-	out := ""
+	quoted := make([]string, len(ss))
 	for i, s := range ss {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprintf("%q", s)
+		quoted[i] = strconv.Quote(s)
 	}
-	return out
+	return strings.Join(quoted, ", ")
 }

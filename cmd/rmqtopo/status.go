@@ -18,7 +18,7 @@ type statusCmd struct {
 
 func (c *statusCmd) Run(e *env) (err error) {
 	if c.HeldMargin < 0 || (c.HeldMargin > 0 && c.HeldMargin < status.StatsInterval) {
-		return fmt.Errorf("--held-margin must be 0 or at least %s (the statistics interval: a shorter one re-reads the same counts), got %s", status.StatsInterval, c.HeldMargin)
+		return input(fmt.Errorf("--held-margin must be 0 or at least %s (the statistics interval: a shorter one re-reads the same counts), got %s", status.StatsInterval, c.HeldMargin))
 	}
 	files, err := loadSpecs(e, c.Files)
 	if err != nil {
@@ -51,10 +51,3 @@ func (c *statusCmd) Run(e *env) (err error) {
 	}
 	return nil
 }
-
-// statusExitCode and heldWaitMatters are status.Report's ExitCode and
-// HeldWaitMatters, for the CLI's tests of them (internal/status tests
-// them too).
-func statusExitCode(st status.Report) int { return st.ExitCode() }
-
-func heldWaitMatters(st status.Report, held int) (int, bool) { return st.HeldWaitMatters(held) }

@@ -24,7 +24,7 @@ func (c *validateCmd) Run(e *env) error {
 		case errors.As(err, &es):
 			all = append(all, es...)
 		case err != nil:
-			return err
+			return input(err)
 		default:
 			files = append(files, fs...)
 		}
@@ -42,22 +42,24 @@ func (c *validateCmd) Run(e *env) error {
 // stderr and returns an error that only sets the exit code.
 func loadSpecs(e *env, paths []string) ([]*spec.File, error) {
 	files, err := spec.LoadFilesLimit(e.maxSpecSize, paths...)
-	var es spec.Errors
-	if errors.As(err, &es) {
-		return nil, reportProblems(e, es)
-	}
-	return files, err
+	return files, loadError(e, err)
 }
 
 // loadExpanded is loadSpecs and spec.Expand in one, expanding each spec
 // once (see spec.LoadExpanded).
 func loadExpanded(e *env, paths []string) ([]*spec.File, topology.Topology, error) {
 	files, t, err := spec.LoadExpanded(e.maxSpecSize, paths...)
+	return files, t, loadError(e, err)
+}
+
+// loadError reports a load's problems (reportProblems); any other error
+// is the input's.
+func loadError(e *env, err error) error {
 	var es spec.Errors
 	if errors.As(err, &es) {
-		return nil, topology.Topology{}, reportProblems(e, es)
+		return reportProblems(e, es)
 	}
-	return files, t, err
+	return input(err)
 }
 
 // reportProblems prints every problem to stderr; the returned error only

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -35,12 +36,7 @@ func (c *Client) Count(ctx context.Context, st *topology.State, need map[string]
 		return fmt.Errorf("count messages: %w", err)
 	}
 	defer s.Close()
-	vhosts := make([]string, 0, len(need))
-	for v := range need {
-		vhosts = append(vhosts, v)
-	}
-	sort.Strings(vhosts)
-	for _, v := range vhosts {
+	for _, v := range slices.Sorted(maps.Keys(need)) {
 		counts, err := s.PassiveCounts(ctx, v, need[v])
 		if err != nil {
 			return fmt.Errorf("count messages in vhost %q: %w", v, err)

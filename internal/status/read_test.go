@@ -144,6 +144,8 @@ func TestExitCodeOrder(t *testing.T) {
 		matters bool
 	}{
 		{"healthy, held but not stuck", Report{Summary: Summary{DeadLettersHeld: 5}}, 0, true},
+		{"stuck", Report{Summary: Summary{WaitQueuesStuck: 1}}, ExitDeadLettersStuck, false},
+		{"DLQ", Report{Summary: Summary{DLQsNotEmpty: 1}}, ExitDLQNotEmpty, false},
 		{"stuck and drift", Report{Summary: Summary{WaitQueuesStuck: 1, DriftedObjects: 1}}, ExitDeadLettersStuck, false},
 		{"drift", Report{Summary: Summary{DriftedObjects: 1}}, ExitDrift, true},
 		{"stuck and missing", Report{Summary: Summary{WaitQueuesStuck: 1, MissingQueues: 1}}, ExitMissing, false},

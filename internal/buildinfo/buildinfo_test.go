@@ -1,4 +1,4 @@
-package main
+package buildinfo
 
 import (
 	"runtime/debug"
@@ -7,7 +7,7 @@ import (
 
 // TestVersionString: build information wins where it has a value, the
 // Makefile's -ldflags fill the gaps.
-func TestVersionString(t *testing.T) {
+func TestString(t *testing.T) {
 	info := func(v string, settings ...debug.BuildSetting) func() (*debug.BuildInfo, bool) {
 		return func() (*debug.BuildInfo, bool) {
 			return &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: v}, Settings: settings}, true
@@ -26,10 +26,8 @@ func TestVersionString(t *testing.T) {
 		{"make build with VCS stamping", "v1.2.3", "def456", info("(devel)", rev), "rmqtopo v1.2.3, revision abc123, go1.26.8"},
 		{"no build information", "", "", func() (*debug.BuildInfo, bool) { return nil, false }, "rmqtopo (devel), revision unknown"},
 	} {
-		version, revision = c.stampV, c.stampR
-		if got := versionString(c.read); got != c.want {
+		if got := String(c.stampV, c.stampR, c.read); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
-	version, revision = "", ""
 }
