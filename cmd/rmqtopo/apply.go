@@ -73,7 +73,7 @@ func (c *applyCmd) Run(e *env) (err error) {
 			report.Pause()
 			return c.review(e, client, saved != nil, ch.Specs, p, st)
 		},
-		Options: apply.Options{Concurrency: c.Concurrency, AllowDestroy: c.AllowDestroy, Progress: report.Update},
+		Options: apply.Options{Concurrency: c.Concurrency, AllowDestroy: c.AllowDestroy, Progress: changesHook(report.Update)},
 	})
 	report.Stop()
 	res := out.Result
@@ -173,10 +173,22 @@ func confirm(e *env) error {
 	return nil
 }
 
-// failpointEnv names the environment variable of the migration
-// failpoint; only binaries built with -tags rmqtopo_testhooks honour it
-// (testhooks.go).
+// failpointEnv names the environment variable of the migration and
+// apply failpoints; only binaries built with -tags rmqtopo_testhooks
+// honour it (testhooks.go).
 const failpointEnv = "RMQTOPO_TEST_MIGRATE_KILL_AT"
+
+// changesHook passes apply's progress on, honouring the failpoint
+// "changes:N" (killed once N changes are made, whatever the time).
+func changesHook(report func(apply.Progress)) func(apply.Progress) {
+	kill := killAt()
+	return func(p apply.Progress) {
+		if p.Step != apply.StepPlanning && p.Step != apply.StepRecords {
+			kill("changes", p.Done)
+		}
+		report(p)
+	}
+}
 
 // migrateHook reports each step of a migration on stderr and honours
 // the failpoint.

@@ -11,8 +11,9 @@ import (
 // killAt returns the failpoint of RMQTOPO_TEST_MIGRATE_KILL_AT, built only
 // with -tags rmqtopo_testhooks: apply kills itself (SIGKILL on unix,
 // TerminateProcess on windows) at a step of a migration, "STEP" or
-// "STEP:N" (a move step once N messages moved). The tests use it to check
-// that a migration interrupted anywhere is finished by the next apply.
+// "STEP:N" (a move step once N messages moved), or "changes:N" (once N
+// changes are made). The tests use it to check that a migration or an
+// apply interrupted anywhere is finished by the next apply.
 func killAt() func(step string, moved int) {
 	v := os.Getenv(failpointEnv)
 	if v == "" {
