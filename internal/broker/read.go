@@ -244,9 +244,14 @@ func leaveOutExclusive(queues []exclusiveQueue, bindings []definitions.Binding) 
 
 // list makes one of a vhost's listings and decodes it into call.out.
 func (c *Client) list(ctx context.Context, vhost string, call listingCall) error {
-	var q url.Values
+	// An empty sort turns off the broker's own sort of the listing (by
+	// name and more), which rmqtopo does not need: the topology is sorted
+	// as it is built. At 35,000 bindings it saves the broker about a
+	// quarter of the listing's time.
+	q := url.Values{"sort": {""}}
 	if call.columns != "" {
-		q = url.Values{"columns": {call.columns}, "disable_stats": {"true"}}
+		q.Set("columns", call.columns)
+		q.Set("disable_stats", "true")
 	}
 	var data []byte
 	err := c.do(ctx, http.MethodGet, "/api/"+call.what+"/"+esc(vhost), q, nil, &data)
