@@ -44,6 +44,11 @@ func TestScriptsOnline(t *testing.T) {
 			env.Setenv("RMQTOPO_AMQP_URL", b.AMQPURL)
 			env.Setenv("RMQTOPO_USER", b.User)
 			env.Setenv("RMQTOPO_PASSWORD", b.Password)
+			// For scripts that unset or override the connection and set it
+			// back, or build URLs of their own.
+			env.Setenv("BROKER_USER", b.User)
+			env.Setenv("BROKER_PASSWORD", b.Password)
+			env.Setenv("MGMT_HOSTPORT", strings.TrimPrefix(b.MgmtURL, "http://"))
 			return substituteVhost(env.WorkDir, vhost)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
