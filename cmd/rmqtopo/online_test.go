@@ -14,9 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
@@ -133,46 +130,6 @@ func TestOnlineLockHeld(t *testing.T) {
 		t.Errorf("exit %d, stderr %q\nwant one line starting %q", code, stderr, want)
 	}
 	o.must(t, 2, "plan", "--detailed-exitcode", path)
-}
-
-// TestOnlineRefusesDestroy: a queue replace that would destroy messages
-// fails plan and apply until --allow-destroy.
-func TestOnlineRefusesDestroy(t *testing.T) {
-	t.Parallel()
-	o := newOnline(t)
-	conn := o.b.Dial(t, o.vhost)
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ch.QueueDeclare("work", true, false, false, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	brokertest.PublishConfirmed(t, conn, "", "work", amqp.Publishing{Body: []byte("x")})
-	path := o.spec(t, "small.yaml", smallSpec)
-	deadline := time.Now().Add(20 * time.Second)
-	var stdout, stderr string
-	var code int
-	for {
-		stdout, stderr, code = rmqtopo(t, "", append([]string{"plan", path}, o.conn()...)...)
-		if strings.Contains(stdout, "RT001") || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond) // the broker's statistics lag
-	}
-	want := "rmqtopo: plan: 1 change puts messages at risk (RT001); apply refuses without --allow-destroy\n"
-	if code != 1 || stderr != want {
-		t.Fatalf("plan: exit %d, stderr %q, want %q\nstdout:\n%s", code, stderr, want, stdout)
-	}
-	_, stderr, code = rmqtopo(t, "", append([]string{"apply", "--auto-approve", path}, o.conn()...)...)
-	if code != 1 || !strings.HasSuffix(stderr, "rmqtopo: apply: 1 change puts messages at risk (RT001); apply refuses without --allow-destroy\n") {
-		t.Fatalf("apply: exit %d, stderr %q", code, stderr)
-	}
-	if n := o.b.QueueDepth(t, o.vhost, "work"); n != 1 {
-		t.Fatalf("work holds %d messages, want 1", n)
-	}
-	o.must(t, 0, "apply", "--auto-approve", "--allow-destroy", path)
-	o.must(t, 0, "plan", "--detailed-exitcode", path)
 }
 
 // TestOnlineNewVhost: a spec for a vhost that does not exist plans its
