@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -136,76 +138,110 @@ func drop[T any](list []T, gone func(T) bool) []T {
 	return slices.DeleteFunc(slices.Clone(list), gone)
 }
 
-// edit changes the topology under the lock and keeps it sorted.
-func (m *memBroker) edit(f func(t *topology.Topology)) error {
+// edit changes the topology under the lock and keeps it sorted; f's
+// error, a refusal like the broker's, changes nothing.
+func (m *memBroker) edit(f func(t *topology.Topology) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f(&m.t)
-	m.t.Sort()
+	t := m.t
+	if err := f(&t); err != nil {
+		return err
+	}
+	t.Sort()
+	m.t = t
 	return nil
 }
 
+// declare adds o, or refuses it, as the broker does, when an object of
+// its address exists with other attributes (PRECONDITION_FAILED).
+func declare[T interface{ Addr() topology.Address }](list []T, o T) ([]T, error) {
+	for _, x := range list {
+		if x.Addr() == o.Addr() && !reflect.DeepEqual(x, o) {
+			return nil, fmt.Errorf("inequivalent %s: have %+v, declared %+v", o.Addr(), x, o)
+		}
+	}
+	return put(list, o), nil
+}
+
 func (m *memBroker) PutVhost(_ context.Context, v string) error {
-	return m.edit(func(t *topology.Topology) {
+	return m.edit(func(t *topology.Topology) error {
 		if !slices.Contains(t.Vhosts, v) {
 			t.Vhosts = append(t.Vhosts, v)
 		}
+		return nil
 	})
 }
 
-func (m *memBroker) DeclareExchange(_ context.Context, e topology.Exchange) error {
-	return m.edit(func(t *topology.Topology) { t.Exchanges = put(t.Exchanges, e) })
+func (m *memBroker) DeclareExchange(_ context.Context, e topology.Exchange) (err error) {
+	return m.edit(func(t *topology.Topology) error { t.Exchanges, err = declare(t.Exchanges, e); return err })
 }
 
-func (m *memBroker) DeclareQueue(_ context.Context, q topology.Queue) error {
-	return m.edit(func(t *topology.Topology) { t.Queues = put(t.Queues, q) })
+func (m *memBroker) DeclareQueue(_ context.Context, q topology.Queue) (err error) {
+	return m.edit(func(t *topology.Topology) error { t.Queues, err = declare(t.Queues, q); return err })
 }
 
 // MigrateQueue re-creates the queue; its bindings stay, as the live
 // migration hands them over and back.
 func (m *memBroker) MigrateQueue(_ context.Context, q topology.Queue) error {
-	return m.edit(func(t *topology.Topology) { t.Queues = put(t.Queues, q) })
+	return m.edit(func(t *topology.Topology) error { t.Queues = put(t.Queues, q); return nil })
 }
 
+// Bind refuses, as the broker does, a binding whose ends do not exist
+// (NOT_FOUND): the apply order must create them first.
 func (m *memBroker) Bind(_ context.Context, b topology.Binding) error {
-	return m.edit(func(t *topology.Topology) { t.Bindings = put(t.Bindings, b) })
+	return m.edit(func(t *topology.Topology) error {
+		_, src := t.Exchange(b.Vhost, b.Source)
+		_, dst := t.Queue(b.Vhost, b.Destination)
+		if b.DestinationType == topology.DestExchange {
+			_, dst = t.Exchange(b.Vhost, b.Destination)
+		}
+		if !src || !dst {
+			return fmt.Errorf("bind %s: no such source or destination", b.Addr())
+		}
+		t.Bindings = put(t.Bindings, b)
+		return nil
+	})
 }
 
 func (m *memBroker) Unbind(_ context.Context, b topology.Binding) error {
-	return m.edit(func(t *topology.Topology) {
+	return m.edit(func(t *topology.Topology) error {
 		t.Bindings = drop(t.Bindings, func(x topology.Binding) bool { return x.Addr() == b.Addr() })
+		return nil
 	})
 }
 
 func (m *memBroker) PutPolicy(_ context.Context, p topology.Policy) error {
-	return m.edit(func(t *topology.Topology) { t.Policies = put(t.Policies, p) })
+	return m.edit(func(t *topology.Topology) error { t.Policies = put(t.Policies, p); return nil })
 }
 
 func (m *memBroker) DeletePolicy(_ context.Context, v, name string) error {
-	return m.edit(func(t *topology.Topology) {
+	return m.edit(func(t *topology.Topology) error {
 		t.Policies = drop(t.Policies, func(p topology.Policy) bool { return p.Vhost == v && p.Name == name })
+		return nil
 	})
 }
 
 // DeleteExchange deletes the exchange and, as the broker does, every
 // binding from or to it.
 func (m *memBroker) DeleteExchange(_ context.Context, v, name string) error {
-	return m.edit(func(t *topology.Topology) {
+	return m.edit(func(t *topology.Topology) error {
 		t.Exchanges = drop(t.Exchanges, func(e topology.Exchange) bool { return e.Vhost == v && e.Name == name })
 		t.Bindings = drop(t.Bindings, func(b topology.Binding) bool {
 			return b.Vhost == v && (b.Source == name || b.DestinationType == topology.DestExchange && b.Destination == name)
 		})
+		return nil
 	})
 }
 
 // DeleteQueue deletes the queue and its bindings; every queue is empty,
 // so ifEmpty never keeps one.
 func (m *memBroker) DeleteQueue(_ context.Context, q topology.Queue, _ bool) error {
-	return m.edit(func(t *topology.Topology) {
+	return m.edit(func(t *topology.Topology) error {
 		t.Queues = drop(t.Queues, func(x topology.Queue) bool { return x.Addr() == q.Addr() })
 		t.Bindings = drop(t.Bindings, func(b topology.Binding) bool {
 			return b.Vhost == q.Vhost && b.DestinationType == topology.DestQueue && b.Destination == q.Name
 		})
+		return nil
 	})
 }
 
