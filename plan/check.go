@@ -156,7 +156,7 @@ func checkChanges(p Plan, opts *checking) []Diagnostic {
 					Message: fmt.Sprintf("%s has %s, which may hold unacknowledged deliveries that %s it destroys%s",
 						a, countConsumers(*c.Consumers()), verb, consumersHint(opts.CheckOptions))})
 			}
-		case c.Action == NoOp && c.Draining():
+		case c.Why() == WhyDraining:
 			d := Diagnostic{Code: CodeWaitQueueDraining, Severity: SeverityInfo, Address: a}
 			if c.Messages() != nil {
 				d.Messages = *c.Messages()
@@ -167,7 +167,7 @@ func checkChanges(p Plan, opts *checking) []Diagnostic {
 					a.Name, a.Vhost)
 			}
 			ds = append(ds, d)
-		case c.Action == NoOp && c.LeftBehind():
+		case c.Why() == WhyLeftBehind:
 			ds = append(ds, leftBehind(c))
 		case c.Action == Migrate || c.Action == NoOp:
 			if d, ok := checkMigration(c); ok {
@@ -189,7 +189,7 @@ func checkOwnership(p Plan, opts CheckOptions) []Diagnostic {
 	var ds []Diagnostic
 	maybe := map[string]int{}
 	for _, c := range p.Changes {
-		if c.MayDelete() {
+		if c.Why() == WhyMayDelete {
 			maybe[c.Address.Vhost]++
 		}
 		if len(c.Conflict()) == 0 {

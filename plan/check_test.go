@@ -70,8 +70,8 @@ func TestCheck(t *testing.T) {
 		{
 			name: "RT004 retired wait queue draining",
 			changes: []plan.Change{
-				{Action: plan.NoOp, Address: waitAddr, Details: &plan.Details{Messages: ptr(int64(7)), Draining: true}},
-				{Action: plan.NoOp, Address: ordersAddr, Details: &plan.Details{Draining: true}},
+				{Action: plan.NoOp, Address: waitAddr, Details: &plan.Details{Messages: ptr(int64(7)), Why: plan.WhyDraining}},
+				{Action: plan.NoOp, Address: ordersAddr, Details: &plan.Details{Why: plan.WhyDraining}},
 			},
 			want: []plan.Diagnostic{
 				{Code: "RT004", Severity: plan.SeverityInfo, Address: waitAddr, Messages: 7,
@@ -94,7 +94,7 @@ func TestCheck(t *testing.T) {
 				// Zero or unknown consumers, and a draining no-op, are no RT006.
 				{Action: plan.Replace, Address: ordersAddr, Details: &plan.Details{Messages: ptr(int64(0)), Consumers: ptr(int64(0))}},
 				{Action: plan.Delete, Address: ordersAddr, Details: &plan.Details{Messages: ptr(int64(0))}},
-				{Action: plan.NoOp, Address: waitAddr, Details: &plan.Details{Messages: ptr(int64(0)), Consumers: ptr(int64(4)), Draining: true}},
+				{Action: plan.NoOp, Address: waitAddr, Details: &plan.Details{Messages: ptr(int64(0)), Consumers: ptr(int64(4)), Why: plan.WhyDraining}},
 			},
 			want: []plan.Diagnostic{
 				{Code: "RT006", Severity: plan.SeverityError, Address: ordersAddr,

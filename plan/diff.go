@@ -35,7 +35,7 @@ type Options struct {
 	Specs map[string]string
 	// Maybe marks the objects of Owned that are only possibly this spec's:
 	// the source could not show ownership records (a definitions export
-	// without them). Their deletes are marked MayDelete.
+	// without them). Their deletes are marked WhyMayDelete.
 	Maybe map[topology.Address]bool
 	// Messages is the live message count of each queue, by queue address. A
 	// queue missing here has an unknown count, which Check treats as unsafe.
@@ -149,7 +149,7 @@ func (d *differ) add(c Change) {
 	if c.Action == Delete {
 		c.Detail().Owner = d.opts.Owner[c.Address]
 		if d.opts.Maybe[c.Address] {
-			c.Detail().MayDelete = true
+			c.Detail().Why = WhyMayDelete
 			c.Detail().Owner = "unknown: the source shows no ownership record; deleted only if this spec's record owns it"
 		}
 	}
@@ -335,16 +335,16 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 			case n != nil && *n == 0:
 				d.add(Change{Action: Delete, Address: a, Before: before, Details: &Details{Reason: reasonRetiredEmpty, Messages: n, Consumers: d.consumers(a)}})
 			case n != nil:
-				d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Messages: n, Draining: true, Reason: fmt.Sprintf("retired wait queue draining: %d messages waiting; deleted by a later apply once empty", *n)}})
+				d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Messages: n, Why: WhyDraining, Reason: fmt.Sprintf("retired wait queue draining: %d messages waiting; deleted by a later apply once empty", *n)}})
 			default:
-				d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Draining: true, Reason: reasonRetiredUnknown}})
+				d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Why: WhyDraining, Reason: reasonRetiredUnknown}})
 			}
 		case d.opts.Prune:
 			d.add(Change{Action: Delete, Address: a, Before: before, Details: &Details{Reason: reasonNotInSpec, Messages: n, Consumers: d.consumers(a)}})
 		default:
 			// Not pruned, so kept; said, because messages there are
 			// stranded: nothing the spec declares reads the queue.
-			d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Reason: reasonLeftBehind, Messages: n, LeftBehind: true}})
+			d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Reason: reasonLeftBehind, Messages: n, Why: WhyLeftBehind}})
 		}
 	}
 }

@@ -76,7 +76,7 @@ func isWaitQueue(name string) bool {
 func rows(p plan.Plan, withNoOps bool) []string {
 	out := []string{}
 	for _, c := range p.Changes {
-		if c.Action == plan.NoOp && !withNoOps && !c.Draining() {
+		if c.Action == plan.NoOp && !withNoOps && c.Why() != plan.WhyDraining {
 			continue
 		}
 		s := fmt.Sprintf("%s %s", c.Action, c.Address)
@@ -86,7 +86,7 @@ func rows(p plan.Plan, withNoOps bool) []string {
 		if c.Messages() != nil {
 			s += fmt.Sprintf(" [messages=%d]", *c.Messages())
 		}
-		if c.Draining() {
+		if c.Why() == plan.WhyDraining {
 			s += " [draining]"
 		}
 		out = append(out, s)

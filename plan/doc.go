@@ -27,7 +27,7 @@
 // other spec's record claims it (topology.OwnershipFor), it lies in a vhost
 // the spec describes, and it is not the broker's ("" or amq.*). Each
 // delete's Owner names the record; a source that cannot show records marks
-// its deletes MayDelete.
+// its deletes WhyMayDelete.
 // Owned objects that left the spec are deleted only with Prune, except
 // retired wait queues: they are deleted once empty and kept (a draining
 // NoOp) while messages still wait in them, with or without Prune, because

@@ -19,7 +19,7 @@ import (
 func (d *differ) keepDrainingLadders() {
 	draining := map[contract.Ladder]bool{}
 	for _, c := range d.changes {
-		if c.Action == NoOp && c.Draining() && c.Address.Kind == topology.KindQueue {
+		if c.Why() == WhyDraining && c.Address.Kind == topology.KindQueue {
 			if l, _, err := contract.ParseLevelQueue(c.Address.Name); err == nil {
 				draining[l] = true
 			}

@@ -119,7 +119,7 @@ func (d *differ) migrate(inflight map[topology.Address]topology.Queue) {
 			if c.Action == Replace {
 				reason = c.Reason() + "; " + reason
 			}
-			c.Action, c.Detail().Reason, c.Detail().Resumes = Migrate, reason, true
+			c.Action, c.Detail().Reason, c.Detail().Why = Migrate, reason, WhyResumes
 		case c.Action == Replace && d.opts.Migrate.chosen(a):
 			if why := whyNotMigratable(*c.Before.Queue, *c.After.Queue); why != "" {
 				c.Detail().Reason += "; " + why
@@ -166,7 +166,7 @@ func MigrationMessages(c Change, counts map[topology.Address]int64) *int64 {
 		}
 		n = 0
 	}
-	if c.Resumes() {
+	if c.Why() == WhyResumes {
 		m, ok := counts[migrationAddr(c.Address)]
 		if !ok {
 			return nil

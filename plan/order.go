@@ -83,5 +83,5 @@ func (c Change) DestroysQueue() bool {
 // the messages it moves).
 func (c Change) NeedsCount() bool {
 	kept := c.Action == NoOp && c.After == nil
-	return c.DestroysQueue() || (c.Address.Kind == topology.KindQueue && (c.Draining() || kept || c.Action == Migrate))
+	return c.DestroysQueue() || (c.Address.Kind == topology.KindQueue && (c.Why() == WhyDraining || kept || c.Action == Migrate))
 }

@@ -94,28 +94,16 @@ type Details struct {
 	// hold unacknowledged deliveries that the delete drops. Nil when
 	// unknown.
 	Consumers *int64 `json:"consumers,omitempty"`
-	// Resumes marks a Migrate of a queue whose migration is in progress:
-	// its temporary queue exists and holds messages Messages counts.
-	Resumes bool `json:"resumes,omitempty"`
+	// Why is what code branches on beyond the action, one of a few
+	// exclusive marks; JSON shows it as the boolean of its name
+	// (changejson.go).
+	Why Why `json:"-"`
 	// Owner says why rmqtopo believes a deleted object is its own: the
 	// ownership record that owns it. Set on every Delete.
 	Owner string `json:"owner,omitempty"`
-	// MayDelete marks a Delete made from a source that could not show
-	// ownership records: apply deletes the object only if the spec's
-	// record owns it. Plans show it as "? may delete".
-	MayDelete bool `json:"may_delete,omitempty"`
 	// Conflict names the other specs whose records want the object with
 	// other attributes; Check refuses such a change (RT007).
 	Conflict []string `json:"conflict,omitempty"`
-	// LeftBehind marks a NoOp that keeps a queue this spec's record owns
-	// but the spec no longer declares, because the plan does not prune:
-	// its messages stay stranded there until someone deletes or drains it.
-	// Messages holds its count.
-	LeftBehind bool `json:"left_behind,omitempty"`
-	// Draining marks a NoOp that keeps a retired wait queue, no longer in
-	// the spec, until its messages have expired back into their work queue;
-	// Messages then holds the count still waiting, nil when unknown.
-	Draining bool `json:"draining,omitempty"`
 	// Pinned lists, on a NoOp that keeps a queue, the arguments the queue
 	// keeps although the spec now leaves them to its policy: their values
 	// agree today, but a later change of them needs a replace.
@@ -154,29 +142,48 @@ func (c Change) Messages() *int64 { return c.d().Messages }
 // Consumers is Details.Consumers, or nil without Details.
 func (c Change) Consumers() *int64 { return c.d().Consumers }
 
-// Resumes is Details.Resumes, or false without Details.
-func (c Change) Resumes() bool { return c.d().Resumes }
+// Why is Details.Why, or WhyNone without Details.
+func (c Change) Why() Why { return c.d().Why }
 
 // Owner is Details.Owner, or "" without Details.
 func (c Change) Owner() string { return c.d().Owner }
 
-// MayDelete is Details.MayDelete, or false without Details.
-func (c Change) MayDelete() bool { return c.d().MayDelete }
-
 // Conflict is Details.Conflict, or nil without Details.
 func (c Change) Conflict() []string { return c.d().Conflict }
-
-// LeftBehind is Details.LeftBehind, or false without Details.
-func (c Change) LeftBehind() bool { return c.d().LeftBehind }
-
-// Draining is Details.Draining, or false without Details.
-func (c Change) Draining() bool { return c.d().Draining }
 
 // Pinned is Details.Pinned, or nil without Details.
 func (c Change) Pinned() []string { return c.d().Pinned }
 
 // InPolicy is Details.InPolicy, or nil without Details.
 func (c Change) InPolicy() []string { return c.d().InPolicy }
+
+// Why says why a change is what it is, beyond its action, where code must
+// tell (Terraform's ActionReason): at most one of these holds for a
+// change, each for one action.
+type Why uint8
+
+const (
+	// WhyNone: nothing beyond the action.
+	WhyNone Why = iota
+	// WhyResumes marks a Migrate of a queue whose migration is in
+	// progress: its temporary queue exists and holds messages Messages
+	// counts.
+	WhyResumes
+	// WhyMayDelete marks a Delete made from a source that could not show
+	// ownership records: apply deletes the object only if the spec's
+	// record owns it. Plans show it as "? may delete".
+	WhyMayDelete
+	// WhyLeftBehind marks a NoOp that keeps a queue this spec's record
+	// owns but the spec no longer declares, because the plan does not
+	// prune: its messages stay stranded there until someone deletes or
+	// drains it. Messages holds its count.
+	WhyLeftBehind
+	// WhyDraining marks a NoOp that keeps a retired wait queue, no longer
+	// in the spec, until its messages have expired back into their work
+	// queue; Messages then holds the count still waiting, nil when
+	// unknown.
+	WhyDraining
+)
 
 // Plan is the ordered set of changes for one or more vhosts.
 type Plan struct {

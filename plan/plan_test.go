@@ -18,7 +18,10 @@ func TestChangeJSON(t *testing.T) {
 	for _, c := range []plan.Change{
 		{Action: plan.Create, Address: a},
 		{Action: plan.Delete, Address: a, Details: &plan.Details{Reason: "not in spec", Messages: &n, Owner: "spec shop"}},
-		{Action: plan.Migrate, Address: a, Details: &plan.Details{Resumes: true, Pinned: []string{"x-max-length"}}},
+		{Action: plan.Migrate, Address: a, Details: &plan.Details{Why: plan.WhyResumes, Pinned: []string{"x-max-length"}}},
+		{Action: plan.Delete, Address: a, Details: &plan.Details{Why: plan.WhyMayDelete, Owner: "unknown"}},
+		{Action: plan.NoOp, Address: a, Details: &plan.Details{Why: plan.WhyLeftBehind, Messages: &n}},
+		{Action: plan.NoOp, Address: a, Details: &plan.Details{Why: plan.WhyDraining}},
 	} {
 		b, err := json.Marshal(c)
 		if err != nil {
@@ -31,7 +34,7 @@ func TestChangeJSON(t *testing.T) {
 		if diff := cmp.Diff(c, got); diff != "" {
 			t.Errorf("%s read back (-want +got):\n%s", b, diff)
 		}
-		if got.Reason() != c.Reason() || got.Owner() != c.Owner() || got.Resumes() != c.Resumes() {
+		if got.Reason() != c.Reason() || got.Owner() != c.Owner() || got.Why() != c.Why() {
 			t.Errorf("%s: accessors disagree with the fields", b)
 		}
 	}
@@ -39,6 +42,21 @@ func TestChangeJSON(t *testing.T) {
 	b, _ := json.Marshal(plan.Change{Action: plan.Delete, Address: a, Details: &plan.Details{Reason: "not in spec", Messages: &n, Owner: "spec shop"}})
 	if string(b) != want {
 		t.Errorf("JSON order:\n got %s\nwant %s", b, want)
+	}
+	// Why shows as the boolean it replaced, where that boolean was.
+	for why, want := range map[plan.Why]string{
+		plan.WhyResumes:    `{"action":"migrate","address":{"kind":"queue","vhost":"/","name":"orders"},"messages":3,"resumes":true,"owner":"spec shop"}`,
+		plan.WhyMayDelete:  `{"action":"migrate","address":{"kind":"queue","vhost":"/","name":"orders"},"messages":3,"owner":"spec shop","may_delete":true}`,
+		plan.WhyLeftBehind: `{"action":"migrate","address":{"kind":"queue","vhost":"/","name":"orders"},"messages":3,"owner":"spec shop","left_behind":true,"pinned":["x"]}`,
+		plan.WhyDraining:   `{"action":"migrate","address":{"kind":"queue","vhost":"/","name":"orders"},"messages":3,"owner":"spec shop","draining":true,"pinned":["x"]}`,
+	} {
+		d := &plan.Details{Why: why, Messages: &n, Owner: "spec shop"}
+		if why == plan.WhyLeftBehind || why == plan.WhyDraining {
+			d.Pinned = []string{"x"}
+		}
+		if b, _ := json.Marshal(plan.Change{Action: plan.Migrate, Address: a, Details: d}); string(b) != want {
+			t.Errorf("JSON of Why %d:\n got %s\nwant %s", why, b, want)
+		}
 	}
 	var c plan.Change
 	if err := json.Unmarshal([]byte(`{"action":"explode"}`), &c); err == nil {

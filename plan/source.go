@@ -117,7 +117,7 @@ func CountsNeeded(p Plan) map[string][]string {
 		if c.NeedsCount() {
 			out[c.Address.Vhost] = append(out[c.Address.Vhost], c.Address.Name)
 		}
-		if c.Resumes() {
+		if c.Why() == WhyResumes {
 			out[c.Address.Vhost] = append(out[c.Address.Vhost], contract.MigrationQueue(c.Address.Name))
 		}
 	}
@@ -144,7 +144,7 @@ func Recount(ctx context.Context, src Source, p *Plan) error {
 		ch.Detail().Messages, ch.Detail().Consumers = nil, nil
 		if n, ok := st.Messages[ch.Address]; ok {
 			ch.Detail().Messages = &n
-			if c, ok := st.Consumers[ch.Address]; ok && !ch.Draining() {
+			if c, ok := st.Consumers[ch.Address]; ok && ch.Why() != WhyDraining {
 				ch.Detail().Consumers = &c
 			}
 		}

@@ -92,12 +92,14 @@ func PlanJSON(w io.Writer, p plan.Plan, diags []plan.Diagnostic) (err error) {
 	} else {
 		change := newJSONIndenter("    ")
 		bw.WriteString("[")
+		var j plan.ChangeJSON // one, so that no change is boxed on its own
 		for i := range doc.Changes {
 			if i > 0 {
 				bw.WriteString(",")
 			}
 			bw.WriteString("\n    ")
-			if err := change.write(bw, &doc.Changes[i]); err != nil {
+			j = doc.Changes[i].JSON()
+			if err := change.write(bw, &j); err != nil {
 				return err
 			}
 		}
@@ -217,7 +219,7 @@ func planSymbol(a plan.Action) string {
 func writePlanChange(pw *planWriter, c *plan.Change, l planLayout) {
 	st := l.planPalette
 	sym := planSymbol(c.Action)
-	if c.MayDelete() {
+	if c.Why() == plan.WhyMayDelete {
 		sym = "?"
 	}
 	if l.gutter {
@@ -235,7 +237,7 @@ func writePlanChange(pw *planWriter, c *plan.Change, l planLayout) {
 			pw.printf("%s  # (%s)\n", indent, r)
 		}
 	}
-	if c.MayDelete() {
+	if c.Why() == plan.WhyMayDelete {
 		pw.printf("%s  # ? may delete: %s\n", indent, c.Owner())
 	} else if c.Owner() != "" {
 		pw.printf("%s  # owned: %s\n", indent, c.Owner())

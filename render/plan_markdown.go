@@ -57,7 +57,7 @@ func writeMarkdownSummary(out *strings.Builder, doc planDocument) {
 		out.WriteString("**Destructive changes**\n\n")
 		for _, c := range destructive {
 			action := mdAction(c.Action)
-			if c.MayDelete() {
+			if c.Why() == plan.WhyMayDelete {
 				action = "❓ may delete"
 			}
 			fmt.Fprintf(out, "- %s %s %s", action, c.Address.Kind, mdCode(c.Address.Name))

@@ -3,28 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	"github.com/google/go-cmp/cmp"
-	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
-	"github.com/rmqtopo/rmqtopo/plan/planfile"
 )
 
 // The online tests drive run() in-process against the harness broker
@@ -88,51 +80,6 @@ queues:
     retry: {delays: [1s, 5s]}
 `
 
-func TestOnlinePlanApplyPlan(t *testing.T) {
-	t.Parallel()
-	o := newOnline(t)
-	path := o.spec(t, "small.yaml", smallSpec)
-
-	out := o.must(t, 2, "plan", "--detailed-exitcode", path)
-	if !strings.Contains(out, "Plan: 11 to create, 0 to update, 0 to replace, 0 to delete.") {
-		t.Errorf("plan output:\n%s", out)
-	}
-	var doc struct {
-		FormatVersion int `json:"format_version"`
-		Summary       struct {
-			Create int `json:"create"`
-		} `json:"summary"`
-	}
-	if err := json.Unmarshal([]byte(o.must(t, 0, "plan", "-f", "json", path)), &doc); err != nil || doc.Summary.Create != 11 || doc.FormatVersion != 1 {
-		t.Errorf("plan -f json: %+v, %v", doc, err)
-	}
-	if md := o.must(t, 0, "plan", "--format", "markdown", path); !strings.Contains(md, "work.wait.2.5s") {
-		t.Errorf("plan -f markdown lacks the wait queue:\n%s", md)
-	}
-
-	out = o.must(t, 0, "apply", "--auto-approve", path)
-	if !strings.Contains(out, "Apply complete: 11 created") {
-		t.Errorf("apply output:\n%s", out)
-	}
-	out = o.must(t, 0, "plan", "--detailed-exitcode", path)
-	// A clean plan still says which version it judged by: the broker's.
-	if want := regexp.MustCompile(`^Judged for RabbitMQ \d+\.\d+\.\d+ \(the broker's version\)\.\n\nNo changes\. The broker matches the spec\.\n$`); !want.MatchString(out) {
-		t.Errorf("second plan: %q, want %q", out, want)
-	}
-	// apply with nothing to do asks nothing, even without a terminal.
-	stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", path}, o.conn()...)...)
-	if code != 0 || !strings.Contains(stdout, "No changes.") {
-		t.Errorf("apply without changes: exit %d\n%s%s", code, stdout, stderr)
-	}
-
-	// The AMQP URL defaults to the management host and the broker's own
-	// AMQP port.
-	stdout, stderr, code = rmqtopo(t, "", "apply", "--auto-approve", path, "--url", o.b.MgmtURL, "--user", o.b.User, "--password", o.b.Password)
-	if code != 0 {
-		t.Errorf("apply with a derived AMQP URL: exit %d\n%s%s", code, stdout, stderr)
-	}
-}
-
 // stdinTerminal pretends stdin is a terminal for the duration of a test.
 func stdinTerminal(t *testing.T) {
 	old := stdinIsTerminal
@@ -183,138 +130,6 @@ func TestOnlineLockHeld(t *testing.T) {
 		t.Errorf("exit %d, stderr %q\nwant one line starting %q", code, stderr, want)
 	}
 	o.must(t, 2, "plan", "--detailed-exitcode", path)
-}
-
-func TestOnlineSavedPlan(t *testing.T) {
-	t.Parallel()
-	o := newOnline(t)
-	path := o.spec(t, "small.yaml", smallSpec)
-	saved := filepath.Join(o.dir, "plan.json")
-
-	o.must(t, 0, "plan", "--out", saved, path)
-	out := o.must(t, 0, "apply", "--auto-approve", saved)
-	if !strings.Contains(out, "Apply complete: 11 created") {
-		t.Errorf("apply of the saved plan:\n%s", out)
-	}
-	o.must(t, 0, "plan", "--detailed-exitcode", path)
-
-	// A saved plan applied twice is stale the second time: the broker
-	// changed (by the first apply).
-	_, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", saved}, o.conn()...)...)
-	if code != 1 || !strings.Contains(stderr, "is stale: the broker's topology or ownership record changed since it was made") {
-		t.Errorf("stale plan: exit %d, stderr %q", code, stderr)
-	}
-
-	// Someone else's change also makes it stale.
-	path2 := o.spec(t, "more.yaml", smallSpec+"  - {name: other, dlq: false}\n")
-	o.must(t, 0, "plan", "--out", saved, path2)
-	ch, err := o.b.Dial(t, o.vhost).Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ch.QueueDeclare("intruder", true, false, false, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	_, stderr, code = rmqtopo(t, "", append([]string{"apply", "--auto-approve", saved}, o.conn()...)...)
-	if code != 1 || !strings.Contains(stderr, "is stale") {
-		t.Errorf("stale plan: exit %d, stderr %q", code, stderr)
-	}
-	if _, stderr, code = rmqtopo(t, "", append([]string{"apply", "--prune", saved}, o.conn()...)...); code != 1 ||
-		!strings.Contains(stderr, "--prune does not apply to a saved plan") {
-		t.Errorf("apply --prune PLAN: exit %d, stderr %q", code, stderr)
-	}
-
-	var sp planfile.File
-	data, _ := os.ReadFile(saved)
-	if err := json.Unmarshal(data, &sp); err != nil {
-		t.Fatal(err)
-	}
-	if sp.Kind != planfile.Kind || sp.FormatVersion != 1 || !strings.HasPrefix(sp.Fingerprint, "sha256:") ||
-		!cmp.Equal(sp.Vhosts, []string{o.vhost}) || sp.Broker != o.b.MgmtURL {
-		t.Errorf("saved plan header: %+v", sp)
-	}
-}
-
-// TestOnlineRefusesDestroy: a queue replace that would destroy messages
-// fails plan and apply until --allow-destroy.
-func TestOnlineRefusesDestroy(t *testing.T) {
-	t.Parallel()
-	o := newOnline(t)
-	conn := o.b.Dial(t, o.vhost)
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ch.QueueDeclare("work", true, false, false, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	brokertest.PublishConfirmed(t, conn, "", "work", amqp.Publishing{Body: []byte("x")})
-	path := o.spec(t, "small.yaml", smallSpec)
-	deadline := time.Now().Add(20 * time.Second)
-	var stdout, stderr string
-	var code int
-	for {
-		stdout, stderr, code = rmqtopo(t, "", append([]string{"plan", path}, o.conn()...)...)
-		if strings.Contains(stdout, "RT001") || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond) // the broker's statistics lag
-	}
-	want := "rmqtopo: plan: 1 change puts messages at risk (RT001); apply refuses without --allow-destroy\n"
-	if code != 1 || stderr != want {
-		t.Fatalf("plan: exit %d, stderr %q, want %q\nstdout:\n%s", code, stderr, want, stdout)
-	}
-	_, stderr, code = rmqtopo(t, "", append([]string{"apply", "--auto-approve", path}, o.conn()...)...)
-	if code != 1 || !strings.HasSuffix(stderr, "rmqtopo: apply: 1 change puts messages at risk (RT001); apply refuses without --allow-destroy\n") {
-		t.Fatalf("apply: exit %d, stderr %q", code, stderr)
-	}
-	if n := o.b.QueueDepth(t, o.vhost, "work"); n != 1 {
-		t.Fatalf("work holds %d messages, want 1", n)
-	}
-	o.must(t, 0, "apply", "--auto-approve", "--allow-destroy", path)
-	o.must(t, 0, "plan", "--detailed-exitcode", path)
-}
-
-func TestOnlineBrokerErrors(t *testing.T) {
-	t.Parallel()
-	o := newOnline(t)
-	path := o.spec(t, "small.yaml", smallSpec)
-	const secret = "Wr0ng-S3cret-pw"
-
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + l.Addr().String()
-	l.Close()
-
-	for _, tc := range []struct {
-		name string
-		args []string
-		env  string
-		want string
-	}{
-		{"wrong password", []string{"plan", path, "--url", o.b.MgmtURL, "--user", "guest", "--password", secret},
-			"", fmt.Sprintf("rmqtopo: plan: authentication failed for user \"guest\" at %s (HTTP 401)\n", o.b.MgmtURL)},
-		{"password in the URL", []string{"apply", "--auto-approve", path, "--url", strings.Replace(o.b.MgmtURL, "http://", "http://guest:"+secret+"@", 1)},
-			"", fmt.Sprintf("rmqtopo: apply: authentication failed for user \"guest\" at %s (HTTP 401)\n", o.b.MgmtURL)},
-		{"connection refused", []string{"plan", path, "--url", closed},
-			"", fmt.Sprintf("rmqtopo: plan: cannot connect to the management API at %s: connection refused — is the management plugin enabled?\n", closed)},
-		{"AMQP refused", []string{"apply", "--auto-approve", path, "--url", o.b.MgmtURL, "--amqp-url", "amqp://guest:" + secret + "@" + strings.TrimPrefix(closed, "http://") + "/"},
-			"", fmt.Sprintf("rmqtopo: apply: lock vhost %q: cannot connect to AMQP at amqp://%s: connection refused (set --amqp-url)\n", o.vhost, strings.TrimPrefix(closed, "http://"))},
-		{"bad URL", []string{"plan", path, "--url", "ftp://u:" + secret + "@x"},
-			"", "rmqtopo: management URL \"ftp://u:xxxxx@x\": want http://HOST:PORT or https://HOST:PORT\n"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			stdout, stderr, code := rmqtopo(t, "", tc.args...)
-			if code != 1 || stderr != tc.want {
-				t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", code, stderr, tc.want)
-			}
-			if strings.Contains(stdout+stderr, secret) {
-				t.Errorf("the password appears in the output:\n%s%s", stdout, stderr)
-			}
-		})
-	}
 }
 
 // TestOnlineNewVhost: a spec for a vhost that does not exist plans its

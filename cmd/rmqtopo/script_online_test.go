@@ -23,11 +23,16 @@ import (
 // harness broker, each in a vhost of its own. Before a script runs, every
 // "@VHOST@" in its files becomes that vhost's name, and the environment
 // points rmqtopo at the broker (RMQTOPO_URL and friends), so scripts read
-// like a pipeline's steps. Two commands of their own reach the broker
+// like a pipeline's steps. Four commands of their own reach the broker
 // directly:
 //
+//	declare QUEUE classic|quorum          declare a durable queue, as
+//	                                      someone other than rmqtopo would
 //	publish QUEUE BODY [HEADER=VALUE...]  publish with confirms to QUEUE
 //	                                      through the default exchange
+//	depth QUEUE N                         QUEUE holds N ready messages, as
+//	                                      a passive declare tells: exact and
+//	                                      at once, unlike the statistics
 //	waitcount QUEUE N [held]              wait until the management API's
 //	                                      statistics show N messages in QUEUE
 //	                                      (with held: N dead-letters held)
@@ -44,9 +49,16 @@ func TestScriptsOnline(t *testing.T) {
 			env.Setenv("RMQTOPO_AMQP_URL", b.AMQPURL)
 			env.Setenv("RMQTOPO_USER", b.User)
 			env.Setenv("RMQTOPO_PASSWORD", b.Password)
+			// For scripts that unset or override the connection and set it
+			// back, or build URLs of their own.
+			env.Setenv("BROKER_USER", b.User)
+			env.Setenv("BROKER_PASSWORD", b.Password)
+			env.Setenv("MGMT_HOSTPORT", strings.TrimPrefix(b.MgmtURL, "http://"))
 			return substituteVhost(env.WorkDir, vhost)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"declare":   func(ts *testscript.TestScript, neg bool, args []string) { scriptDeclare(ts, b, neg, args) },
+			"depth":     func(ts *testscript.TestScript, neg bool, args []string) { scriptDepth(ts, b, neg, args) },
 			"publish":   func(ts *testscript.TestScript, neg bool, args []string) { scriptPublish(ts, b, neg, args) },
 			"waitcount": func(ts *testscript.TestScript, neg bool, args []string) { scriptWaitCount(ts, b, neg, args) },
 			"exits":     scriptExits,
@@ -90,6 +102,44 @@ func substituteVhost(dir, vhost string) error {
 	})
 }
 
+func scriptDeclare(ts *testscript.TestScript, b *brokertest.Broker, neg bool, args []string) {
+	if neg || len(args) != 2 || (args[1] != "classic" && args[1] != "quorum") {
+		ts.Fatalf("usage: declare QUEUE classic|quorum")
+	}
+	ch, done := scriptChannel(ts, b)
+	defer done()
+	_, err := ch.QueueDeclare(args[0], true, false, false, false, amqp.Table{"x-queue-type": args[1]})
+	ts.Check(err)
+}
+
+func scriptDepth(ts *testscript.TestScript, b *brokertest.Broker, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: depth QUEUE N")
+	}
+	want, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	ch, done := scriptChannel(ts, b)
+	defer done()
+	q, err := ch.QueueDeclarePassive(args[0], false, false, false, false, nil)
+	ts.Check(err)
+	if q.Messages != want {
+		ts.Fatalf("queue %s holds %d ready messages, want %d", args[0], q.Messages, want)
+	}
+}
+
+// scriptChannel opens a channel to the script's vhost; done closes it and
+// its connection.
+func scriptChannel(ts *testscript.TestScript, b *brokertest.Broker) (ch *amqp.Channel, done func()) {
+	conn, err := amqp.Dial(b.AMQPURLFor(ts.Getenv("VHOST")))
+	ts.Check(err)
+	ch, err = conn.Channel()
+	if err != nil {
+		conn.Close()
+		ts.Fatalf("%v", err)
+	}
+	return ch, func() { conn.Close() }
+}
+
 func scriptPublish(ts *testscript.TestScript, b *brokertest.Broker, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: publish QUEUE BODY [HEADER=VALUE...]")
@@ -102,11 +152,8 @@ func scriptPublish(ts *testscript.TestScript, b *brokertest.Broker, neg bool, ar
 		}
 		headers[k] = v
 	}
-	conn, err := amqp.Dial(b.AMQPURLFor(ts.Getenv("VHOST")))
-	ts.Check(err)
-	defer conn.Close()
-	ch, err := conn.Channel()
-	ts.Check(err)
+	ch, done := scriptChannel(ts, b)
+	defer done()
 	ts.Check(ch.Confirm(false))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -639,7 +639,7 @@ func TestScheduleChangeLosesNothing(t *testing.T) {
 	draining := false
 	for _, c := range p.Changes {
 		if c.Address == queueAddr(l.vhost, oldWait) {
-			draining = c.Action == plan.NoOp && c.Draining()
+			draining = c.Why() == plan.WhyDraining
 		}
 	}
 	if !draining {

@@ -1,0 +1,114 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// ChangeJSON is a Change as JSON shows it (docs/plan-json.md): the fields
+// of its Details in place, and its Why as the boolean of its name, in the
+// order they had when they were booleans of Details.
+type ChangeJSON struct {
+	Action     Action           `json:"action"`
+	Address    topology.Address `json:"address"`
+	Before     *Object          `json:"before,omitempty"`
+	After      *Object          `json:"after,omitempty"`
+	Reason     string           `json:"reason,omitempty"`
+	Messages   *int64           `json:"messages,omitempty"`
+	Consumers  *int64           `json:"consumers,omitempty"`
+	Resumes    bool             `json:"resumes,omitempty"`
+	Owner      string           `json:"owner,omitempty"`
+	MayDelete  bool             `json:"may_delete,omitempty"`
+	Conflict   []string         `json:"conflict,omitempty"`
+	LeftBehind bool             `json:"left_behind,omitempty"`
+	Draining   bool             `json:"draining,omitempty"`
+	Pinned     []string         `json:"pinned,omitempty"`
+	InPolicy   []string         `json:"in_policy,omitempty"`
+}
+
+// jsonEncoders reuse a buffer and an encoder per change written: a plan
+// may have a million of them.
+var jsonEncoders = sync.Pool{New: func() any {
+	e := &changeEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	// The caller's encoder escapes HTML, or not, as it was told to, when
+	// it copies these bytes; escaping here would decide for it.
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+type changeEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// JSON returns c as JSON shows it. Where many changes are written,
+// encoding what it returns costs half of encoding c: MarshalJSON's bytes
+// are parsed again by the encoder that called it.
+func (c Change) JSON() ChangeJSON {
+	j := ChangeJSON{Action: c.Action, Address: c.Address, Before: c.Before, After: c.After}
+	if d := c.Details; d != nil {
+		j.Reason, j.Messages, j.Consumers, j.Owner = d.Reason, d.Messages, d.Consumers, d.Owner
+		j.Conflict, j.Pinned, j.InPolicy = d.Conflict, d.Pinned, d.InPolicy
+		j.Resumes, j.MayDelete = d.Why == WhyResumes, d.Why == WhyMayDelete
+		j.LeftBehind, j.Draining = d.Why == WhyLeftBehind, d.Why == WhyDraining
+	}
+	return j
+}
+
+// MarshalJSON writes c as ChangeJSON.
+func (c Change) MarshalJSON() ([]byte, error) {
+	j := c.JSON()
+	e := jsonEncoders.Get().(*changeEncoder)
+	defer jsonEncoders.Put(e)
+	e.buf.Reset()
+	if err := e.enc.Encode(&j); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))), nil
+}
+
+// jsonDecoders reuse a decoder per change read, for the same reason.
+var jsonDecoders = sync.Pool{New: func() any {
+	d := &changeDecoder{}
+	d.dec = json.NewDecoder(&d.r)
+	d.dec.UseNumber()
+	return d
+}}
+
+type changeDecoder struct {
+	r   bytes.Reader
+	dec *json.Decoder
+}
+
+// UnmarshalJSON reads ChangeJSON. Numbers in arguments come back as
+// json.Number, as planfile's decoder reads them, for it to normalise.
+func (c *Change) UnmarshalJSON(data []byte) error {
+	var j ChangeJSON
+	d := jsonDecoders.Get().(*changeDecoder)
+	d.r.Reset(data)
+	if err := d.dec.Decode(&j); err != nil {
+		return err // d is dropped: a decoder that failed stays failed
+	}
+	jsonDecoders.Put(d)
+	*c = Change{Action: j.Action, Address: j.Address, Before: j.Before, After: j.After}
+	det := Details{Reason: j.Reason, Messages: j.Messages, Consumers: j.Consumers, Owner: j.Owner,
+		Conflict: j.Conflict, Pinned: j.Pinned, InPolicy: j.InPolicy}
+	for _, w := range []struct {
+		set bool
+		why Why
+	}{{j.Resumes, WhyResumes}, {j.MayDelete, WhyMayDelete}, {j.LeftBehind, WhyLeftBehind}, {j.Draining, WhyDraining}} {
+		if w.set {
+			det.Why = w.why
+		}
+	}
+	// A change without details reads as it was written: without Details.
+	if det.Why != WhyNone || det.Reason != "" || det.Messages != nil || det.Consumers != nil || det.Owner != "" ||
+		det.Conflict != nil || det.Pinned != nil || det.InPolicy != nil {
+		c.Details = &det
+	}
+	return nil
+}
