@@ -311,7 +311,7 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after})
 		default:
 			if pinned, ok := d.policies.keepsQueue(was, *q); ok {
-				d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reason: adoptReason(pinned), Pinned: pinned}})
+				d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reason: adoptReason(was, pinned), Pinned: pinned}})
 				continue
 			}
 			d.replaced[a] = true

@@ -175,15 +175,31 @@ func (v *policyView) replaceReasons(was, want topology.Queue) []string {
 	return out
 }
 
-// adoptReason is the Reason of a NoOp that keeps a queue with arguments
-// the spec now leaves to a policy.
-func adoptReason(pinned []string) string {
-	if len(pinned) == 1 {
-		return fmt.Sprintf("adopted: argument %s stays on the queue with the value its policy also gives; "+
-			"a later change of it needs a replace", pinned[0])
+// adoptReason is the Reason of a NoOp that keeps queue q with arguments
+// its rmqtopo policy now also sets (see pinnedText).
+func adoptReason(q topology.Queue, pinned []string) string {
+	return "adopted: " + pinnedText(q, pinned)
+}
+
+// pinnedText says, for each argument of q that its policy now also sets,
+// what stays and what a later change needs. An argument beats a policy,
+// so a pinned argument has the value the policy gives, and changing it
+// needs a replace; for a limit the lower of the two wins instead, so the
+// argument stays as a ceiling the policy may go below, and only raising
+// the limit above it needs a replace.
+func pinnedText(q topology.Queue, pinned []string) string {
+	var parts []string
+	for _, k := range pinned {
+		v := FormatValue(q.Arguments[k], true)
+		pk, _ := topology.PolicyKey(k)
+		if topology.IsLimitKey(pk) {
+			parts = append(parts, fmt.Sprintf("argument %s %s stays on the queue as a ceiling (the lower of it and the policy's %s wins); "+
+				"raising %s above %s needs a replace", k, v, pk, pk, v))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("argument %s %s stays on the queue, the value its policy also gives; a later change of it needs a replace", k, v))
 	}
-	return fmt.Sprintf("adopted: arguments %s stay on the queue with the values its policy also gives; "+
-		"a later change of them needs a replace", strings.Join(pinned, ", "))
+	return strings.Join(parts, "; ")
 }
 
 // conflicts finds the policy conflicts of the desired queues and

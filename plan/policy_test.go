@@ -33,12 +33,12 @@ func TestAdoption(t *testing.T) {
 		{
 			name: "same values as arguments: adopted",
 			live: topology.Args{"x-queue-type": "quorum", "x-message-ttl": int64(60000), "x-dead-letter-exchange": "w.dlx"},
-			want: []string{`no-op queue "w" in vhost "/" # adopted: arguments x-dead-letter-exchange, x-message-ttl stay on the queue with the values its policy also gives; a later change of them needs a replace`},
+			want: []string{"no-op queue \"w\" in vhost \"/\" # adopted: argument x-dead-letter-exchange \"w.dlx\" stays on the queue, the value its policy also gives; a later change of it needs a replace; argument x-message-ttl 60000 stays on the queue as a ceiling (the lower of it and the policy's message-ttl wins); raising message-ttl above 60000 needs a replace"},
 		},
 		{
 			name: "a higher TTL argument is capped by the policy's lower one: adopted",
 			live: topology.Args{"x-queue-type": "quorum", "x-message-ttl": int64(120000), "x-dead-letter-exchange": "w.dlx"},
-			want: []string{`no-op queue "w" in vhost "/" # adopted: arguments x-dead-letter-exchange, x-message-ttl stay on the queue with the values its policy also gives; a later change of them needs a replace`},
+			want: []string{"no-op queue \"w\" in vhost \"/\" # adopted: argument x-dead-letter-exchange \"w.dlx\" stays on the queue, the value its policy also gives; a later change of it needs a replace; argument x-message-ttl 120000 stays on the queue as a ceiling (the lower of it and the policy's message-ttl wins); raising message-ttl above 120000 needs a replace"},
 		},
 		{
 			name: "a lower TTL argument wins over the policy: replace",

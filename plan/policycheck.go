@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/rmqtopo/rmqtopo/contract"
@@ -13,11 +15,10 @@ import (
 func checkPolicies(p Plan, opts CheckOptions) []Diagnostic {
 	var ds []Diagnostic
 	for _, c := range p.Changes {
-		if c.Action == NoOp && len(c.Pinned()) > 0 {
+		if c.Action == NoOp && len(c.Pinned()) > 0 && c.Before != nil && c.Before.Queue != nil {
 			ds = append(ds, Diagnostic{Code: CodeArgumentPinned, Severity: SeverityInfo, Address: c.Address,
-				Message: fmt.Sprintf("%s is adopted as it is: it keeps %s %s, which its policy %q now also sets to the same value; "+
-					"a later change of %s needs a replace", c.Address, plural(len(c.Pinned()), "argument", "arguments"),
-					strings.Join(c.Pinned(), ", "), contract.QueuePolicy(c.Address.Name), plural(len(c.Pinned()), "it", "them"))})
+				Message: fmt.Sprintf("%s is adopted as it is, with its policy %q: %s", c.Address,
+					contract.QueuePolicy(c.Address.Name), pinnedText(*c.Before.Queue, c.Pinned()))})
 		}
 	}
 	ds = append(ds, checkLegacy(p)...)
@@ -101,26 +102,33 @@ func plural(n int, one, many string) string {
 // as they are, and a cost the broker keeps paying.
 func checkLegacy(p Plan) []Diagnostic {
 	byVhost := map[string][]string{}
+	keys := map[string]map[string]bool{}
 	var vhosts []string
 	for _, c := range p.Changes {
 		if c.Action != NoOp || len(c.InPolicy()) == 0 {
 			continue
 		}
-		if _, ok := byVhost[c.Address.Vhost]; !ok {
-			vhosts = append(vhosts, c.Address.Vhost)
+		v := c.Address.Vhost
+		if _, ok := byVhost[v]; !ok {
+			vhosts = append(vhosts, v)
+			keys[v] = map[string]bool{}
 		}
-		byVhost[c.Address.Vhost] = append(byVhost[c.Address.Vhost], c.Address.Name)
+		byVhost[v] = append(byVhost[v], c.Address.Name)
+		for _, k := range c.InPolicy() {
+			keys[v][k] = true
+		}
 	}
 	var ds []Diagnostic
 	for _, v := range vhosts {
 		names := byVhost[v]
+		n := len(names)
 		ds = append(ds, Diagnostic{Code: CodeLegacyShape, Severity: SeverityInfo,
 			Address: topology.Address{Kind: topology.KindVhost, Name: v},
-			Message: fmt.Sprintf("%s in vhost %q keep%s the shape an earlier rmqtopo gave %s: dead-lettering and default limits in %s own policy, "+
-				"which the broker matches on every declare and policy write; queues declared from now on carry them as arguments "+
-				"(migrate: true on a queue moves it to the new shape, its messages kept)",
-				nameList(plural(len(names), "queue", "queues"), names), v, plural(len(names), "s", ""), plural(len(names), "it", "them"),
-				plural(len(names), "its", "each queue's"))})
+			Message: fmt.Sprintf("%s in vhost %q lack%s arguments the spec wants (%s), as queues an earlier rmqtopo made do, "+
+				"or a queue declared before its dlq was turned on: arguments are immutable, so %s own policy carries them instead, "+
+				"which the broker matches on every declare and policy write (migrate: true on a queue moves them into its arguments, its messages kept)",
+				nameList(plural(n, "queue", "queues"), names), v, plural(n, "s", ""),
+				strings.Join(slices.Sorted(maps.Keys(keys[v])), ", "), plural(n, "its", "each queue's"))})
 	}
 	return ds
 }
