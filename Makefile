@@ -109,7 +109,7 @@ lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet ./...
-	$(GO) vet -tags rmqtopo_testhooks ./cmd/rmqtopo
+	$(GO) vet -tags rmqtopo_testhooks ./cmd/rmqtopo ./internal/failpoint
 	@set -e; for os in $(LINT_GOOS); do \
 		echo "GOOS=$$os $(GO) build ./cmd/rmqtopo"; \
 		GOOS=$$os $(GO) build -o /dev/null ./cmd/rmqtopo; \

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/apply"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/failpoint"
 	"github.com/rmqtopo/rmqtopo/internal/progress"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
@@ -173,15 +174,10 @@ func confirm(e *env) error {
 	return nil
 }
 
-// failpointEnv names the environment variable of the migration and
-// apply failpoints; only binaries built with -tags rmqtopo_testhooks
-// honour it (testhooks.go).
-const failpointEnv = "RMQTOPO_TEST_MIGRATE_KILL_AT"
-
 // changesHook passes apply's progress on, honouring the failpoint
 // "changes:N" (killed once N changes are made, whatever the time).
 func changesHook(report func(apply.Progress)) func(apply.Progress) {
-	kill := killAt()
+	kill := failpoint.KillAt()
 	return func(p apply.Progress) {
 		if p.Step != apply.StepPlanning && p.Step != apply.StepRecords {
 			kill("changes", p.Done)
@@ -193,7 +189,7 @@ func changesHook(report func(apply.Progress)) func(apply.Progress) {
 // migrateHook reports each step of a migration on stderr and honours
 // the failpoint.
 func migrateHook(e *env) func(queue, step string, moved int) {
-	kill, log := killAt(), broker.MigrationLog(e.stderr)
+	kill, log := failpoint.KillAt(), broker.MigrationLog(e.stderr)
 	return func(queue, step string, moved int) {
 		kill(step, moved)
 		log(queue, step, moved)

@@ -15,6 +15,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/failpoint"
 )
 
 const migrateClassic = `name: orders
@@ -59,7 +60,7 @@ func TestOnlineMigrationKilledAtEachStep(t *testing.T) {
 			path := o.spec(t, "quorum.yaml", migrateQuorum)
 
 			cmd := exec.Command(bin, append([]string{"apply", "--auto-approve", path}, o.conn()...)...)
-			cmd.Env = append(os.Environ(), failpointEnv+"="+at)
+			cmd.Env = append(os.Environ(), failpoint.Env+"="+at)
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/failpoint"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 )
 
@@ -219,7 +220,7 @@ func TestOnlineKilledApplyConverges(t *testing.T) {
 	// The failpoint kills it once 1,000 of its ~3,200 changes are made,
 	// however fast or slow the machine.
 	cmd := exec.Command(bin, append([]string{"apply", "--auto-approve", path}, o.conn()...)...)
-	cmd.Env = append(os.Environ(), failpointEnv+"=changes:1000")
+	cmd.Env = append(os.Environ(), failpoint.Env+"=changes:1000")
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	err := cmd.Run()
