@@ -16,8 +16,8 @@ import (
 	"testing"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
-	"github.com/rmqtopo/rmqtopo/internal/failpoint"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/failpoint"
 )
 
 // The online tests drive run() in-process against the harness broker
