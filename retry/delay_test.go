@@ -142,6 +142,7 @@ func (e *env) collect(tb testing.TB, n int, timeout time.Duration) <-chan []arri
 }
 
 func TestDelayArrivesOnTime(t *testing.T) {
+	t.Parallel()
 	e, l := levelsEnv(t)
 	if l.Levels != 6 || l.MaxDelay() != 6300*time.Millisecond {
 		t.Fatalf("ladder %v; the test expects 6 levels up to 6.3s", l)
@@ -198,6 +199,7 @@ func deaths(d amqp.Delivery) int {
 // [0, 30s]) by BenchmarkLevelsLateness, not asserted here.
 // $RMQTOPO_TEST_BURST sets the number of messages.
 func TestDelayBurst(t *testing.T) {
+	t.Parallel()
 	const span = 15 * time.Second
 	n := 2_000
 	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_TEST_BURST")); err == nil && v > 0 {
@@ -261,6 +263,7 @@ func TestDelayBurst(t *testing.T) {
 // back within the jittered exponential bound (200ms, 400ms, 800ms), then it
 // goes to the DLQ; a second message asks to be retried after 700ms.
 func TestRetryThroughLevels(t *testing.T) {
+	t.Parallel()
 	e, l := levelsEnv(t)
 	backoff := retry.Exponential(200*time.Millisecond, 2, time.Second).FullJitter()
 	r := newRetrier(t, e, retry.WithLevels(l, backoff))
@@ -348,6 +351,7 @@ func TestBackoffs(t *testing.T) {
 }
 
 func TestDelayRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	e, l := levelsEnv(t)
 	dl := newDelayer(t, e, l)
 	for _, d := range []time.Duration{-time.Millisecond, l.MaxDelay() + time.Millisecond} {

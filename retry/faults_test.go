@@ -21,6 +21,7 @@ import (
 // TestNewChecksTopology: New fails fast, naming what is missing and saying
 // to run rmqtopo apply, until the whole topology exists.
 func TestNewChecksTopology(t *testing.T) {
+	t.Parallel()
 	b := brokertest.Get(t)
 	vhost := b.NewVhost(t)
 	conn := b.Dial(t, vhost)
@@ -71,6 +72,7 @@ func TestNewChecksTopology(t *testing.T) {
 // at once, routable and returned copies interleaved, so returns must be
 // told apart.
 func TestExhaustedReturned(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
 	obs := newCounter()
 	r := newRetrier(t, e, retry.WithObserver(obs))
@@ -112,6 +114,7 @@ func TestExhaustedReturned(t *testing.T) {
 // closes the publish channel). The original is requeued, never lost, and
 // once the exchange is back the helper reopens a channel and goes on.
 func TestRetryExchangeDeleted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
 	r := newRetrier(t, e)
 	ch := e.channel(t)
@@ -162,6 +165,7 @@ func TestRetryExchangeDeleted(t *testing.T) {
 // delivery limit into the DLQ: the node-loss storm with the helper.) Past
 // the confirm timeout the original is requeued.
 func TestRetryPublishNacked(t *testing.T) {
+	t.Parallel()
 	failFirst := func(_ context.Context, d amqp.Delivery) error {
 		if n, _ := retry.Attempt(d); n == 1 {
 			return errors.New("first attempt fails")
