@@ -158,6 +158,28 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	if err := ensureInstalled(ctx, cfg.BinDir); err != nil {
 		return nil, err
 	}
+	// A port picked here may still be taken by another process before the
+	// node listens on it (start checks): then the node is set up again on
+	// other ports, before any of it ran.
+	for attempt := 1; ; attempt++ {
+		n, err := newNode(cfg, base, short)
+		if err != nil {
+			return nil, err
+		}
+		err = n.start(ctx)
+		if errors.Is(err, errPortTaken) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return n, nil
+	}
+}
+
+// newNode picks the node's free ports (those cfg leaves 0) and writes its
+// configuration.
+func newNode(cfg NodeConfig, base, short string) (*Node, error) {
 	want := []int{cfg.AMQPPort, cfg.MgmtPort, cfg.DistPort}
 	if cfg.TLS != nil {
 		want = append(want, cfg.TLS.AMQPSPort, cfg.TLS.MgmtTLS)
@@ -184,13 +206,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 		n.AMQPSPort, n.MgmtTLSPort = ports[3], ports[4]
 		extra = append(tlsConf(cfg.TLS, n.AMQPSPort, n.MgmtTLSPort), extra...)
 	}
-	if err := n.writeFiles(extra, cfg.AdvancedConfig); err != nil {
-		return nil, err
-	}
-	if err := n.start(ctx); err != nil {
-		return nil, err
-	}
-	return n, nil
+	return n, n.writeFiles(extra, cfg.AdvancedConfig)
 }
 
 // tlsConf is the rabbitmq.conf of the TLS listeners.
@@ -312,11 +328,14 @@ func (n *Node) Ctl(ctx context.Context, args ...string) ([]byte, error) {
 	return out, nil
 }
 
+// errPortTaken is start's error for a port of the node already in use.
+var errPortTaken = errors.New("is in use")
+
 // start launches the server detached and waits until it is ready.
 func (n *Node) start(ctx context.Context) error {
 	for _, p := range n.ports() {
 		if !portFree(p) {
-			return fmt.Errorf("brokertest: cannot start %s: port %d is in use", n.Name, p)
+			return fmt.Errorf("brokertest: cannot start %s: port %d %w", n.Name, p, errPortTaken)
 		}
 	}
 	// A stale pid file would make readiness checks look at a dead process.
@@ -645,10 +664,20 @@ func portFree(p int) bool {
 	return true
 }
 
+// handedOut holds every port freePorts has picked in this process: a port
+// is never picked twice, so nodes started side by side (a cluster, the TLS
+// node) cannot pick each other's before they listen on them.
+var (
+	handedOutMu sync.Mutex
+	handedOut   = map[int]bool{}
+)
+
 // freePorts returns the given ports, replacing each 0 with a distinct free
-// port (found by listening on 127.0.0.1:0) that is not one of the system
+// port, not picked before by this process, that is not one of the system
 // broker's.
 func freePorts(want ...int) ([]int, error) {
+	handedOutMu.Lock()
+	defer handedOutMu.Unlock()
 	out := make([]int, len(want))
 	var held []net.Listener
 	defer func() {
@@ -667,10 +696,10 @@ func freePorts(want ...int) ([]int, error) {
 			// (another test's, the cluster's) between this pick and
 			// the node's start, which then fails "port in use".
 			port := 20000 + mrand.IntN(ephemeralLow()-20000)
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-			if err == nil {
-				held = append(held, l)
-				if !isReserved(port) {
+			if !handedOut[port] && !isReserved(port) {
+				if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+					held = append(held, l)
+					handedOut[port] = true
 					out[i] = port
 					break
 				}
