@@ -23,6 +23,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -159,15 +160,16 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 		return nil, err
 	}
 	// A port picked here may still be taken by another process before the
-	// node listens on it (start checks): then the node is set up again on
-	// other ports, before any of it ran.
+	// node listens on it (start finds it in use, or the boot fails
+	// eaddrinuse): then the node is set up again on other ports.
 	for attempt := 1; ; attempt++ {
 		n, err := newNode(cfg, base, short)
 		if err != nil {
 			return nil, err
 		}
 		err = n.start(ctx)
-		if errors.Is(err, errPortTaken) && attempt < 3 {
+		if errors.Is(err, errPortTaken) && cfg.picksPorts() && attempt < 3 {
+			log.Printf("brokertest: %v; trying other ports", firstLine(err))
 			continue
 		}
 		if err != nil {
@@ -175,6 +177,15 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 		}
 		return n, nil
 	}
+}
+
+// picksPorts reports whether every port of the node is left to StartNode.
+func (cfg NodeConfig) picksPorts() bool {
+	given := cfg.AMQPPort | cfg.MgmtPort | cfg.DistPort
+	if cfg.TLS != nil {
+		given |= cfg.TLS.AMQPSPort | cfg.TLS.MgmtTLS
+	}
+	return given == 0
 }
 
 // newNode picks the node's free ports (those cfg leaves 0) and writes its
@@ -335,7 +346,7 @@ var errPortTaken = errors.New("is in use")
 func (n *Node) start(ctx context.Context) error {
 	for _, p := range n.ports() {
 		if !portFree(p) {
-			return fmt.Errorf("brokertest: cannot start %s: port %d %w", n.Name, p, errPortTaken)
+			return fmt.Errorf("brokertest: cannot start %s: port %d %w%s", n.Name, p, errPortTaken, portHolders(p))
 		}
 	}
 	// A stale pid file would make readiness checks look at a dead process.
@@ -370,9 +381,26 @@ func (n *Node) start(ctx context.Context) error {
 	defer cancel()
 	if err := n.waitReady(ctx, exited); err != nil {
 		n.Kill()
+		// Another process took a port between the check above and the
+		// node's listening on it (a boot takes seconds): StartNode
+		// tries other ports. Seen on make test's node beside the
+		// cluster's, which other test binaries start at the same time.
+		if b, _ := os.ReadFile(n.StartupLogFile()); bytes.Contains(b, []byte("eaddrinuse")) {
+			err = fmt.Errorf("a port %w: %w", errPortTaken, err)
+		}
 		return n.startErr(err)
 	}
 	return nil
+}
+
+// portHolders lists the sockets on port p and their processes (ss -tanp),
+// for an error saying that p is in use; "" where ss cannot tell.
+func portHolders(p int) string {
+	out, err := exec.Command("ss", "-tanp", fmt.Sprintf("( sport = :%d )", p)).Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		return ""
+	}
+	return "; ss -tanp:\n" + strings.TrimSpace(string(out))
 }
 
 // ports are the ports the node listens on.
@@ -771,6 +799,12 @@ func ensureInstalled(ctx context.Context, binDir string) error {
 		return fmt.Errorf("brokertest: rabbitmq-server installed but %s is missing: %w", server, err)
 	}
 	return nil
+}
+
+// firstLine is err's message up to its first newline.
+func firstLine(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return msg
 }
 
 func lastLines(s string, n int) string {
