@@ -132,7 +132,9 @@ func TestConsumeOutboxScheduleExhausts(t *testing.T) {
 		retry.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	e.publish(t, amqp.Publishing{MessageId: "outbox-1", Body: []byte("x")})
 
-	all := c.obs.waitFor(t, 40*time.Second, "a dead-letter", func(all []retry.Settlement) bool {
+	// 10 times the 22s of delays: a guard against a lost message, not a
+	// timing goal.
+	all := c.obs.waitFor(t, 4*time.Minute, "a dead-letter", func(all []retry.Settlement) bool {
 		return len(all) > 0 && all[len(all)-1].Outcome == retry.DeadLettered
 	})
 	var got []string
