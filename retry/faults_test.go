@@ -213,8 +213,13 @@ func TestRetryPublishNacked(t *testing.T) {
 		unblock()
 		evs := rec.waitFor(t, 10*time.Second, "an ack", acked)
 		for _, ev := range evs {
-			if ev.outcome == retry.Requeued && (ev.err == nil || !strings.Contains(ev.err.Error(), "nacked")) {
-				t.Errorf("requeue error %v; want a nack", ev.err)
+			// The timeout ends the copy's nack-and-publish-again loop
+			// in a pause (the nack is the error) or, on a loaded
+			// machine, while the broker's answer to the last copy is
+			// on its way (the wait for it is): both refused in time.
+			if ev.outcome == retry.Requeued && (ev.err == nil || !strings.Contains(ev.err.Error(), "nacked") &&
+				!strings.Contains(ev.err.Error(), "waiting for the broker's confirmation: context deadline exceeded")) {
+				t.Errorf("requeue error %v; want a nack, or the confirm timeout while the broker answered a copy", ev.err)
 			}
 			// Never before the confirm timeout: a floor, which a busy
 			// machine cannot break.
