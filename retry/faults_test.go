@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,8 +122,22 @@ func TestRetryExchangeDeleted(t *testing.T) {
 	if err := ch.ExchangeDelete(contract.RetryExchange(workQueue), false, false); err != nil {
 		t.Fatal(err)
 	}
+	// The topology comes back exchange first, bindings after: a retry
+	// published between the two is returned, which the helper takes for
+	// the end of the schedule (seen on a loaded machine). So f1 is held in
+	// its handler, no retry of it in flight, while the topology is
+	// declared again.
+	var restoring atomic.Bool
+	held, release := make(chan struct{}, 1), make(chan struct{})
 	rec := e.consume(t, r, 2, func(_ context.Context, d amqp.Delivery) error {
 		if n, _ := retry.Attempt(d); n == 1 {
+			if restoring.Load() {
+				select {
+				case held <- struct{}{}:
+				default:
+				}
+				<-release
+			}
 			return errors.New("first attempt fails")
 		}
 		return nil
@@ -134,7 +149,14 @@ func TestRetryExchangeDeleted(t *testing.T) {
 	if n := e.depth(t, contract.DeadLetterQueue(workQueue)); n != 0 {
 		t.Fatalf("DLQ holds %d messages while the retry exchange is missing", n)
 	}
+	restoring.Store(true)
+	select {
+	case <-held:
+	case <-time.After(time.Minute): // a requeue takes well under a second
+		t.Fatal("f1 was not delivered again within a minute")
+	}
 	brokertest.Declare(t, ch, e.topo) // the operator runs rmqtopo apply
+	close(release)
 	evs := rec.waitFor(t, 10*time.Second, "an ack", func(evs []event) bool {
 		return count(evs, func(ev event) bool { return ev.outcome == retry.Acked }) > 0
 	})
