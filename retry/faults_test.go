@@ -122,22 +122,10 @@ func TestRetryExchangeDeleted(t *testing.T) {
 	if err := ch.ExchangeDelete(contract.RetryExchange(workQueue), false, false); err != nil {
 		t.Fatal(err)
 	}
-	// The topology comes back exchange first, bindings after: a retry
-	// published between the two is returned, which the helper takes for
-	// the end of the schedule (seen on a loaded machine). So f1 is held in
-	// its handler, no retry of it in flight, while the topology is
-	// declared again.
-	var restoring atomic.Bool
-	held, release := make(chan struct{}, 1), make(chan struct{})
+	g := newGate()
 	rec := e.consume(t, r, 2, func(_ context.Context, d amqp.Delivery) error {
 		if n, _ := retry.Attempt(d); n == 1 {
-			if restoring.Load() {
-				select {
-				case held <- struct{}{}:
-				default:
-				}
-				<-release
-			}
+			g.pass()
 			return errors.New("first attempt fails")
 		}
 		return nil
@@ -149,14 +137,13 @@ func TestRetryExchangeDeleted(t *testing.T) {
 	if n := e.depth(t, contract.DeadLetterQueue(workQueue)); n != 0 {
 		t.Fatalf("DLQ holds %d messages while the retry exchange is missing", n)
 	}
-	restoring.Store(true)
-	select {
-	case <-held:
-	case <-time.After(time.Minute): // a requeue takes well under a second
-		t.Fatal("f1 was not delivered again within a minute")
-	}
+	// The topology comes back exchange first, bindings after: a retry
+	// published between the two is returned, which the helper takes for
+	// the end of the schedule (seen on a loaded machine). So f1 is held in
+	// its handler, no retry of it in flight, while it comes back.
+	g.closeAndWait(t)
 	brokertest.Declare(t, ch, e.topo) // the operator runs rmqtopo apply
-	close(release)
+	g.open()
 	evs := rec.waitFor(t, 10*time.Second, "an ack", func(evs []event) bool {
 		return count(evs, func(ev event) bool { return ev.outcome == retry.Acked }) > 0
 	})
@@ -177,6 +164,41 @@ func TestRetryExchangeDeleted(t *testing.T) {
 		t.Errorf("more deliveries after the ack: %s", describe(evs[len(got):]))
 	}
 }
+
+// gate holds handlers while it is closed.
+type gate struct {
+	closed  atomic.Bool
+	held    chan struct{} // a handler is held
+	release chan struct{}
+}
+
+func newGate() *gate { return &gate{held: make(chan struct{}, 1), release: make(chan struct{})} }
+
+// pass returns at once while g is open; once closed, it waits until g
+// opens again.
+func (g *gate) pass() {
+	if g.closed.Load() {
+		select {
+		case g.held <- struct{}{}:
+		default:
+		}
+		<-g.release
+	}
+}
+
+// closeAndWait closes g and waits until a handler is held.
+func (g *gate) closeAndWait(t *testing.T) {
+	t.Helper()
+	g.closed.Store(true)
+	select {
+	case <-g.held:
+	case <-time.After(time.Minute): // a requeue takes well under a second
+		t.Fatal("no delivery reached the handler within a minute")
+	}
+}
+
+// open releases every handler g holds, and lets later ones pass.
+func (g *gate) open() { close(g.release) }
 
 // TestRetryPublishNacked: the broker nacks the retry (a policy makes its
 // wait queue full, overflow reject-publish). Within the confirm timeout
@@ -235,12 +257,7 @@ func TestRetryPublishNacked(t *testing.T) {
 		unblock()
 		evs := rec.waitFor(t, 10*time.Second, "an ack", acked)
 		for _, ev := range evs {
-			// The timeout ends the copy's nack-and-publish-again loop
-			// in a pause (the nack is the error) or, on a loaded
-			// machine, while the broker's answer to the last copy is
-			// on its way (the wait for it is): both refused in time.
-			if ev.outcome == retry.Requeued && (ev.err == nil || !strings.Contains(ev.err.Error(), "nacked") &&
-				!strings.Contains(ev.err.Error(), "waiting for the broker's confirmation: context deadline exceeded")) {
+			if ev.outcome == retry.Requeued && !refusedInTime(ev.err) {
 				t.Errorf("requeue error %v; want a nack, or the confirm timeout while the broker answered a copy", ev.err)
 			}
 			// Never before the confirm timeout: a floor, which a busy
@@ -253,6 +270,16 @@ func TestRetryPublishNacked(t *testing.T) {
 			t.Errorf("deliveries: %s; want requeues, one retry, an ack of attempt 2", describe(evs))
 		}
 	})
+}
+
+// refusedInTime says whether err is the requeue error of a copy the broker
+// did not take within the confirm timeout. The timeout ends the copy's
+// nack-and-publish-again loop in a pause (the nack is the error) or, on a
+// loaded machine, while the broker's answer to the last copy is on its
+// way (the wait for it is).
+func refusedInTime(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "nacked") ||
+		strings.Contains(err.Error(), "waiting for the broker's confirmation: context deadline exceeded"))
 }
 
 func putPolicy(t *testing.T, c *rabbithole.Client, vhost, name, pattern string, def rabbithole.PolicyDefinition) {

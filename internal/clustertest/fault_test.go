@@ -111,13 +111,7 @@ func runStormsNodeLoss(t *testing.T, runs []stormRun) {
 			t.Fatalf("publisher: %v", err)
 		}
 	}
-	for k, s := range storms {
-		waitSettled(t, ctx, s, c.Brokers[0], vhosts[k], n)
-		s.event(start, "settled")
-	}
-	// Then a while longer, once for all storms: twice the dead-letter
-	// confirm timeout, for late duplicates.
-	_ = pause(ctx, 2*brokertest.DeadLetterConfirmTimeout)
+	settleAll(t, ctx, storms, c.Brokers[0], vhosts, n, start)
 	stopWorkers()
 	waitWorkers(t, &wg, time.Minute)
 	for k, r := range runs {
@@ -180,6 +174,18 @@ func killAndRestart(t *testing.T, ctx context.Context, storms []*storm, start ti
 	for _, s := range storms {
 		s.event(start, "restarted "+b.Node.Name)
 	}
+}
+
+// settleAll waits until every storm has settled, then a while longer,
+// once for all of them: twice the dead-letter confirm timeout, for late
+// duplicates.
+func settleAll(t *testing.T, ctx context.Context, storms []*storm, b *brokertest.Broker, vhosts []string, n int, start time.Time) {
+	t.Helper()
+	for k, s := range storms {
+		waitSettled(t, ctx, s, b, vhosts[k], n)
+		s.event(start, "settled")
+	}
+	_ = pause(ctx, 2*brokertest.DeadLetterConfirmTimeout)
 }
 
 // waitSettled waits until every message meant to succeed was handled and
