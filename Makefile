@@ -18,10 +18,12 @@ TEST_NODE ?= rmqtopo-make@localhost
 RABBITNODE := bin/rabbitnode
 # Packages run side by side again: no test asserts a wall-clock goal any
 # more (timing goals are benchmarks, see docs/benchmarks.md), so a busy
-# machine makes tests slower, not red. -parallel 8: the integration tests
-# mostly wait for the broker (TTLs, statistics), not for a CPU, which
-# -parallel's default (GOMAXPROCS) is sized for.
-TEST_FLAGS := -count=1 -timeout 20m -parallel 8
+# machine makes tests slower, not red. -parallel 8 and -p 8: the
+# integration tests mostly wait for the broker (TTLs, statistics), not for
+# a CPU, which the defaults of both (GOMAXPROCS, 2 here) are sized for;
+# with -p 2, retry, the longest package after clustertest, waited 90s for
+# a slot behind cmd/rmqtopo and internal/broker.
+TEST_FLAGS := -count=1 -timeout 20m -parallel 8 -p 8
 # internal/clustertest (a 3-node cluster and a TLS node of its own, the
 # longest package) starts first, in a go test of its own, beside all the
 # others, so that it never waits behind them.

@@ -20,6 +20,7 @@ import (
 // handled, then either retried with sound headers or dead-lettered with a
 // reason: never lost, never looping, never crashing the handler.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	huge := strings.Repeat("é€", 60_000) // 300 KB of multi-byte runes: far past the frame size
 	type result struct {
 		Deliveries int    // handler calls

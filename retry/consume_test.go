@@ -132,7 +132,9 @@ func TestConsumeOutboxScheduleExhausts(t *testing.T) {
 		retry.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	e.publish(t, amqp.Publishing{MessageId: "outbox-1", Body: []byte("x")})
 
-	all := c.obs.waitFor(t, 40*time.Second, "a dead-letter", func(all []retry.Settlement) bool {
+	// 10 times the 22s of delays: a guard against a lost message, not a
+	// timing goal.
+	all := c.obs.waitFor(t, 4*time.Minute, "a dead-letter", func(all []retry.Settlement) bool {
 		return len(all) > 0 && all[len(all)-1].Outcome == retry.DeadLettered
 	})
 	var got []string
@@ -279,6 +281,7 @@ func (r lossRun) run(t *testing.T, e *env) {
 // (management API DELETE /api/connections/NAME). Consume reconnects and
 // every message ends acked or dead-lettered.
 func TestConsumeSurvivesClosedConnections(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, topo{layout: "shared", queueType: "quorum", immediate: 1, delays: []string{"100ms", "200ms"}}, nil)
 	lossRun{n: 10_000, attempts: 4, breaks: []int{2_000, 6_000},
 		brk: func(t *testing.T, c *consumer) { c.closeConnection(t, e.b) },
@@ -315,6 +318,7 @@ func TestConsumeSurvivesNodeRestart(t *testing.T) {
 // finishes and its delivery is settled normally; past it, the handler's
 // context is cancelled and the delivery requeued unchanged.
 func TestConsumeShutdownGrace(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		grace time.Duration

@@ -22,6 +22,7 @@ import (
 // of every message in advance: acked once, or in the DLQ once, with the
 // right reason, and the observer's counts to the unit.
 func TestThousandMessages(t *testing.T) {
+	t.Parallel()
 	const (
 		n        = 1000
 		handlers = 4

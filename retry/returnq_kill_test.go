@@ -19,6 +19,7 @@ import (
 // again and the retry through the return queue: one duplicate, nothing
 // lost, nothing left behind in any queue.
 func TestWorkerKilledWithReturnQueue(t *testing.T) {
+	t.Parallel()
 	bin := buildWorker(t, t.TempDir())
 	for _, layout := range []string{"shared", "per-attempt"} {
 		t.Run(layout, func(t *testing.T) {

@@ -197,6 +197,7 @@ func diedIn(headers amqp.Table, queue string) bool {
 // closes the consumer's connection twice, and every message still ends
 // acked or dead-lettered, with duplicates counted.
 func TestConsumeReturnQueueSurvivesClosedConnections(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, topo{layout: "shared", queueType: "quorum", immediate: 1, delays: []string{"100ms", "200ms"}, returnQueue: true}, nil)
 	lossRun{n: 3_000, attempts: 4, breaks: []int{600, 1_800},
 		brk: func(t *testing.T, c *consumer) { c.closeConnection(t, e.b) },

@@ -26,6 +26,7 @@ const timerSlack = 2 * time.Millisecond
 // the last retry the message is in the DLQ with every original property
 // and header plus the retry headers.
 func TestSchedule(t *testing.T) {
+	t.Parallel()
 	delays := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
 	for _, tc := range []struct {
 		name string
@@ -144,6 +145,7 @@ func TestSchedule(t *testing.T) {
 // first delay is a minute and the DLQ is read for 30s: a message that
 // waited in the schedule would not be there; no clock is compared.
 func TestRejectGoesToDLQAtOnce(t *testing.T) {
+	t.Parallel()
 	const firstDelay = time.Minute
 	e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"1m"}}, nil)
 	obs := newCounter()
@@ -187,6 +189,7 @@ func TestRejectGoesToDLQAtOnce(t *testing.T) {
 
 // TestPanicIsRetried: a panicking handler is an ordinary failure.
 func TestPanicIsRetried(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, topo{layout: "shared", queueType: "classic", waitType: "classic", delays: []string{"100ms"}}, nil)
 	r := newRetrier(t, e)
 	rec := e.consume(t, r, 2, func(_ context.Context, d amqp.Delivery) error {

@@ -137,6 +137,7 @@ func (w *worker) wait(t *testing.T, timeout time.Duration) error {
 
 // TestWorker runs examples/worker as other tooling does.
 func TestWorker(t *testing.T) {
+	t.Parallel()
 	bin := buildWorker(t, t.TempDir())
 
 	t.Run("output", func(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -158,6 +159,38 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	if err := ensureInstalled(ctx, cfg.BinDir); err != nil {
 		return nil, err
 	}
+	// A port picked here may still be taken by another process before the
+	// node listens on it (start finds it in use, or the boot fails
+	// eaddrinuse): then the node is set up again on other ports.
+	for attempt := 1; ; attempt++ {
+		n, err := newNode(cfg, base, short)
+		if err != nil {
+			return nil, err
+		}
+		err = n.start(ctx)
+		if errors.Is(err, errPortTaken) && cfg.picksPorts() && attempt < 3 {
+			log.Printf("brokertest: %v; trying other ports", firstLine(err))
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return n, nil
+	}
+}
+
+// picksPorts reports whether every port of the node is left to StartNode.
+func (cfg NodeConfig) picksPorts() bool {
+	given := cfg.AMQPPort | cfg.MgmtPort | cfg.DistPort
+	if cfg.TLS != nil {
+		given |= cfg.TLS.AMQPSPort | cfg.TLS.MgmtTLS
+	}
+	return given == 0
+}
+
+// newNode picks the node's free ports (those cfg leaves 0) and writes its
+// configuration.
+func newNode(cfg NodeConfig, base, short string) (*Node, error) {
 	want := []int{cfg.AMQPPort, cfg.MgmtPort, cfg.DistPort}
 	if cfg.TLS != nil {
 		want = append(want, cfg.TLS.AMQPSPort, cfg.TLS.MgmtTLS)
@@ -184,13 +217,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 		n.AMQPSPort, n.MgmtTLSPort = ports[3], ports[4]
 		extra = append(tlsConf(cfg.TLS, n.AMQPSPort, n.MgmtTLSPort), extra...)
 	}
-	if err := n.writeFiles(extra, cfg.AdvancedConfig); err != nil {
-		return nil, err
-	}
-	if err := n.start(ctx); err != nil {
-		return nil, err
-	}
-	return n, nil
+	return n, n.writeFiles(extra, cfg.AdvancedConfig)
 }
 
 // tlsConf is the rabbitmq.conf of the TLS listeners.
@@ -312,11 +339,14 @@ func (n *Node) Ctl(ctx context.Context, args ...string) ([]byte, error) {
 	return out, nil
 }
 
+// errPortTaken is start's error for a port of the node already in use.
+var errPortTaken = errors.New("is in use")
+
 // start launches the server detached and waits until it is ready.
 func (n *Node) start(ctx context.Context) error {
 	for _, p := range n.ports() {
 		if !portFree(p) {
-			return fmt.Errorf("brokertest: cannot start %s: port %d is in use", n.Name, p)
+			return fmt.Errorf("brokertest: cannot start %s: port %d %w%s", n.Name, p, errPortTaken, portHolders(p))
 		}
 	}
 	// A stale pid file would make readiness checks look at a dead process.
@@ -351,9 +381,26 @@ func (n *Node) start(ctx context.Context) error {
 	defer cancel()
 	if err := n.waitReady(ctx, exited); err != nil {
 		n.Kill()
+		// Another process took a port between the check above and the
+		// node's listening on it (a boot takes seconds): StartNode
+		// tries other ports. Seen on make test's node beside the
+		// cluster's, which other test binaries start at the same time.
+		if b, _ := os.ReadFile(n.StartupLogFile()); bytes.Contains(b, []byte("eaddrinuse")) {
+			err = fmt.Errorf("a port %w: %w", errPortTaken, err)
+		}
 		return n.startErr(err)
 	}
 	return nil
+}
+
+// portHolders lists the sockets on port p and their processes (ss -tanp),
+// for an error saying that p is in use; "" where ss cannot tell.
+func portHolders(p int) string {
+	out, err := exec.Command("ss", "-tanp", fmt.Sprintf("( sport = :%d )", p)).Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		return ""
+	}
+	return "; ss -tanp:\n" + strings.TrimSpace(string(out))
 }
 
 // ports are the ports the node listens on.
@@ -645,10 +692,20 @@ func portFree(p int) bool {
 	return true
 }
 
+// handedOut holds every port freePorts has picked in this process: a port
+// is never picked twice, so nodes started side by side (a cluster, the TLS
+// node) cannot pick each other's before they listen on them.
+var (
+	handedOutMu sync.Mutex
+	handedOut   = map[int]bool{}
+)
+
 // freePorts returns the given ports, replacing each 0 with a distinct free
-// port (found by listening on 127.0.0.1:0) that is not one of the system
+// port, not picked before by this process, that is not one of the system
 // broker's.
 func freePorts(want ...int) ([]int, error) {
+	handedOutMu.Lock()
+	defer handedOutMu.Unlock()
 	out := make([]int, len(want))
 	var held []net.Listener
 	defer func() {
@@ -667,10 +724,10 @@ func freePorts(want ...int) ([]int, error) {
 			// (another test's, the cluster's) between this pick and
 			// the node's start, which then fails "port in use".
 			port := 20000 + mrand.IntN(ephemeralLow()-20000)
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-			if err == nil {
-				held = append(held, l)
-				if !isReserved(port) {
+			if !handedOut[port] && !isReserved(port) {
+				if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+					held = append(held, l)
+					handedOut[port] = true
 					out[i] = port
 					break
 				}
@@ -742,6 +799,12 @@ func ensureInstalled(ctx context.Context, binDir string) error {
 		return fmt.Errorf("brokertest: rabbitmq-server installed but %s is missing: %w", server, err)
 	}
 	return nil
+}
+
+// firstLine is err's message up to its first newline.
+func firstLine(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return msg
 }
 
 func lastLines(s string, n int) string {

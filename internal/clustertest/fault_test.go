@@ -80,6 +80,7 @@ func runStormsNodeLoss(t *testing.T, runs []stormRun) {
 		}
 		storms[k] = newStorm(urls)
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	wctx, stopWorkers := context.WithCancel(ctx)
@@ -90,10 +91,13 @@ func runStormsNodeLoss(t *testing.T, runs []stormRun) {
 			wg.Go(func() { r.work(wctx, storms[k], i) })
 		}
 		// Spread over about 20s, so that both kills fall in the storm.
-		go func() { pubErr <- storms[k].publish(ctx, n, max(n/20, 100)) }()
+		go func() {
+			err := storms[k].publish(ctx, n, max(n/20, 100))
+			storms[k].event(start, "every first publish confirmed")
+			pubErr <- err
+		}()
 	}
 
-	start := time.Now()
 	first := storms[0]
 	killAndRestart(t, ctx, storms, start, victim, func() bool { return first.progress.Load() >= int64(n/5) })
 	killAndRestart(t, ctx, storms, start, waitLeaderOf(t, c, vhosts[0], contract.SharedWaitQueue(2*time.Second)), func() bool { return true })
@@ -107,9 +111,7 @@ func runStormsNodeLoss(t *testing.T, runs []stormRun) {
 			t.Fatalf("publisher: %v", err)
 		}
 	}
-	for k, s := range storms {
-		waitSettled(t, ctx, s, c.Brokers[0], vhosts[k], n)
-	}
+	settleAll(t, ctx, storms, c.Brokers[0], vhosts, n, start)
 	stopWorkers()
 	waitWorkers(t, &wg, time.Minute)
 	for k, r := range runs {
@@ -174,9 +176,20 @@ func killAndRestart(t *testing.T, ctx context.Context, storms []*storm, start ti
 	}
 }
 
+// settleAll waits until every storm has settled, then a while longer,
+// once for all of them: twice the dead-letter confirm timeout, for late
+// duplicates.
+func settleAll(t *testing.T, ctx context.Context, storms []*storm, b *brokertest.Broker, vhosts []string, n int, start time.Time) {
+	t.Helper()
+	for k, s := range storms {
+		waitSettled(t, ctx, s, b, vhosts[k], n)
+		s.event(start, "settled")
+	}
+	_ = pause(ctx, 2*brokertest.DeadLetterConfirmTimeout)
+}
+
 // waitSettled waits until every message meant to succeed was handled and
-// the DLQ holds every message meant to fail, then a while longer (twice
-// the dead-letter confirm timeout) for late duplicates.
+// the DLQ holds every message meant to fail.
 func waitSettled(t *testing.T, ctx context.Context, s *storm, b *brokertest.Broker, vhost string, n int) {
 	t.Helper()
 	wantOK, wantDLQ := 0, 0
@@ -197,7 +210,6 @@ func waitSettled(t *testing.T, ctx context.Context, s *storm, b *brokertest.Brok
 			return
 		}
 	}
-	_ = pause(ctx, 2*brokertest.DeadLetterConfirmTimeout)
 }
 
 // countStorm drains the DLQ and counts every message: handled, in the
