@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/progress"
 )
 
@@ -40,7 +41,7 @@ func open(ctx context.Context, b Broker, vhost string, window int, purpose strin
 	return s, nil
 }
 
-func (s *session) close() { _ = s.conn.Close() }
+func (s *session) close() { _ = broker.CloseConn(s.conn) }
 
 // leaving reads a queue that messages will be left in, and refuses one
 // whose delivery limit would lose them.
