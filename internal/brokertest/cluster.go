@@ -116,6 +116,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if err == nil {
 		err = c.joinStrays(ctx)
 	}
+	if err == nil {
+		err = c.waitQuorumReady(ctx)
+	}
 	if err != nil {
 		c.Kill()
 		return nil, err
@@ -135,6 +138,18 @@ func (c *Cluster) joinStrays(ctx context.Context) error {
 			continue
 		}
 		if err := n.JoinCluster(ctx, c.Nodes[0]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitQuorumReady waits until every node can start a quorum queue with a
+// member on each node (Broker.WaitQuorumReady): the nodes that booted
+// together are listed as running a while before that.
+func (c *Cluster) waitQuorumReady(ctx context.Context) error {
+	for _, b := range c.Brokers {
+		if _, err := b.WaitQuorumReady(ctx, len(c.Brokers)); err != nil {
 			return err
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 )
@@ -125,45 +124,15 @@ func restart(t testing.TB, b *brokertest.Broker) {
 	quorumReady(t, ctx, b)
 }
 
-// quorumReady declares, through b, a quorum queue with a member on each of
-// the cluster's 3 nodes, and deletes it, until that works. A node that has
-// just restarted answers the management API and AMQP before it can: a
-// test's apply through it, at once, failed with INTERNAL_ERROR (the
-// replicas could not all start) on a loaded machine.
+// quorumReady waits until b can declare a quorum queue with a member on
+// every node of the cluster (Broker.WaitQuorumReady).
 func quorumReady(t testing.TB, ctx context.Context, b *brokertest.Broker) {
 	t.Helper()
-	const probe = "clustertest.quorum-ready"
-	var err error
-	for tries := 0; ; tries++ {
-		var conn *amqp.Connection
-		if conn, err = amqp.Dial(b.AMQPURL); err == nil {
-			err = declareAndDelete(conn, probe)
-			conn.Close()
-		}
-		if err == nil {
-			if tries > 0 {
-				t.Logf("%s declared a quorum queue after %d failed tries", b.Node.Name, tries)
-			}
-			return
-		}
-		if pause(ctx, 500*time.Millisecond) != nil {
-			t.Fatalf("%s restarted, but cannot declare a quorum queue: %v", b.Node.Name, err)
-		}
-	}
-}
-
-// declareAndDelete declares the quorum queue name, with a member on each
-// of 3 nodes, in the default vhost, and deletes it.
-func declareAndDelete(conn *amqp.Connection, name string) error {
-	ch, err := conn.Channel()
+	tries, err := b.WaitQuorumReady(ctx, 3)
 	if err != nil {
-		return err
+		t.Fatalf("%s restarted, but %v", b.Node.Name, err)
 	}
-	defer ch.Close()
-	args := amqp.Table{"x-queue-type": "quorum", "x-quorum-initial-group-size": 3}
-	if _, err := ch.QueueDeclare(name, true, false, false, false, args); err != nil {
-		return err
+	if tries > 0 {
+		t.Logf("%s declared a quorum queue after %d failed tries", b.Node.Name, tries)
 	}
-	_, err = ch.QueueDelete(name, false, false, false)
-	return err
 }
