@@ -61,7 +61,9 @@ func DialURL(url string, config amqp.Config) Dialer {
 // Consume consumes queue with h until ctx is cancelled, and returns nil
 // then. It runs the whole loop a service needs: it dials, checks the
 // topology (New), sets the prefetch (WithPrefetch), runs that many
-// handlers in parallel, each settling its delivery through a Retrier, and
+// handlers in parallel, each settling its delivery through a Retrier (a
+// failed delivery's retry or dead-letter copy is confirmed and acked in
+// the background while its handler takes the next delivery), and
 // when the connection or the consumer is lost it reconnects with backoff
 // (WithReconnectBackoff) and resumes. It declares nothing.
 //
@@ -183,7 +185,6 @@ func (c *consumer) serve(ctx context.Context, ch *amqp.Channel, deliveries feed,
 	hctx, cancel := c.handlerContext(ctx)
 	defer cancel()
 	var stopping atomic.Bool
-	process := r.Handle(c.h)
 	var wg sync.WaitGroup
 	for range c.o.prefetch {
 		wg.Go(func() {
@@ -193,7 +194,7 @@ func (c *consumer) serve(ctx context.Context, ch *amqp.Channel, deliveries feed,
 					r.giveBack(d) // prefetched, never started
 					continue
 				}
-				_, _ = process(hctx, d)
+				c.process(hctx, r, d, &wg)
 			}
 		})
 	}
@@ -217,6 +218,28 @@ func (c *consumer) serve(ctx context.Context, ch *amqp.Channel, deliveries feed,
 		<-finished
 		return nil
 	}
+}
+
+// process runs the handler on d and settles d. A failed delivery's
+// settling (publishing its retry or dead-letter copy, waiting for the
+// broker's confirmation, then acking) goes on in a goroutine of its own,
+// counted in wg, so that the handler takes its next delivery at once: a
+// confirmation can take hundreds of milliseconds when the broker syncs
+// its log, and with one handler every retry due meanwhile waited behind it
+// (docs/benchmarks.md, "Retries behind a backlog"). How many settle at
+// once is bounded by the deliveries the broker lets the consumer hold
+// unacknowledged (its prefetches); each is acked only after its copy was
+// confirmed, as before.
+func (c *consumer) process(ctx context.Context, r *Retrier, d amqp.Delivery, wg *sync.WaitGroup) {
+	start := time.Now()
+	err := r.run(ctx, c.h, d)
+	took := time.Since(start)
+	if err == nil || cancelled(ctx, err) {
+		_, _ = r.settle(ctx, d, err, took)
+		return
+	}
+	// The caller's own count keeps wg above zero until this Add.
+	wg.Go(func() { _, _ = r.settle(ctx, d, err, took) })
 }
 
 // handlerContext is the handlers' context: it keeps ctx's values and is

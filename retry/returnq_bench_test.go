@@ -272,8 +272,33 @@ func (r *backlogRun) run(b *testing.B) {
 		}
 		r.late[a-2] = append(r.late[a-2], at.Sub(prev)-r.delay(a-2))
 	}
+	r.dump(b, start, failed, arrived)
 	for _, l := range r.late {
 		slices.Sort(l)
+	}
+}
+
+// dump appends, when $RMQTOPO_BENCH_LATE_CSV names a file, one line per
+// delivery of the run (run, attempt, ms from the start to its arrival,
+// ms late or -1 for a first attempt), to see whether late retries come together (a broker pause) or
+// spread over the run.
+func (r *backlogRun) dump(b *testing.B, start time.Time, failed, arrived map[string]time.Time) {
+	path := os.Getenv("RMQTOPO_BENCH_LATE_CSV")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	for key, at := range arrived {
+		id, a := splitKey(key)
+		late := int64(-1) // a first attempt
+		if prev, ok := failed[id+"/"+strconv.Itoa(a-1)]; ok && a >= 2 {
+			late = (at.Sub(prev) - r.delay(a-2)).Milliseconds()
+		}
+		fmt.Fprintf(f, "%s,%d,%d,%d\n", r.name(), a, at.Sub(start).Milliseconds(), late)
 	}
 }
 
