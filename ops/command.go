@@ -16,8 +16,8 @@ import (
 
 // The dead-letter commands, each one call: connect, check the queues,
 // run the passes. Log (stderr) gets their notes, the passes' progress
-// about once a second and their warnings; what they return is the view
-// (Shown, WriteResults).
+// about once a second and their warnings; what they return is plain data
+// (Shown, Result), which render draws for stdout.
 
 // session is what one command holds open.
 type session struct {
@@ -252,4 +252,11 @@ func warn(w io.Writer, r Result) {
 	for _, msg := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s: %s\n", r.Queue, msg)
 	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

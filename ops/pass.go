@@ -20,10 +20,6 @@ type Decision struct {
 	Note string
 }
 
-// NoteUnreadable is the note of a message left in place because its
-// x-death header could not be read.
-const NoteUnreadable = "unreadable x-death, left in place"
-
 // Pass is one scan of a queue that moves some messages to a target queue
 // and leaves every other message in place, in order. See the package
 // documentation for how and why.
@@ -59,34 +55,6 @@ type Pass struct {
 
 // DefaultWindow is the default number of deliveries a pass holds at once.
 const DefaultWindow = 1000
-
-// Result counts what a pass did.
-type Result struct {
-	Queue  string `json:"queue"`
-	Target string `json:"target,omitempty"`
-	// Depth is the number of ready messages when the pass started.
-	Depth   int `json:"depth"`
-	Scanned int `json:"scanned"`
-	Moved   int `json:"moved"`
-	// Left counts examined messages left in place by choice, LeftBy by note.
-	Left   int            `json:"left"`
-	LeftBy map[string]int `json:"left_by,omitempty"`
-	// Failed counts messages chosen for a move that stayed in the source
-	// because the move was not confirmed (nacked, returned, interrupted).
-	Failed int `json:"failed"`
-	// Unexamined counts deliveries that arrived past the end of the pass;
-	// they were requeued untouched.
-	Unexamined int `json:"unexamined,omitempty"`
-	// Stopped says why the pass ended before examining Depth messages.
-	Stopped  string   `json:"stopped,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
-	// ResetHeaders names the headers the move dropped from the messages
-	// it moved (replay: see ReplayHeaders); every other header was kept.
-	ResetHeaders []string `json:"reset_headers,omitempty"`
-}
-
-// Unreadable counts messages left in place because of their x-death header.
-func (r Result) Unreadable() int { return r.LeftBy[NoteUnreadable] }
 
 // FormatProgress renders a pass's progress for stderr.
 func FormatProgress(r Result, elapsed time.Duration) string {

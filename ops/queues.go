@@ -69,3 +69,18 @@ func Glob(pattern, name string) bool {
 	}
 	return pi == len(p)
 }
+
+// LookingIsDelivery says when reading a queue counts as a delivery: a
+// quorum queue counts every delivery of a message, requeued or not, in
+// its x-delivery-count and against its delivery limit. Classic queues
+// count nothing.
+func LookingIsDelivery(q Queue) string {
+	if q.Type != "quorum" {
+		return ""
+	}
+	limit := ""
+	if n := q.DeliveryLimit; n > 0 {
+		limit = fmt.Sprintf(", towards its delivery limit of %d", n)
+	}
+	return fmt.Sprintf("note: %q is a quorum queue: reading it is a delivery, so each message read gets x-delivery-count one higher%s", q.Name, limit)
+}

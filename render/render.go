@@ -1,7 +1,8 @@
 // Package render turns specs, topologies and plans into the text people and
 // tools read: RabbitMQ definitions JSON, Mermaid and Graphviz diagrams,
 // retry schedules, Messaging Topology Operator objects and Terraform HCL,
-// and plans as text, JSON and Markdown.
+// plans as text, JSON and Markdown, and the views of `rmqtopo status` and
+// the dlq commands as text and JSON.
 //
 // Rendering is pure: it never talks to a broker, so everything here works in
 // a pull-request job without credentials, and every output is golden-filed.

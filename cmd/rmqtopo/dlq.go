@@ -10,6 +10,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/ops"
+	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
 )
 
@@ -58,9 +59,9 @@ func (c *dlqShowCmd) Run(e *env) error {
 		return err
 	}
 	if c.Format == "json" {
-		return shown.WriteJSON(e.stdout)
+		return render.DLQShowJSON(e.stdout, shown)
 	}
-	return shown.WriteText(e.stdout)
+	return render.DLQShowText(e.stdout, shown)
 }
 
 type dlqReplayCmd struct {
@@ -197,7 +198,11 @@ func (q *opsQueueFlags) finish(e *env, results []ops.Result, err error) error {
 	if results == nil {
 		return err
 	}
-	werr := ops.WriteResults(e.stdout, q.Format == "json", results)
+	write := render.DLQResultsText
+	if q.Format == "json" {
+		write = render.DLQResultsJSON
+	}
+	werr := write(e.stdout, results)
 	if err := ops.MovesError(results, err); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/internal/status"
+	"github.com/rmqtopo/rmqtopo/render"
 )
 
 type statusCmd struct {
@@ -37,9 +38,9 @@ func (c *statusCmd) Run(e *env) (err error) {
 		return err
 	}
 	if c.Format == "json" {
-		err = st.WriteJSON(e.stdout)
+		err = render.StatusJSON(e.stdout, st)
 	} else {
-		err = st.WriteText(e.stdout, e.color)
+		err = render.StatusText(e.stdout, st, e.color)
 	}
 	if err != nil {
 		return err

@@ -31,6 +31,10 @@ func TestLayering(t *testing.T) {
 		{"ops", []string{module + "spec", module + "plan"}},
 		// Rendering never talks to a broker.
 		{"render", []string{module + "internal/broker", "net/http"}},
+		// What render draws of status and the dlq commands is plain data,
+		// kept apart from the packages that read the broker to make it.
+		{"internal/statusdata", []string{module + "internal/broker", "net"}},
+		{"internal/opsdata", []string{module + "internal/broker", "net", "github.com/rabbitmq/amqp091-go"}},
 		// apply executes plans; it never re-diffs against a spec.
 		{"apply", []string{module + "spec", module + "internal/broker"}},
 	}

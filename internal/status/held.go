@@ -20,11 +20,6 @@ import (
 // first ones was forwarded, unless new ones replaced them as fast as they
 // left: an approximation, which docs/operations.md spells out.
 
-// FlagStuck marks a wait queue that held dead-letters and forwarded none
-// of them while status re-read it for the held margin: its oldest held
-// dead-letter has waited at least its TTL plus the margin.
-const FlagStuck = "dead-letters-stuck"
-
 // HeldQueue is a wait queue and the dead-letters it holds.
 type HeldQueue struct {
 	Vhost string
@@ -34,7 +29,7 @@ type HeldQueue struct {
 
 // HeldQueues returns the wait queues of s that hold dead-letters, each once
 // however many work queues share it, in the order of the tables.
-func (s Report) HeldQueues() []HeldQueue {
+func HeldQueues(s Report) []HeldQueue {
 	var out []HeldQueue
 	seen := map[vhostQueue]bool{}
 	for _, wq := range s.Queues {
@@ -128,9 +123,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// MarkStuck records that status watched the held wait queues for margin,
-// and flags and counts the stuck ones on every row that shows them.
-func (s *Report) MarkStuck(margin time.Duration, stuck []HeldQueue) {
+// MarkStuck records in s that status watched the held wait queues for
+// margin, and flags and counts the stuck ones on every row that shows them.
+func MarkStuck(s *Report, margin time.Duration, stuck []HeldQueue) {
 	s.HeldMargin = margin.String()
 	counts := map[vhostQueue]int64{}
 	for _, q := range stuck {

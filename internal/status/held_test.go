@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
 )
 
@@ -77,7 +78,7 @@ func heldStatus(t *testing.T) Report {
 
 func TestHeldQueues(t *testing.T) {
 	want := []HeldQueue{{"v", "rmqtopo.wait.1s", 10}, {"v", "rmqtopo.wait.1m", 3}}
-	if diff := cmp.Diff(want, heldStatus(t).HeldQueues()); diff != "" {
+	if diff := cmp.Diff(want, HeldQueues(heldStatus(t))); diff != "" {
 		t.Errorf("held queues, the shared one once (-want +got):\n%s", diff)
 	}
 }
@@ -149,7 +150,7 @@ func TestHeldWatch(t *testing.T) {
 
 func TestMarkStuck(t *testing.T) {
 	st := heldStatus(t)
-	st.MarkStuck(30*time.Second, []HeldQueue{{"v", "rmqtopo.wait.1s", 11}})
+	MarkStuck(&st, 30*time.Second, []HeldQueue{{"v", "rmqtopo.wait.1s", 11}})
 	var flagged []string
 	for _, wq := range st.Queues {
 		for _, q := range wq.Queues {
@@ -169,10 +170,10 @@ func TestMarkStuck(t *testing.T) {
 		t.Errorf("summary %+v, margin %q: want 1 queue, 11 stuck, 30s", st.Summary, st.HeldMargin)
 	}
 	var text, js bytes.Buffer
-	if err := st.WriteText(&text, false); err != nil {
+	if err := render.StatusText(&text, st, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.WriteJSON(&js); err != nil {
+	if err := render.StatusJSON(&js, st); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"13 dead-letters held in wait queues", "1 wait queue forwarded none of 11 held dead-letters in 30s (stuck)"} {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -36,7 +37,7 @@ queues:
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
 	var text bytes.Buffer
-	if err := st.WriteText(&text, false); err != nil {
+	if err := render.StatusText(&text, st, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{

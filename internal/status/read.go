@@ -72,7 +72,7 @@ func Read(ctx context.Context, b Broker, files []*spec.File, opts Options) (Repo
 		}
 	}
 	st := Build(files, stats, live)
-	if err := st.watchHeld(ctx, b, opts); err != nil {
+	if err := watchHeld(ctx, &st, b, opts); err != nil {
 		return Report{}, fmt.Errorf("status: re-reading wait queues that hold dead-letters: %w", err)
 	}
 	return st, nil
@@ -87,8 +87,8 @@ func isNotFound(err error) bool {
 // margin and flags those that forwarded none (HeldWatch). It does not
 // wait when the exit code is already certain without the re-read: a
 // finding that ranks above stuck dead-letters decides it.
-func (s *Report) watchHeld(ctx context.Context, b Broker, opts Options) error {
-	held := s.HeldQueues()
+func watchHeld(ctx context.Context, s *Report, b Broker, opts Options) error {
+	held := HeldQueues(*s)
 	if opts.HeldMargin <= 0 || len(held) == 0 {
 		return nil
 	}
@@ -119,51 +119,13 @@ func (s *Report) watchHeld(ctx context.Context, b Broker, opts Options) error {
 	if err != nil {
 		return err
 	}
-	s.MarkStuck(opts.HeldMargin, stuck)
+	MarkStuck(s, opts.HeldMargin, stuck)
 	return nil
 }
 
-// The exit codes of `status --exit-code`, part of the CLI's contract
-// (docs/exit-codes.md; cmd/rmqtopo's exitcodes.go lists them with the
-// others).
-const (
-	ExitDLQNotEmpty      = 3
-	ExitMissing          = 5
-	ExitDrift            = 6
-	ExitDeadLettersStuck = 7
-)
-
-// ExitCode picks the code of the most urgent finding: messages waiting in
-// a DLQ (someone must look at them), then missing objects (the topology is
-// not there: messages may be unroutable, and a missing work queue is
-// itself a reason dead-letters cannot be forwarded), then stuck
-// dead-letters (retries not happening now), then drift; 0 for none.
-func (s Report) ExitCode() int {
-	missing := s.Summary.MissingQueues > 0
-	for _, d := range s.Drift {
-		missing = missing || d.Action == plan.Create
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
 	}
-	switch {
-	case s.DLQHasMessages():
-		return ExitDLQNotEmpty
-	case missing:
-		return ExitMissing
-	case s.Summary.WaitQueuesStuck > 0:
-		return ExitDeadLettersStuck
-	case s.Summary.DriftedObjects > 0:
-		return ExitDrift
-	}
-	return 0
-}
-
-// HeldWaitMatters reports whether re-reading the held wait queues can
-// change the exit code, and the code as it stands. It asks ExitCode with
-// none of them stuck and with all of them stuck, so the ranking stays in
-// one place: the two agree when a finding that outranks stuck
-// dead-letters (a DLQ holding messages, missing objects) decides the code.
-func (s Report) HeldWaitMatters(held int) (code int, matters bool) {
-	allStuck := s
-	allStuck.Summary.WaitQueuesStuck = held
-	code = s.ExitCode()
-	return code, allStuck.ExitCode() != code
+	return many
 }

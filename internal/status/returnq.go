@@ -2,16 +2,6 @@ package status
 
 import "github.com/rmqtopo/rmqtopo/spec"
 
-// RoleReturn is a work queue's return queue (contract.ReturnQueue): its
-// ready messages are retries whose delay is over, waiting to be picked up.
-const RoleReturn = "return"
-
-// FlagReturnNotServed marks a return queue holding retries with no
-// consumer: no retry.Consume serves it, so each waits out
-// contract.ReturnQueueHandover before it moves on to the back of its work
-// queue.
-const FlagReturnNotServed = "return-not-served"
-
 // returnRows is q's return queue row, if the spec gives it one.
 func returnRows(q spec.Queue) []QueueStatus {
 	if back := spec.ReturnTo(q); back != q.Name {

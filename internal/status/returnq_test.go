@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
 )
 
@@ -36,7 +37,7 @@ func TestStatusShowsReturnQueue(t *testing.T) {
 		t.Errorf("retries waiting %d; want the 7 ready", st.Summary.RetriesWaiting)
 	}
 	var out bytes.Buffer
-	if err := st.WriteText(&out, false); err != nil {
+	if err := render.StatusText(&out, st, false); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "7 retries waiting in return queues") {

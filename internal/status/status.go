@@ -5,8 +5,9 @@
 // the drift between the live topology and the spec.
 //
 // It is a read, like plan: it takes the spec, the broker's queue listing
-// and the live topology (read by internal/broker), and renders them as a
-// table or as JSON. Drift is plan.Diff's answer, so status and plan always
+// and the live topology (read by internal/broker), and builds them into a
+// Report: plain data (internal/statusdata), which render draws as a table
+// or as JSON. Drift is plan.Diff's answer, so status and plan always
 // agree about what differs. HeldWatch re-reads, through a reader the
 // caller gives, the wait queues that hold dead-letters, to tell the ones
 // that forward none (held.go). Status changes nothing; moving messages is
@@ -14,136 +15,12 @@
 package status
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
-	"strconv"
-	"strings"
-	"text/tabwriter"
-
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
-
-// Roles of a queue in a work queue's retry topology.
-const (
-	RoleWork       = "work"
-	RoleWait       = "wait"
-	RoleDLQ        = "dlq"
-	RoleParkingLot = "parking-lot"
-	// RoleMigration is the temporary queue of a migration in progress
-	// (contract.MigrationQueue): it holds the queue's messages until the
-	// migration, resumed by the next apply, moves them back.
-	RoleMigration = "migration"
-)
-
-// Flags status raises on a queue.
-const (
-	FlagDLQNotEmpty = "dlq-not-empty"
-	FlagNoConsumers = "no-consumers"
-	FlagMissing     = "missing"
-	FlagDrift       = "drift"
-	FlagMigrating   = "migration-in-progress"
-	// FlagHeld marks a wait queue holding expired messages that the broker
-	// has not yet dead-lettered to their work queue: a quorum queue's
-	// at-least-once dead-lettering waits for the target to confirm, which
-	// after a node loss can take the broker's
-	// dead_letter_worker_publisher_confirm_timeout (docs/operations.md).
-	FlagHeld = "dead-letters-held"
-)
-
-// FormatVersion is the version of Report's JSON form.
-const FormatVersion = 1
-
-// QueueStatus is one queue of a work queue's topology as the broker sees it.
-type QueueStatus struct {
-	Name string `json:"name"`
-	Role string `json:"role"`
-	// Delay and Retries describe a wait queue: the delay, and the retry
-	// numbers that wait in it (1 for the first retry, whose messages carry
-	// contract.HeaderAttempt "2").
-	Delay   string `json:"delay,omitempty"`
-	Retries []int  `json:"retries,omitempty"`
-	// Shared is set on a wait queue other work queues of the vhost also use,
-	// whose counts are therefore theirs too.
-	Shared   bool  `json:"shared,omitempty"`
-	Present  bool  `json:"present"`
-	Messages int64 `json:"messages"`
-	Ready    int64 `json:"messages_ready"`
-	Unacked  int64 `json:"messages_unacknowledged"`
-	// Held is, for a wait queue, the dead-letters waiting to be forwarded
-	// (broker.QueueInfo.DeadLettersHeld: messages_dlx, or the messages
-	// counted but neither ready nor delivered).
-	Held int64 `json:"dead_letters_held,omitempty"`
-	// Stuck is, for a wait queue flagged FlagStuck, the dead-letters it
-	// held at the last reading of the held margin.
-	Stuck       int64    `json:"dead_letters_stuck,omitempty"`
-	Consumers   int64    `json:"consumers"`
-	PublishRate float64  `json:"publish_rate"`
-	DeliverRate float64  `json:"deliver_rate"`
-	Flags       []string `json:"flags,omitempty"`
-	// Drift says how the queue differs from the spec.
-	Drift []string `json:"drift,omitempty"`
-}
-
-// WorkQueueStatus is a work queue of a spec and the queues around it.
-type WorkQueueStatus struct {
-	Vhost  string        `json:"vhost"`
-	File   string        `json:"file"`
-	Queue  string        `json:"queue"`
-	Queues []QueueStatus `json:"queues"`
-}
-
-// DriftItem is one object that differs from the spec.
-type DriftItem struct {
-	Action  plan.Action `json:"action"`
-	Address string      `json:"address"`
-	Reason  string      `json:"reason,omitempty"`
-}
-
-// Report is the status of every queue of a set of specs.
-type Report struct {
-	FormatVersion int               `json:"format_version"`
-	Queues        []WorkQueueStatus `json:"work_queues"`
-	// DriftChecked is false when the live topology was not read; Drift
-	// then says nothing.
-	DriftChecked bool `json:"drift_checked"`
-	// Drift lists the exchanges, bindings, policies and vhosts that differ
-	// from the spec; queues carry their own.
-	Drift []DriftItem `json:"drift,omitempty"`
-	// HeldMargin is how long status re-read the wait queues that held
-	// dead-letters (status --exit-code); empty when it did not.
-	HeldMargin string  `json:"held_margin,omitempty"`
-	Summary    Summary `json:"summary"`
-}
-
-// Summary counts what status flags.
-type Summary struct {
-	DLQsNotEmpty      int   `json:"dlqs_not_empty"`
-	DLQMessages       int64 `json:"dlq_messages"`
-	WithoutConsumers  int   `json:"work_queues_without_consumers"`
-	MissingQueues     int   `json:"missing_queues"`
-	DriftedObjects    int   `json:"drifted_objects"`
-	MessagesInRetries int64 `json:"messages_in_wait_queues"`
-	// Migrations counts the migrations in progress: their temporary
-	// queues exist.
-	Migrations int `json:"migrations_in_progress,omitempty"`
-	// DeadLettersHeld counts the expired messages wait queues hold until
-	// their work queue confirms them (FlagHeld).
-	DeadLettersHeld int64 `json:"dead_letters_held,omitempty"`
-	// WaitQueuesStuck counts the wait queues that forwarded none of their
-	// held dead-letters within the held margin (FlagStuck), and
-	// DeadLettersStuck what they held at the last reading.
-	WaitQueuesStuck  int   `json:"wait_queues_stuck,omitempty"`
-	DeadLettersStuck int64 `json:"dead_letters_stuck,omitempty"`
-	// RetriesWaiting counts the ready messages of return queues: retries
-	// whose delay is over, waiting to be picked up (RoleReturn).
-	RetriesWaiting int64 `json:"retries_waiting,omitempty"`
-}
 
 // Build puts together the spec, the queue counts the management API
 // reported per vhost, and (when live is not nil) the drift between the live
@@ -153,7 +30,7 @@ func Build(files []*spec.File, stats map[string][]broker.QueueInfo, live *topolo
 	b := builder{
 		st:      &st,
 		stats:   map[vhostQueue]broker.QueueInfo{},
-		drift:   st.addDrift(files, live),
+		drift:   addDrift(&st, files, live),
 		users:   waitQueueUsers(files),
 		counted: map[vhostQueue]bool{},
 	}
@@ -178,7 +55,7 @@ type vhostQueue [2]string
 // so that status drift is plan drift: it lists the objects other than
 // queues that differ in s.Drift, counts all of them, and returns each
 // queue's drift. Without live it does nothing.
-func (s *Report) addDrift(files []*spec.File, live *topology.State) map[vhostQueue][]string {
+func addDrift(s *Report, files []*spec.File, live *topology.State) map[vhostQueue][]string {
 	queueDrift := map[vhostQueue][]string{}
 	if live == nil {
 		return queueDrift
@@ -326,162 +203,4 @@ func waitQueues(s *spec.Spec, q spec.Queue) []QueueStatus {
 		out = append(out, QueueStatus{Name: step.Via, Role: RoleWait, Delay: contract.FormatDelay(step.Delay), Retries: []int{retry}})
 	}
 	return out
-}
-
-// DLQHasMessages reports whether any DLQ of the status holds messages.
-func (s Report) DLQHasMessages() bool { return s.Summary.DLQsNotEmpty > 0 }
-
-// WriteJSON writes the status as one indented JSON document.
-func (s Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
-}
-
-// WriteText writes the status as a table per work queue, then the drift
-// and a summary line. color highlights flags.
-func (s Report) WriteText(w io.Writer, color bool) error {
-	if err := s.writeTables(w, color); err != nil {
-		return err
-	}
-	if len(s.Drift) > 0 {
-		fmt.Fprintf(w, "\n%s:\n", paint(color, "33", fmt.Sprintf("%d other %s differ from the spec", len(s.Drift), plural(len(s.Drift), "object", "objects"))))
-		for _, d := range s.Drift {
-			line := fmt.Sprintf("  %s %s", d.Action, d.Address)
-			if d.Reason != "" {
-				line += " (" + d.Reason + ")"
-			}
-			fmt.Fprintln(w, line)
-		}
-	}
-	_, err := fmt.Fprintf(w, "\n%s\n", s.summaryLine(color))
-	return err
-}
-
-// paint colours text with an ANSI colour code when color is set.
-func paint(color bool, code, text string) string {
-	if !color || text == "" {
-		return text
-	}
-	return "\x1b[" + code + "m" + text + "\x1b[0m"
-}
-
-// writeTables writes one table per work queue, each row aligned across
-// all tables, followed by the drift of its queues.
-func (s Report) writeTables(w io.Writer, color bool) error {
-	var table bytes.Buffer
-	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
-	for i, wq := range s.Queues {
-		if i > 0 {
-			fmt.Fprintln(tw)
-		}
-		fmt.Fprintf(tw, "queue %s (vhost %s, %s)\n", wq.Queue, wq.Vhost, wq.File)
-		fmt.Fprintln(tw, "  QUEUE\tROLE\tMESSAGES\tREADY\tUNACKED\tCONSUMERS\tIN/S\tOUT/S\tFLAGS")
-		for _, q := range wq.Queues {
-			writeRow(tw, q, color)
-		}
-		for _, q := range wq.Queues {
-			for _, d := range q.Drift {
-				fmt.Fprintf(tw, "  drift: queue %s: %s\n", q.Name, d)
-			}
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	// A row without flags ends in padding.
-	for _, line := range strings.SplitAfter(table.String(), "\n") {
-		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+strings.Repeat("\n", strings.Count(line, "\n"))); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeRow writes one queue's row of a table.
-func writeRow(tw io.Writer, q QueueStatus, color bool) {
-	role := q.Role
-	if q.Role == RoleWait {
-		role = fmt.Sprintf("wait %s (%s %s)", q.Delay, plural(len(q.Retries), "retry", "retries"), joinInts(q.Retries))
-		if q.Shared {
-			role += ", shared"
-		}
-	}
-	var flags []string
-	for _, f := range q.Flags {
-		code := "33" // yellow
-		if f == FlagDLQNotEmpty || f == FlagMissing || f == FlagStuck {
-			code = "31" // red
-		}
-		flags = append(flags, paint(color, code, f))
-	}
-	if !q.Present {
-		fmt.Fprintf(tw, "  %s\t%s\t-\t-\t-\t-\t-\t-\t%s\n", q.Name, role, strings.Join(flags, " "))
-		return
-	}
-	fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", q.Name, role, q.Messages, q.Ready, q.Unacked,
-		q.Consumers, rate(q.PublishRate), rate(q.DeliverRate), strings.Join(flags, " "))
-}
-
-// summaryLine says in one line what the status found.
-func (s Report) summaryLine(color bool) string {
-	sum := s.Summary
-	parts := []string{fmt.Sprintf("%d work %s", len(s.Queues), plural(len(s.Queues), "queue", "queues"))}
-	if sum.DLQsNotEmpty > 0 {
-		parts = append(parts, paint(color, "31", fmt.Sprintf("%d %s holding %d %s", sum.DLQsNotEmpty, plural(sum.DLQsNotEmpty, "DLQ", "DLQs"), sum.DLQMessages, plural(int(sum.DLQMessages), "message", "messages"))))
-	} else {
-		parts = append(parts, "DLQs empty")
-	}
-	if sum.WithoutConsumers > 0 {
-		parts = append(parts, fmt.Sprintf("%d without consumers", sum.WithoutConsumers))
-	}
-	if sum.MissingQueues > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s missing", sum.MissingQueues, plural(sum.MissingQueues, "queue", "queues")))
-	}
-	if sum.DeadLettersHeld > 0 {
-		parts = append(parts, paint(color, "33", fmt.Sprintf("%d dead-%s held in wait queues (waiting for their work queue to confirm them)",
-			sum.DeadLettersHeld, plural(int(sum.DeadLettersHeld), "letter", "letters"))))
-	}
-	if sum.WaitQueuesStuck > 0 {
-		parts = append(parts, paint(color, "31", fmt.Sprintf("%d wait %s forwarded none of %d held dead-%s in %s (stuck)",
-			sum.WaitQueuesStuck, plural(sum.WaitQueuesStuck, "queue", "queues"), sum.DeadLettersStuck,
-			plural(int(sum.DeadLettersStuck), "letter", "letters"), s.HeldMargin)))
-	}
-	if sum.RetriesWaiting > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s waiting in return queues", sum.RetriesWaiting, plural(int(sum.RetriesWaiting), "retry", "retries")))
-	}
-	if sum.Migrations > 0 {
-		parts = append(parts, paint(color, "33", fmt.Sprintf("%d %s in progress (rmqtopo apply finishes it)", sum.Migrations, plural(sum.Migrations, "migration", "migrations"))))
-	}
-	switch {
-	case !s.DriftChecked:
-		parts = append(parts, "drift not checked")
-	case sum.DriftedObjects > 0:
-		parts = append(parts, fmt.Sprintf("%d drifted %s (see rmqtopo plan)", sum.DriftedObjects, plural(sum.DriftedObjects, "object", "objects")))
-	default:
-		parts = append(parts, "no drift")
-	}
-	return strings.Join(parts, ", ")
-}
-
-func rate(r float64) string {
-	if r == 0 {
-		return "0"
-	}
-	return strconv.FormatFloat(r, 'f', 1, 64)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-func joinInts(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
 }

@@ -1,0 +1,48 @@
+package statusdata
+
+import "github.com/rmqtopo/rmqtopo/plan"
+
+// The exit codes of `status --exit-code`, part of the CLI's contract
+// (docs/exit-codes.md; cmd/rmqtopo's exitcodes.go lists them with the
+// others).
+const (
+	ExitDLQNotEmpty      = 3
+	ExitMissing          = 5
+	ExitDrift            = 6
+	ExitDeadLettersStuck = 7
+)
+
+// ExitCode picks the code of the most urgent finding: messages waiting in
+// a DLQ (someone must look at them), then missing objects (the topology is
+// not there: messages may be unroutable, and a missing work queue is
+// itself a reason dead-letters cannot be forwarded), then stuck
+// dead-letters (retries not happening now), then drift; 0 for none.
+func (s Report) ExitCode() int {
+	missing := s.Summary.MissingQueues > 0
+	for _, d := range s.Drift {
+		missing = missing || d.Action == plan.Create
+	}
+	switch {
+	case s.DLQHasMessages():
+		return ExitDLQNotEmpty
+	case missing:
+		return ExitMissing
+	case s.Summary.WaitQueuesStuck > 0:
+		return ExitDeadLettersStuck
+	case s.Summary.DriftedObjects > 0:
+		return ExitDrift
+	}
+	return 0
+}
+
+// HeldWaitMatters reports whether re-reading the held wait queues can
+// change the exit code, and the code as it stands. It asks ExitCode with
+// none of them stuck and with all of them stuck, so the ranking stays in
+// one place: the two agree when a finding that outranks stuck
+// dead-letters (a DLQ holding messages, missing objects) decides the code.
+func (s Report) HeldWaitMatters(held int) (code int, matters bool) {
+	allStuck := s
+	allStuck.Summary.WaitQueuesStuck = held
+	code = s.ExitCode()
+	return code, allStuck.ExitCode() != code
+}

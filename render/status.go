@@ -1,0 +1,164 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rmqtopo/rmqtopo/internal/statusdata"
+)
+
+// The views of `rmqtopo status`: a status report (built by
+// internal/status) as a table per work queue, or as JSON.
+
+// StatusJSON writes a status report as one indented JSON document.
+func StatusJSON(w io.Writer, s statusdata.Report) error {
+	return writeJSON(w, s)
+}
+
+// StatusText writes a status report as a table per work queue, then the
+// drift and a summary line. color highlights flags.
+func StatusText(w io.Writer, s statusdata.Report, color bool) error {
+	p := planPalette{on: color}
+	if err := statusTables(w, s, p); err != nil {
+		return err
+	}
+	if len(s.Drift) > 0 {
+		fmt.Fprintf(w, "\n%s:\n", p.wrap("33", fmt.Sprintf("%d other %s differ from the spec", len(s.Drift), plural(len(s.Drift), "object", "objects"))))
+		for _, d := range s.Drift {
+			line := fmt.Sprintf("  %s %s", d.Action, d.Address)
+			if d.Reason != "" {
+				line += " (" + d.Reason + ")"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", statusSummary(s, p))
+	return err
+}
+
+// statusTables writes one table per work queue, each row aligned across
+// all tables, followed by the drift of its queues.
+func statusTables(w io.Writer, s statusdata.Report, p planPalette) error {
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	for i, wq := range s.Queues {
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		fmt.Fprintf(tw, "queue %s (vhost %s, %s)\n", wq.Queue, wq.Vhost, wq.File)
+		fmt.Fprintln(tw, "  QUEUE\tROLE\tMESSAGES\tREADY\tUNACKED\tCONSUMERS\tIN/S\tOUT/S\tFLAGS")
+		for _, q := range wq.Queues {
+			statusRow(tw, q, p)
+		}
+		for _, q := range wq.Queues {
+			for _, d := range q.Drift {
+				fmt.Fprintf(tw, "  drift: queue %s: %s\n", q.Name, d)
+			}
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// A row without flags ends in padding.
+	for _, line := range strings.SplitAfter(table.String(), "\n") {
+		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+strings.Repeat("\n", strings.Count(line, "\n"))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// statusRow writes one queue's row of a table.
+func statusRow(tw io.Writer, q statusdata.QueueStatus, p planPalette) {
+	role := q.Role
+	if q.Role == statusdata.RoleWait {
+		role = fmt.Sprintf("wait %s (%s %s)", q.Delay, plural(len(q.Retries), "retry", "retries"), joinInts(q.Retries))
+		if q.Shared {
+			role += ", shared"
+		}
+	}
+	var flags []string
+	for _, f := range q.Flags {
+		code := "33" // yellow
+		if f == statusdata.FlagDLQNotEmpty || f == statusdata.FlagMissing || f == statusdata.FlagStuck {
+			code = "31" // red
+		}
+		flags = append(flags, p.wrap(code, f))
+	}
+	if !q.Present {
+		fmt.Fprintf(tw, "  %s\t%s\t-\t-\t-\t-\t-\t-\t%s\n", q.Name, role, strings.Join(flags, " "))
+		return
+	}
+	fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", q.Name, role, q.Messages, q.Ready, q.Unacked,
+		q.Consumers, rate(q.PublishRate), rate(q.DeliverRate), strings.Join(flags, " "))
+}
+
+// statusSummary says in one line what the status found.
+func statusSummary(s statusdata.Report, p planPalette) string {
+	sum := s.Summary
+	parts := []string{fmt.Sprintf("%d work %s", len(s.Queues), plural(len(s.Queues), "queue", "queues"))}
+	if sum.DLQsNotEmpty > 0 {
+		parts = append(parts, p.wrap("31", fmt.Sprintf("%d %s holding %d %s", sum.DLQsNotEmpty, plural(sum.DLQsNotEmpty, "DLQ", "DLQs"), sum.DLQMessages, plural(int(sum.DLQMessages), "message", "messages"))))
+	} else {
+		parts = append(parts, "DLQs empty")
+	}
+	if sum.WithoutConsumers > 0 {
+		parts = append(parts, fmt.Sprintf("%d without consumers", sum.WithoutConsumers))
+	}
+	if sum.MissingQueues > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s missing", sum.MissingQueues, plural(sum.MissingQueues, "queue", "queues")))
+	}
+	if sum.DeadLettersHeld > 0 {
+		parts = append(parts, p.wrap("33", fmt.Sprintf("%d dead-%s held in wait queues (waiting for their work queue to confirm them)",
+			sum.DeadLettersHeld, plural(int(sum.DeadLettersHeld), "letter", "letters"))))
+	}
+	if sum.WaitQueuesStuck > 0 {
+		parts = append(parts, p.wrap("31", fmt.Sprintf("%d wait %s forwarded none of %d held dead-%s in %s (stuck)",
+			sum.WaitQueuesStuck, plural(sum.WaitQueuesStuck, "queue", "queues"), sum.DeadLettersStuck,
+			plural(int(sum.DeadLettersStuck), "letter", "letters"), s.HeldMargin)))
+	}
+	if sum.RetriesWaiting > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s waiting in return queues", sum.RetriesWaiting, plural(int(sum.RetriesWaiting), "retry", "retries")))
+	}
+	if sum.Migrations > 0 {
+		parts = append(parts, p.wrap("33", fmt.Sprintf("%d %s in progress (rmqtopo apply finishes it)", sum.Migrations, plural(sum.Migrations, "migration", "migrations"))))
+	}
+	switch {
+	case !s.DriftChecked:
+		parts = append(parts, "drift not checked")
+	case sum.DriftedObjects > 0:
+		parts = append(parts, fmt.Sprintf("%d drifted %s (see rmqtopo plan)", sum.DriftedObjects, plural(sum.DriftedObjects, "object", "objects")))
+	default:
+		parts = append(parts, "no drift")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// rate is a per-second rate to one decimal; an idle queue shows a bare 0.
+func rate(r float64) string {
+	if r == 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(r, 'f', 1, 64)
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// writeJSON writes v as one indented JSON document, as the status and
+// dlq views' JSON always was.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
