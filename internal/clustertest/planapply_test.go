@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 )
 
