@@ -107,7 +107,9 @@ var brokerErrors = apply.Errors{
 // error stops the apply before anything is written.
 func (c *applyCmd) review(e *env, client *broker.Client, saved bool, specs map[string]string, p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error) {
 	// apply has no --rabbitmq-version: it judges by the broker it writes to.
-	diags, err := checkPlan(e, p, st, client, rabbitVersionFlag{}, "broker", plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs}, true)
+	diags, err := review(e, p, st, client, plan.ReviewOptions{
+		Check: plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs}, From: "broker", Writer: true,
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,10 @@ func (c *planCmd) Run(e *env) (err error) {
 	if c.Against != "" {
 		from = "export"
 	}
-	diags, err := checkPlan(e, &p, st, client, c.Version, from, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs}, false)
+	diags, err := review(e, &p, st, client, plan.ReviewOptions{
+		Check:           plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs},
+		RabbitMQVersion: c.Version.RabbitMQVersion, From: from,
+	})
 	if err != nil {
 		return err
 	}
