@@ -328,6 +328,7 @@ func (c *consumer) run(ctx context.Context) {
 			r.channelGone(e, ok)
 			return
 		}
+		c.relay() // a delivery or a failed move may have filled the window
 	}
 }
 
@@ -367,15 +368,29 @@ func (c *consumer) take(d *amqp.Delivery) {
 	} else {
 		r.examine(d)
 	}
-	if c.unacked() >= r.p.Window {
+}
+
+// relay cancels the consumer once it holds a full window of messages the
+// pass leaves or failed to move: nothing more can come to it. Its moves
+// are settled first, since the next consumer counts its window from its
+// own. If the pass goes on, a fresh consumer gets a fresh window. Moves in
+// flight do not count: their acks free the window, and waiting for them
+// at every full window would stop the pipeline.
+func (c *consumer) relay() {
+	r := c.r
+	if !c.cancelled && c.unacked()-r.outstanding() >= r.p.Window {
 		r.flush()
-	}
-	if c.unacked() >= r.p.Window {
-		// A full window of held messages: nothing more can come to this
-		// consumer, so it can go. If the pass goes on, a fresh consumer
-		// gets a fresh window.
 		c.cancel()
 	}
+}
+
+// outstanding counts the moves in flight: published, not yet acked or
+// given up.
+func (r *run) outstanding() int {
+	if r.conf == nil {
+		return 0
+	}
+	return r.conf.outstanding()
 }
 
 // see notes a delivery tag. The channel numbers deliveries 1, 2, 3... in
