@@ -6,13 +6,15 @@
 //
 // # Moves
 //
-// Every move is a Pass over one queue. A message to move is published to
-// the target queue through the default exchange, persistent and mandatory,
-// on a channel in confirm mode, and acked in the source only after the
-// broker confirmed the copy. A copy that is nacked, returned as unroutable,
-// or not confirmed in time leaves its source unacked, and so in the queue.
-// A crash at any point leaves at most one extra copy per message (confirmed
-// but not yet acked), never a loss.
+// Every move is a Pass over one queue, run by internal/move, the engine
+// migrations use too. A message to move is published to the target queue
+// through the default exchange, persistent and mandatory, on a channel in
+// confirm mode, and acked in the source only after the broker confirmed
+// the copy. A copy that is nacked, returned as unroutable, or not
+// confirmed in time leaves its source unacked, and so in the queue, and
+// stops the moves: a return does not say which publish it answers, so no
+// later confirm can be trusted. A crash at any point leaves at most one
+// extra copy per message (confirmed but not yet acked), never a loss.
 //
 // # Leaving messages in place, in order
 //
