@@ -11,6 +11,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/internal/progress"
 )
 
@@ -237,7 +238,7 @@ func MovesError(results []Result, err error) error {
 		return errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	if failed := Sum(results).Failed; failed > 0 {
-		return fmt.Errorf("%d %s could not be moved and stayed where they were", failed, plural(failed, "message", "messages"))
+		return fmt.Errorf("%d %s could not be moved and stayed where they were", failed, english.Plural(failed, "message", "messages"))
 	}
 	return nil
 }
@@ -252,11 +253,4 @@ func warn(w io.Writer, r Result) {
 	for _, msg := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s: %s\n", r.Queue, msg)
 	}
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/rmqtopo/rmqtopo/internal/english"
 )
 
 // CodeInfo is what every part of rmqtopo knows about one diagnostic code:
@@ -110,11 +112,11 @@ func BlockingError(cmd string, b []Diagnostic) error {
 	switch {
 	case risky == len(b):
 		return fmt.Errorf("%s: %d %s messages at risk (%s); apply refuses without --allow-destroy",
-			cmd, len(b), plural(len(b), "change puts", "changes put"), codes)
+			cmd, len(b), english.Plural(len(b), "change puts", "changes put"), codes)
 	case refused == len(b):
 		return fmt.Errorf("%s: RabbitMQ would refuse %d %s of this plan (%s); nothing was written: fix the spec (see the errors above)",
-			cmd, len(b), plural(len(b), "change", "changes"), codes)
+			cmd, len(b), english.Plural(len(b), "change", "changes"), codes)
 	}
 	return fmt.Errorf("%s: %d %s cannot be applied (%s); nothing was written: fix the spec (see the errors above)",
-		cmd, len(b), plural(len(b), "change", "changes"), codes)
+		cmd, len(b), english.Plural(len(b), "change", "changes"), codes)
 }

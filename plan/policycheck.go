@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -31,7 +32,7 @@ func checkPolicies(p Plan, opts CheckOptions) []Diagnostic {
 			ds = append(ds, Diagnostic{Code: CodePolicyShadowed, Severity: SeverityWarning, Address: a,
 				Message: fmt.Sprintf("policy %q (priority %d) in vhost %q matches %s, whose rmqtopo policy (priority %d) wins: "+
 					"its keys %s do not apply to %s; narrow its pattern to leave them out, or set the attribute in the spec",
-					c.Policy, c.Priority, c.Vhost, queues, contract.ManagedPolicyPriority, strings.Join(c.Keys, ", "), plural(n, "it", "them"))})
+					c.Policy, c.Priority, c.Vhost, queues, contract.ManagedPolicyPriority, strings.Join(c.Keys, ", "), english.Plural(n, "it", "them"))})
 		case ConflictShadows:
 			sev := SeverityError
 			hint := fmt.Sprintf("; narrow its pattern to leave them out or lower its priority below %d, "+
@@ -47,7 +48,7 @@ func checkPolicies(p Plan, opts CheckOptions) []Diagnostic {
 			ds = append(ds, Diagnostic{Code: CodePolicyApplies, Severity: SeverityInfo, Address: a,
 				Message: fmt.Sprintf("policy %q (priority %d) in vhost %q applies to %s, which %s no rmqtopo policy: its keys %s take effect there "+
 					"(a queue's own arguments win over it, but for the lower numeric limit); narrow its pattern to leave them out, or set the attribute in the spec",
-					c.Policy, c.Priority, c.Vhost, queues, plural(n, "has", "have"), strings.Join(c.Keys, ", "))})
+					c.Policy, c.Priority, c.Vhost, queues, english.Plural(n, "has", "have"), strings.Join(c.Keys, ", "))})
 		case ConflictCapped:
 			var caps []string
 			for _, k := range c.Keys {
@@ -66,10 +67,10 @@ func checkPolicies(p Plan, opts CheckOptions) []Diagnostic {
 func objectList(c PolicyConflict) string {
 	var parts []string
 	if len(c.Queues) > 0 {
-		parts = append(parts, nameList(plural(len(c.Queues), "queue", "queues"), c.Queues))
+		parts = append(parts, nameList(english.Plural(len(c.Queues), "queue", "queues"), c.Queues))
 	}
 	if len(c.Exchanges) > 0 {
-		parts = append(parts, nameList(plural(len(c.Exchanges), "exchange", "exchanges"), c.Exchanges))
+		parts = append(parts, nameList(english.Plural(len(c.Exchanges), "exchange", "exchanges"), c.Exchanges))
 	}
 	return strings.Join(parts, " and ")
 }
@@ -88,13 +89,6 @@ func nameList(kind string, names []string) string {
 		s += fmt.Sprintf(" and %d more", len(names)-show)
 	}
 	return s
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // checkLegacy says, per vhost, which queues keep the shape an earlier
@@ -127,8 +121,8 @@ func checkLegacy(p Plan) []Diagnostic {
 			Message: fmt.Sprintf("%s in vhost %q lack%s arguments the spec wants (%s), as queues an earlier rmqtopo made do, "+
 				"or a queue declared before its dlq was turned on: arguments are immutable, so %s own policy carries them instead, "+
 				"which the broker matches on every declare and policy write (migrate: true on a queue moves them into its arguments, its messages kept)",
-				nameList(plural(n, "queue", "queues"), names), v, plural(n, "s", ""),
-				strings.Join(slices.Sorted(maps.Keys(keys[v])), ", "), plural(n, "its", "each queue's"))})
+				nameList(english.Plural(n, "queue", "queues"), names), v, english.Plural(n, "s", ""),
+				strings.Join(slices.Sorted(maps.Keys(keys[v])), ", "), english.Plural(n, "its", "each queue's"))})
 	}
 	return ds
 }

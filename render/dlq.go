@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/internal/opsdata"
 )
 
@@ -25,7 +26,7 @@ const bodyPreview = 200
 
 // DLQShowText writes what dlq show read, a paragraph per message.
 func DLQShowText(w io.Writer, s opsdata.Shown) error {
-	fmt.Fprintf(w, "queue %s (vhost %s): %d %s, showing %d\n", s.Queue, s.Vhost, s.Depth, plural(s.Depth, "message", "messages"), len(s.Messages))
+	fmt.Fprintf(w, "queue %s (vhost %s): %d %s, showing %d\n", s.Queue, s.Vhost, s.Depth, english.Plural(s.Depth, "message", "messages"), len(s.Messages))
 	for _, m := range s.Messages {
 		shownMessage(w, m)
 	}
@@ -66,7 +67,7 @@ func shownMessage(w io.Writer, m opsdata.Message) {
 	}
 	fmt.Fprintf(w, "  original route: exchange %q, routing key %q\n", m.OriginalExchange, m.OriginalRoutingKey)
 	if m.ReplayCount > 0 {
-		fmt.Fprintf(w, "  replayed:       %d %s\n", m.ReplayCount, plural(int(m.ReplayCount), "time", "times"))
+		fmt.Fprintf(w, "  replayed:       %d %s\n", m.ReplayCount, english.Plural(int(m.ReplayCount), "time", "times"))
 	}
 	body := m.Body
 	if len(body) > bodyPreview {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/plan"
 )
 
@@ -144,7 +145,7 @@ func writeMarkdownGroups(out *strings.Builder, groups []planGroup, total, limit 
 	fmt.Fprintf(out, "**%d of %d changes are not shown here**, in %d %s from %s to %s, to keep this comment within %d characters. "+
 		"See them all with `rmqtopo show PLANFILE` (a plan saved with `rmqtopo plan --out PLANFILE`), "+
 		"or in the JSON plan (`rmqtopo plan -f json`, `rmqtopo show -f json PLANFILE`) kept as the pipeline's artifact.\n",
-		total-shownChanges, total, len(left), plural(len(left), "group", "groups"),
+		total-shownChanges, total, len(left), english.Plural(len(left), "group", "groups"),
 		mdCode(groupTitle(left[0])), mdCode(groupTitle(left[len(left)-1])), limit)
 }
 
@@ -208,13 +209,6 @@ func markdownGroup(g planGroup, showVhost bool) string {
 	fence := mdFence(text.String())
 	return fmt.Sprintf("<details%s>\n<summary>%s: %s</summary>\n\n%sdiff\n%s%s\n\n</details>\n\n",
 		open, title, strings.Join(parts, ", "), fence, text.String(), fence)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func mdAction(a plan.Action) string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/internal/statusdata"
 )
 
@@ -28,7 +29,7 @@ func StatusText(w io.Writer, s statusdata.Report, color bool) error {
 		return err
 	}
 	if len(s.Drift) > 0 {
-		fmt.Fprintf(w, "\n%s:\n", p.wrap("33", fmt.Sprintf("%d other %s differ from the spec", len(s.Drift), plural(len(s.Drift), "object", "objects"))))
+		fmt.Fprintf(w, "\n%s:\n", p.wrap("33", fmt.Sprintf("%d other %s differ from the spec", len(s.Drift), english.Plural(len(s.Drift), "object", "objects"))))
 		for _, d := range s.Drift {
 			line := fmt.Sprintf("  %s %s", d.Action, d.Address)
 			if d.Reason != "" {
@@ -77,7 +78,7 @@ func statusTables(w io.Writer, s statusdata.Report, p planPalette) error {
 func statusRow(tw io.Writer, q statusdata.QueueStatus, p planPalette) {
 	role := q.Role
 	if q.Role == statusdata.RoleWait {
-		role = fmt.Sprintf("wait %s (%s %s)", q.Delay, plural(len(q.Retries), "retry", "retries"), joinInts(q.Retries))
+		role = fmt.Sprintf("wait %s (%s %s)", q.Delay, english.Plural(len(q.Retries), "retry", "retries"), joinInts(q.Retries))
 		if q.Shared {
 			role += ", shared"
 		}
@@ -101,9 +102,9 @@ func statusRow(tw io.Writer, q statusdata.QueueStatus, p planPalette) {
 // statusSummary says in one line what the status found.
 func statusSummary(s statusdata.Report, p planPalette) string {
 	sum := s.Summary
-	parts := []string{fmt.Sprintf("%d work %s", len(s.Queues), plural(len(s.Queues), "queue", "queues"))}
+	parts := []string{fmt.Sprintf("%d work %s", len(s.Queues), english.Plural(len(s.Queues), "queue", "queues"))}
 	if sum.DLQsNotEmpty > 0 {
-		parts = append(parts, p.wrap("31", fmt.Sprintf("%d %s holding %d %s", sum.DLQsNotEmpty, plural(sum.DLQsNotEmpty, "DLQ", "DLQs"), sum.DLQMessages, plural(int(sum.DLQMessages), "message", "messages"))))
+		parts = append(parts, p.wrap("31", fmt.Sprintf("%d %s holding %d %s", sum.DLQsNotEmpty, english.Plural(sum.DLQsNotEmpty, "DLQ", "DLQs"), sum.DLQMessages, english.Plural(int(sum.DLQMessages), "message", "messages"))))
 	} else {
 		parts = append(parts, "DLQs empty")
 	}
@@ -111,28 +112,28 @@ func statusSummary(s statusdata.Report, p planPalette) string {
 		parts = append(parts, fmt.Sprintf("%d without consumers", sum.WithoutConsumers))
 	}
 	if sum.MissingQueues > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s missing", sum.MissingQueues, plural(sum.MissingQueues, "queue", "queues")))
+		parts = append(parts, fmt.Sprintf("%d %s missing", sum.MissingQueues, english.Plural(sum.MissingQueues, "queue", "queues")))
 	}
 	if sum.DeadLettersHeld > 0 {
 		parts = append(parts, p.wrap("33", fmt.Sprintf("%d dead-%s held in wait queues (waiting for their work queue to confirm them)",
-			sum.DeadLettersHeld, plural(int(sum.DeadLettersHeld), "letter", "letters"))))
+			sum.DeadLettersHeld, english.Plural(int(sum.DeadLettersHeld), "letter", "letters"))))
 	}
 	if sum.WaitQueuesStuck > 0 {
 		parts = append(parts, p.wrap("31", fmt.Sprintf("%d wait %s forwarded none of %d held dead-%s in %s (stuck)",
-			sum.WaitQueuesStuck, plural(sum.WaitQueuesStuck, "queue", "queues"), sum.DeadLettersStuck,
-			plural(int(sum.DeadLettersStuck), "letter", "letters"), s.HeldMargin)))
+			sum.WaitQueuesStuck, english.Plural(sum.WaitQueuesStuck, "queue", "queues"), sum.DeadLettersStuck,
+			english.Plural(int(sum.DeadLettersStuck), "letter", "letters"), s.HeldMargin)))
 	}
 	if sum.RetriesWaiting > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s waiting in return queues", sum.RetriesWaiting, plural(int(sum.RetriesWaiting), "retry", "retries")))
+		parts = append(parts, fmt.Sprintf("%d %s waiting in return queues", sum.RetriesWaiting, english.Plural(int(sum.RetriesWaiting), "retry", "retries")))
 	}
 	if sum.Migrations > 0 {
-		parts = append(parts, p.wrap("33", fmt.Sprintf("%d %s in progress (rmqtopo apply finishes it)", sum.Migrations, plural(sum.Migrations, "migration", "migrations"))))
+		parts = append(parts, p.wrap("33", fmt.Sprintf("%d %s in progress (rmqtopo apply finishes it)", sum.Migrations, english.Plural(sum.Migrations, "migration", "migrations"))))
 	}
 	switch {
 	case !s.DriftChecked:
 		parts = append(parts, "drift not checked")
 	case sum.DriftedObjects > 0:
-		parts = append(parts, fmt.Sprintf("%d drifted %s (see rmqtopo plan)", sum.DriftedObjects, plural(sum.DriftedObjects, "object", "objects")))
+		parts = append(parts, fmt.Sprintf("%d drifted %s (see rmqtopo plan)", sum.DriftedObjects, english.Plural(sum.DriftedObjects, "object", "objects")))
 	default:
 		parts = append(parts, "no drift")
 	}

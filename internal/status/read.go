@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -101,7 +102,7 @@ func watchHeld(ctx context.Context, s *Report, b Broker, opts Options) error {
 		n += q.Held
 	}
 	holds := fmt.Sprintf("%d wait %s %d dead-%s",
-		len(held), plural(len(held), "queue holds", "queues hold"), n, plural(int(n), "letter", "letters"))
+		len(held), english.Plural(len(held), "queue holds", "queues hold"), n, english.Plural(int(n), "letter", "letters"))
 	if code, matters := s.HeldWaitMatters(len(held)); !matters {
 		fmt.Fprintf(log, "status: %s; not re-reading for --held-margin: the exit code is %d either way\n", holds, code)
 		return nil
@@ -121,11 +122,4 @@ func watchHeld(ctx context.Context, s *Report, b Broker, opts Options) error {
 	}
 	MarkStuck(s, opts.HeldMargin, stuck)
 	return nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
