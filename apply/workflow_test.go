@@ -194,7 +194,7 @@ func TestRunReviewRefuses(t *testing.T) {
 // review; one whose broker did not is applied.
 func TestRunSavedPlan(t *testing.T) {
 	made := existing()
-	p := plan.DiffState(made, request(nil, 0).Desired, plan.Choices{Specs: map[string]string{vh: "s"}})
+	p := plan.Diff(made, request(nil, 0).Desired, plan.Choices{Specs: map[string]string{vh: "s"}})
 	saved := planfile.New("http://broker", made, map[string]string{vh: "s"}, false, p, nil)
 	for _, tt := range []struct {
 		now   *topology.State

@@ -146,7 +146,7 @@ func TestCheckOnDiff(t *testing.T) {
 		replaceExchange(t, exchange("shop", "direct", nil))
 		dropWait(t)
 	})
-	p := plan.Diff(small(), desired, plan.Options{Owned: owned(small()), IsWaitQueue: isWaitQueue,
+	p := plan.DiffTopology(small(), desired, plan.Options{Owned: owned(small()), IsWaitQueue: isWaitQueue,
 		Messages:  map[topology.Address]int64{orders.Addr(): 42, wait10s.Addr(): 7},
 		Consumers: map[topology.Address]int64{orders.Addr(): 2, wait10s.Addr(): 1}})
 	var codes []string

@@ -59,7 +59,9 @@ const (
 	reasonRetiredUnknown = "retired wait queue, message count unknown; deleted by a later apply once known to be empty"
 )
 
-// Diff plans the changes that take live to desired. It is pure: the same
+// DiffTopology plans the changes that take live to desired, given the
+// ownership and counts already worked out in opts (Diff works them out
+// from a source's state). It is pure: the same
 // inputs always give the same plan, in the same order.
 //
 // Exchanges and queues are immutable in RabbitMQ, so any difference replaces
@@ -73,7 +75,7 @@ const (
 // The plan's objects may share memory with desired's (its slices'
 // elements, their arguments): a plan of a million objects would otherwise
 // copy them all. Neither is changed afterwards.
-func Diff(live, desired topology.Topology, opts Options) Plan {
+func DiffTopology(live, desired topology.Topology, opts Options) Plan {
 	live, inflight := splitMigrations(live, desired)
 	desired, legacy := foldLegacy(live, desired, opts.Migrate.Queues)
 	d := &differ{

@@ -497,7 +497,7 @@ func TestDiff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := plan.Diff(tt.live, tt.desired, tt.opts)
+			got := plan.DiffTopology(tt.live, tt.desired, tt.opts)
 			if got.FormatVersion != plan.FormatVersion {
 				t.Errorf("FormatVersion = %d, want %d", got.FormatVersion, plan.FormatVersion)
 			}
@@ -508,7 +508,7 @@ func TestDiff(t *testing.T) {
 				t.Errorf("HasChanges() = true for a plan with no changes")
 			}
 			// Planning is deterministic: the same inputs, the same plan.
-			if diff := cmp.Diff(got, plan.Diff(tt.live, tt.desired, tt.opts)); diff != "" {
+			if diff := cmp.Diff(got, plan.DiffTopology(tt.live, tt.desired, tt.opts)); diff != "" {
 				t.Errorf("second Diff differs (-first +second):\n%s", diff)
 			}
 		})
@@ -538,7 +538,7 @@ func TestDiffCarriesObjects(t *testing.T) {
 	desired := with(func(t *topology.Topology) {
 		replaceQueue(t, queue("orders", topology.Args{"x-dead-letter-exchange": "orders.dlx", "x-message-ttl": int64(30000)}))
 	})
-	got := plan.Diff(small(), desired, plan.Options{Messages: map[topology.Address]int64{orders.Addr(): 42}})
+	got := plan.DiffTopology(small(), desired, plan.Options{Messages: map[topology.Address]int64{orders.Addr(): 42}})
 	var replace *plan.Change
 	for i := range got.Changes {
 		if got.Changes[i].Action == plan.Replace {

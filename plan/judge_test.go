@@ -15,7 +15,7 @@ import (
 // diagnostics' codes and messages, one line each.
 func judged(t *testing.T, state *topology.State, desired topology.Topology, version string) []string {
 	t.Helper()
-	p := plan.Diff(state.Topology, desired, plan.Options{})
+	p := plan.DiffTopology(state.Topology, desired, plan.Options{})
 	j, err := plan.JudgeVersion(version, state, "broker")
 	if err != nil {
 		t.Fatal(err)

@@ -46,12 +46,12 @@ func TestDiffKeepsDrainingLadder(t *testing.T) {
 		`no-op queue "rmqtopo.levels.1s.2.q1.2s" in vhost "/" # retired wait queue draining: 3 messages waiting; deleted by a later apply once empty [messages=3] [draining]`,
 		`delete binding "a.retry -> rmqtopo.levels.1s.2.x2" [exchange key="" args={rmqtopo-attempt: "2", x-match: "all"}] in vhost "/" # not in spec`,
 	}
-	if diff := cmp.Diff(want, ofOld(plan.Diff(live, desired, opts))); diff != "" {
+	if diff := cmp.Diff(want, ofOld(plan.DiffTopology(live, desired, opts))); diff != "" {
 		t.Errorf("a level draining (-want +got):\n%s", diff)
 	}
 
 	opts.Messages[q1] = 0
-	got := ofOld(plan.Diff(live, desired, opts))
+	got := ofOld(plan.DiffTopology(live, desired, opts))
 	deletes := 0
 	for _, r := range got {
 		if strings.HasPrefix(r, "delete ") {

@@ -25,7 +25,7 @@ func TestLeftBehindQueue(t *testing.T) {
 		{"count unknown", nil, "its message count is unknown; drain it, or rmqtopo apply --prune --allow-destroy"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p := plan.Diff(live, desired, plan.Options{Owned: owned(live), Messages: tt.messages})
+			p := plan.DiffTopology(live, desired, plan.Options{Owned: owned(live), Messages: tt.messages})
 			if p.HasChanges() {
 				t.Errorf("a kept queue is a change: %+v", p.Changes)
 			}
@@ -43,12 +43,12 @@ func TestLeftBehindQueue(t *testing.T) {
 			}
 		})
 	}
-	p := plan.Diff(live, desired, plan.Options{Owned: owned(live), Prune: true, Messages: map[topology.Address]int64{gone: 0}})
+	p := plan.DiffTopology(live, desired, plan.Options{Owned: owned(live), Prune: true, Messages: map[topology.Address]int64{gone: 0}})
 	if len(p.Changes) == 0 || p.Changes[len(p.Changes)-1].Action != plan.Delete {
 		t.Errorf("with prune, the queue is not deleted: %+v", p.Changes)
 	}
 	// A queue rmqtopo does not own is nobody's business: no warning.
-	p = plan.Diff(live, desired, plan.Options{})
+	p = plan.DiffTopology(live, desired, plan.Options{})
 	for _, d := range plan.Check(p, plan.CheckOptions{}) {
 		if d.Code == plan.CodeQueueLeftBehind {
 			t.Errorf("RT013 for a queue rmqtopo does not own: %+v", d)

@@ -30,7 +30,7 @@ func TestDiffKeepsLegacyQueues(t *testing.T) {
 	if len(live.Policies) != 3 {
 		t.Fatalf("legacy shape has %d policies, want one per work queue: %v", len(live.Policies), live.Policies)
 	}
-	p := plan.Diff(live, desired, plan.Options{})
+	p := plan.DiffTopology(live, desired, plan.Options{})
 	for _, c := range p.Changes {
 		if c.Action != plan.NoOp {
 			t.Errorf("%s %s, want no change: %s", c.Action, c.Address, c.Reason())
@@ -56,7 +56,7 @@ queues:
   - {name: b, retry: {delays: [1s]}, message_ttl: 1m}
   - {name: c, type: quorum, delivery_limit: 5, retry: {delays: [1s]}}
 `)
-	p = plan.Diff(live, changed, plan.Options{})
+	p = plan.DiffTopology(live, changed, plan.Options{})
 	var updated *plan.Change
 	for i, c := range p.Changes {
 		switch {
@@ -79,7 +79,7 @@ queues:
 // A new queue gets the new shape: no policy unless its spec sets an
 // attribute that may change.
 func TestDiffNewQueuesNeedNoPolicy(t *testing.T) {
-	p := plan.Diff(topology.Topology{}, expand(t, legacySpec), plan.Options{})
+	p := plan.DiffTopology(topology.Topology{}, expand(t, legacySpec), plan.Options{})
 	var policies []string
 	for _, c := range p.Changes {
 		if c.Address.Kind == topology.KindPolicy {
@@ -98,7 +98,7 @@ func TestDiffReshapesLegacyQueueOnMigrate(t *testing.T) {
 	desired := expand(t, legacySpec)
 	live := shapetest.Legacy(desired)
 	a := topology.Address{Kind: topology.KindQueue, Vhost: "v", Name: "a"}
-	p := plan.Diff(live, desired, plan.Options{Migrate: plan.Migration{Queues: map[topology.Address]bool{a: true}}})
+	p := plan.DiffTopology(live, desired, plan.Options{Migrate: plan.Migration{Queues: map[topology.Address]bool{a: true}}})
 	var got []string
 	for _, c := range p.Changes {
 		if c.Action != plan.NoOp {

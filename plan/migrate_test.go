@@ -94,7 +94,7 @@ func TestDiffMigrate(t *testing.T) {
 					n[q.Addr()] = c
 				}
 			}
-			p := plan.Diff(tt.live, desired, plan.Options{Prune: true, Owned: o, Messages: n, Migrate: tt.migrate})
+			p := plan.DiffTopology(tt.live, desired, plan.Options{Prune: true, Owned: o, Messages: n, Migrate: tt.migrate})
 			if diff := cmp.Diff(tt.want, rows(p, false)); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
@@ -108,7 +108,7 @@ func TestDiffMigrate(t *testing.T) {
 func TestDiffMigrateNotAStream(t *testing.T) {
 	stream := queue("orders", topology.Args{"x-queue-type": "stream"})
 	desired := with(func(t *topology.Topology) { replaceQueue(t, stream) })
-	p := plan.Diff(small(), desired, plan.Options{Migrate: plan.Migration{All: true}})
+	p := plan.DiffTopology(small(), desired, plan.Options{Migrate: plan.Migration{All: true}})
 	got := rows(p, false)
 	const prefix = `replace queue "orders" in vhost "/" # queue type is immutable (classic → stream); `
 	const suffix = `; migration moves messages of classic and quorum queues only, not of a stream queue`
@@ -119,7 +119,7 @@ func TestDiffMigrateNotAStream(t *testing.T) {
 
 func TestDiffMigrationOrphaned(t *testing.T) {
 	live := migrating(small(), nil)
-	p := plan.Diff(live, small2(), plan.Options{Prune: true, Owned: owned(live)})
+	p := plan.DiffTopology(live, small2(), plan.Options{Prune: true, Owned: owned(live)})
 	ds := plan.Check(p, plan.CheckOptions{})
 	var codes []string
 	for _, d := range ds {
@@ -173,7 +173,7 @@ func TestDiffMigrateNotAutoDelete(t *testing.T) {
 	auto := orders
 	auto.AutoDelete = true
 	live := with(func(t *topology.Topology) { replaceQueue(t, auto) })
-	p := plan.Diff(live, small(), plan.Options{Migrate: plan.Migration{All: true}})
+	p := plan.DiffTopology(live, small(), plan.Options{Migrate: plan.Migration{All: true}})
 	got := rows(p, false)
 	if len(got) == 0 || !strings.HasPrefix(got[0], `replace queue "orders"`) || !strings.Contains(got[0], "an auto-delete queue cannot be migrated") {
 		t.Errorf("first change = %q, want a replace that says why it cannot migrate", got)

@@ -61,7 +61,7 @@ func TestAdoption(t *testing.T) {
 			live := topology.Topology{Vhosts: []string{"/"}, Queues: []topology.Queue{queue("w", tt.live)},
 				Policies: desired.Policies}
 			var got []string
-			for _, r := range rows(plan.Diff(live, desired, plan.Options{}), true) {
+			for _, r := range rows(plan.DiffTopology(live, desired, plan.Options{}), true) {
 				if strings.Contains(r, `queue "w"`) {
 					got = append(got, r)
 				}
@@ -92,7 +92,7 @@ func TestPolicyConflicts(t *testing.T) {
 	}
 	live := topology.Topology{Vhosts: []string{"/"}, Policies: []topology.Policy{userLow, exAll}}
 	op := policy("cap", ".*", topology.Args{"max-length": int64(10)})
-	p := plan.Diff(live, desired, plan.Options{OperatorPolicies: []topology.Policy{op}})
+	p := plan.DiffTopology(live, desired, plan.Options{OperatorPolicies: []topology.Policy{op}})
 	var got []string
 	for _, d := range plan.Check(p, plan.CheckOptions{}) {
 		got = append(got, string(d.Severity)+" "+d.Code+" "+d.Message)
@@ -116,7 +116,7 @@ func TestManagedPolicyLeavesWithItsAttributes(t *testing.T) {
 	live := topology.Topology{Vhosts: []string{"/"}, Queues: []topology.Queue{queue("w", nil), queue("v", nil)},
 		Policies: []topology.Policy{pw, pv}}
 	desired := topology.Topology{Vhosts: []string{"/"}, Queues: []topology.Queue{queue("w", nil)}}
-	p := plan.Diff(live, desired, plan.Options{Owned: owned(live)})
+	p := plan.DiffTopology(live, desired, plan.Options{Owned: owned(live)})
 	want := []string{`delete policy "rmqtopo.queue.w" in vhost "/" # not in spec`}
 	if diff := cmp.Diff(want, rows(p, false)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

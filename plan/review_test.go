@@ -49,7 +49,7 @@ func TestReviewJudgesByOneVersion(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			st := &topology.State{BrokerVersion: c.stateVersion}
-			p := plan.Diff(st.Topology, desired, plan.Options{})
+			p := plan.DiffTopology(st.Topology, desired, plan.Options{})
 			_, warning, err := plan.Review(context.Background(), &p, st, plan.ReviewOptions{RabbitMQVersion: c.flag, From: "broker", Broker: c.broker})
 			if err != nil {
 				t.Fatal(err)
@@ -72,7 +72,7 @@ func TestReviewChecksTheWritersAccess(t *testing.T) {
 	desired := topology.Topology{Vhosts: []string{"v"}, Queues: []topology.Queue{vq("q", nil)}}
 	for _, writer := range []bool{false, true} {
 		b := &fakeBroker{access: topology.Access{User: "reader", Permissions: map[string]topology.Permission{}}}
-		p := plan.Diff(st.Topology, desired, plan.Options{})
+		p := plan.DiffTopology(st.Topology, desired, plan.Options{})
 		diags, _, err := plan.Review(context.Background(), &p, st, plan.ReviewOptions{From: "broker", Broker: b, Writer: writer})
 		if err != nil {
 			t.Fatal(err)

@@ -46,7 +46,7 @@ func Make(ctx context.Context, src Source, desired topology.Topology, ch Choices
 	if err != nil {
 		return Plan{}, nil, err
 	}
-	p := DiffState(st, desired, ch)
+	p := Diff(st, desired, ch)
 	need := CountsNeeded(p)
 	if len(need) == 0 {
 		return p, st, nil
@@ -54,14 +54,16 @@ func Make(ctx context.Context, src Source, desired topology.Topology, ch Choices
 	if err := src.Count(ctx, st, need); err != nil {
 		return Plan{}, nil, err
 	}
-	return DiffState(st, desired, ch), st, nil
+	return Diff(st, desired, ch), st, nil
 }
 
-// DiffState is Diff against a source's state, with the user's choices:
+// Diff plans the changes that take a source's state st to desired, with
+// the user's choices: it is DiffTopology given
 // the ownership records of the state for the specs of desired's vhosts,
 // the counts read so far, the operator policies and the contract's
-// wait-queue names. plan, apply and status all diff through it.
-func DiffState(st *topology.State, desired topology.Topology, ch Choices) Plan {
+// wait-queue names. plan, apply and status all diff through it. It is
+// pure; Make is Diff with the reading and counting around it.
+func Diff(st *topology.State, desired topology.Topology, ch Choices) Plan {
 	own := topology.OwnershipFor(st.Records, ch.Specs)
 	maybe := map[topology.Address]bool{}
 	for v := range st.NoRecords {
@@ -74,7 +76,7 @@ func DiffState(st *topology.State, desired topology.Topology, ch Choices) Plan {
 			}
 		}
 	}
-	return Diff(st.Topology, desired, Options{
+	return DiffTopology(st.Topology, desired, Options{
 		Prune:       ch.Prune,
 		Migrate:     ch.Migrate,
 		Owned:       own.Deletable,

@@ -99,7 +99,7 @@ func TestDiffScheduleChange(t *testing.T) {
 				messages[topology.Address{Kind: topology.KindQueue, Vhost: "/", Name: name}] = n
 			}
 			// Without Prune: a schedule change must not need it.
-			got := plan.Diff(live, desired, plan.Options{Owned: owned(live), Messages: messages, IsWaitQueue: isWaitQueue})
+			got := plan.DiffTopology(live, desired, plan.Options{Owned: owned(live), Messages: messages, IsWaitQueue: isWaitQueue})
 			if diff := cmp.Diff(tt.want, rows(got, false)); diff != "" {
 				t.Errorf("Diff changes (-want +got):\n%s", diff)
 			}
@@ -242,17 +242,17 @@ func TestDiffProperties(t *testing.T) {
 	for name, desired := range desiredTopologies(t) {
 		t.Run(name, func(t *testing.T) {
 			all := plan.Options{Prune: true, Owned: owned(desired), IsWaitQueue: isWaitQueue}
-			same := plan.Diff(desired, desired, all)
+			same := plan.DiffTopology(desired, desired, all)
 			if same.HasChanges() {
-				t.Errorf("Diff(desired, desired) has changes:\n%s", strings.Join(rows(same, false), "\n"))
+				t.Errorf("DiffTopology(desired, desired) has changes:\n%s", strings.Join(rows(same, false), "\n"))
 			}
 
-			fresh := plan.Diff(topology.Topology{}, desired, all)
+			fresh := plan.DiffTopology(topology.Topology{}, desired, all)
 			var rebuilt topology.Topology
 			created := map[topology.Address]bool{}
 			for _, c := range fresh.Changes {
 				if c.Action != plan.Create {
-					t.Errorf("Diff(empty, desired): %s %s, want create", c.Action, c.Address)
+					t.Errorf("DiffTopology(empty, desired): %s %s, want create", c.Action, c.Address)
 					continue
 				}
 				if c.Address.Kind == topology.KindBinding {

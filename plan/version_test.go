@@ -40,7 +40,7 @@ func versionFixture() topology.Topology {
 // TestCheckVersionGolden pins the version diagnostics of one plan on
 // RabbitMQ 3.10, 3.13, 4.0 and 4.3.
 func TestCheckVersionGolden(t *testing.T) {
-	p := Diff(topology.Topology{}, versionFixture(), Options{})
+	p := DiffTopology(topology.Topology{}, versionFixture(), Options{})
 	for _, ver := range []string{"3.10.8", "3.13.7", "4.0.5", "4.3.0"} {
 		t.Run(ver, func(t *testing.T) {
 			v, err := topology.ParseVersion(ver)
@@ -70,7 +70,7 @@ func TestCheckVersionGolden(t *testing.T) {
 // exists unchanged is not declared again, so it is not refused.
 func TestCheckVersionOnlyJudgesWhatIsDeclared(t *testing.T) {
 	desired := versionFixture()
-	p := Diff(desired, desired, Options{})
+	p := DiffTopology(desired, desired, Options{})
 	for _, d := range checkVersion(p, topology.Version{Major: 4, Minor: 3}, nil) {
 		if d.Severity == SeverityError {
 			t.Errorf("unchanged queue refused: %s", d.Message)

@@ -53,7 +53,7 @@ func fleetPlan(n int) (plan.Plan, []plan.Diagnostic) {
 	live := fleet(2, 60000)
 	live.Queues = append(live.Queues, queue("legacy", nil))
 	live.Sort()
-	p := plan.Diff(live, fleet(n, 3600000), plan.Options{Prune: true, Owned: owned(live),
+	p := plan.DiffTopology(live, fleet(n, 3600000), plan.Options{Prune: true, Owned: owned(live),
 		Messages: map[topology.Address]int64{queueAddr("svc1"): 7, queueAddr("svc0"): 0, queueAddr("legacy"): 0}})
 	return p, plan.Check(p, plan.CheckOptions{AllowDestroy: true})
 }

@@ -111,7 +111,7 @@ func planCases() []planCase {
 	all := owned(cur)
 	var cases []planCase
 	add := func(name string, live, desired topology.Topology, opts plan.Options, check plan.CheckOptions) {
-		p := plan.Diff(live, desired, opts)
+		p := plan.DiffTopology(live, desired, opts)
 		cases = append(cases, planCase{name: name, plan: p, diags: plan.Check(p, check)})
 	}
 

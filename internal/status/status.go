@@ -50,7 +50,7 @@ func Build(files []*spec.File, stats map[string][]broker.QueueInfo, live *topolo
 // vhostQueue names a queue across vhosts.
 type vhostQueue [2]string
 
-// addDrift diffs live against the spec as plan does (plan.DiffState: the
+// addDrift diffs live against the spec as plan does (plan.Diff: the
 // specs' ownership records, the operator policies, the wait-queue names),
 // so that status drift is plan drift: it lists the objects other than
 // queues that differ in s.Drift, counts all of them, and returns each
@@ -60,7 +60,7 @@ func addDrift(s *Report, files []*spec.File, live *topology.State) map[vhostQueu
 	if live == nil {
 		return queueDrift
 	}
-	p := plan.DiffState(live, spec.Expand(files...), plan.Choices{Specs: spec.Names(files)})
+	p := plan.Diff(live, spec.Expand(files...), plan.Choices{Specs: spec.Names(files)})
 	for _, c := range p.Changes {
 		if c.Action == plan.NoOp {
 			continue

@@ -225,7 +225,7 @@ func TestBuildHeldDeadLetters(t *testing.T) {
 
 // Status drift is plan drift: Build diffs with the inputs plan does (the
 // specs' records, the operator policies, the wait-queue names), so it
-// counts exactly the changes plan.DiffState makes of the same state.
+// counts exactly the changes plan.Diff makes of the same state.
 func TestBuildDriftIsPlanDrift(t *testing.T) {
 	files := parseSpec(t, statusSpec)
 	live := spec.Expand(files...)
@@ -238,7 +238,7 @@ func TestBuildDriftIsPlanDrift(t *testing.T) {
 	st.Records = []topology.Record{rec}
 	st.Topology.Queues = append(st.Topology.Queues, topology.Queue{Vhost: "shop", Name: "rmqtopo.wait.9s", Durable: true})
 
-	p := plan.DiffState(st, spec.Expand(files...), plan.Choices{Specs: spec.Names(files)})
+	p := plan.Diff(st, spec.Expand(files...), plan.Choices{Specs: spec.Names(files)})
 	changes := 0
 	for _, c := range p.Changes {
 		if c.Action != plan.NoOp {
