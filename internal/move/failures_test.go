@@ -82,3 +82,29 @@ func (e *env) deleteAfter(queue string, n int) []string {
 	}
 	return got
 }
+
+// TestTargetRejectsPublish moves into a queue that holds 4 messages and
+// rejects publishes beyond: the broker nacks the fifth copy on, so the
+// pass fails and their sources stay.
+func TestTargetRejectsPublish(t *testing.T) {
+	each(t, func(t *testing.T, typ string, m mode) {
+		e := newEnv(t)
+		e.declare("src", typ, nil)
+		e.declare("full", "classic", amqp.Table{"x-max-length": int64(4), "x-overflow": "reject-publish"})
+		e.publish("src", 30)
+		res, err := e.run(move.Pass{Queue: "src", Target: "full", Window: 8, InPlaceRequeue: typ == "classic", UntilEmpty: m.untilEmpty})
+		if err == nil || !strings.Contains(err.Error(), "the broker did not confirm") {
+			t.Errorf("Run error = %v, want the nacked copies reported", err)
+		}
+		if res.Moved != 4 || res.Failed == 0 {
+			t.Errorf("result %+v, want 4 moved and failures counted", res)
+		}
+		same(t, "target", ids(0, 4, nil), e.read("full"))
+		src := e.read("src")
+		contains(t, "source", src, ids(4, 30, nil))
+		nothingLost(t, 30, ids(0, 4, nil), src)
+		if !m.untilEmpty { // a scan requeues what it held in order
+			same(t, "source", ids(4, 30, nil), src)
+		}
+	})
+}
