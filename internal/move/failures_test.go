@@ -1,6 +1,7 @@
 package move_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -105,6 +106,42 @@ func TestTargetRejectsPublish(t *testing.T) {
 		nothingLost(t, 30, ids(0, 4, nil), src)
 		if !m.untilEmpty { // a scan requeues what it held in order
 			same(t, "source", ids(4, 30, nil), src)
+		}
+	})
+}
+
+// TestInterrupted cancels the pass's context at its 100th message: it
+// stops, settles the moves in flight, and fails with every message in the
+// source or the target. Moves are made in order, so the target holds the
+// first messages, one per move.
+func TestInterrupted(t *testing.T) {
+	each(t, func(t *testing.T, typ string, m mode) {
+		e := newEnv(t)
+		e.declare("src", typ, nil)
+		e.declare("dst", other(typ), nil)
+		e.publish("src", 300)
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		res, err := move.Pass{Queue: "src", Target: "dst", Window: 16, InPlaceRequeue: typ == "classic", UntilEmpty: m.untilEmpty,
+			Decide: func(pos int, _ *amqp.Delivery) move.Decision {
+				if pos == 100 {
+					cancel()
+				}
+				return move.Decision{Move: true}
+			}}.Run(ctx, e.conn)
+		if err == nil || !strings.Contains(err.Error(), "interrupted") {
+			t.Errorf("Run error = %v, want interrupted", err)
+		}
+		if res.Failed != 0 || res.Moved < 100 || res.Moved == 300 {
+			t.Errorf("result %+v, want at least 100 moved, not all, none failed", res)
+		}
+		dst := e.read("dst")
+		same(t, "target", ids(0, res.Moved, nil), dst)
+		src := e.read("src")
+		contains(t, "source", src, ids(res.Moved, 300, nil))
+		nothingLost(t, 300, dst, src)
+		if !m.untilEmpty { // a scan requeues what it held in order
+			same(t, "source", ids(res.Moved, 300, nil), src)
 		}
 	})
 }
