@@ -2,6 +2,7 @@ package move_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -92,4 +93,35 @@ func TestSmallWindow(t *testing.T) {
 		same(t, "target", moved, e.read("dst"))
 		same(t, "source", ids(0, 95, func(i int) bool { return !moves(i) }), e.read("src"))
 	})
+}
+
+// TestUntilEmptySlowProgress: a move until empty whose Progress is slow
+// (a progress line to a slow terminal or log; 60ms, more than the 50ms of
+// quiet after which the engine asks the queue whether it has more) still
+// empties its source. The engine must not count its own time in Progress
+// as the queue's quiet: the deliveries the broker sent meanwhile are not
+// ready any more, so the queue looks empty while the last window is still
+// on its way. The engine picks at random between a waiting delivery and
+// its idle tick, so the move runs three times.
+func TestUntilEmptySlowProgress(t *testing.T) {
+	for _, typ := range queueTypes {
+		t.Run(typ, func(t *testing.T) {
+			e := newEnv(t)
+			e.declare("src", typ, nil)
+			e.declare("dst", other(typ), nil)
+			for range 3 {
+				e.publish("src", 95)
+				res, err := e.run(move.Pass{Queue: "src", Target: "dst", Window: 10, UntilEmpty: true,
+					Progress: func(move.Result) { time.Sleep(60 * time.Millisecond) }})
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				if res.Moved != 95 {
+					t.Errorf("moved %d of 95", res.Moved)
+				}
+				same(t, "target", ids(0, 95, nil), e.read("dst"))
+				same(t, "source", nil, e.read("src"))
+			}
+		})
+	}
 }
