@@ -105,6 +105,10 @@ type run struct {
 	held []uint64 // delivery tags to requeue at the end
 	// lastTag is the highest delivery tag received.
 	lastTag uint64
+	// lastAck is when moves were last acknowledged, and Progress (with
+	// UntilEmpty) done with it: an ack frees room in the window, so the
+	// broker may send more from then on.
+	lastAck time.Time
 	// generations holds the first delivery tag of each consumer.
 	generations []uint64
 	closed      chan *amqp.Error
@@ -218,6 +222,7 @@ func (r *run) acked(n int) {
 	if r.p.UntilEmpty {
 		r.progress()
 	}
+	r.lastAck = time.Now()
 }
 
 func (r *run) stopping() bool {
@@ -267,7 +272,9 @@ type consumer struct {
 	// pass's moves when it started.
 	delivered, movedBefore int
 	cancelled              bool
-	lastDelivery           time.Time
+	// lastDelivery is when the pass was done with the consumer's last
+	// delivery (examined it, and published its copy).
+	lastDelivery time.Time
 }
 
 // consume starts the consumer of generation gen; on failure the pass is
@@ -356,7 +363,7 @@ func (c *consumer) unacked() int { return c.delivered - (c.r.res.Moved - c.moved
 // its end or stopping.
 func (c *consumer) take(d *amqp.Delivery) {
 	r := c.r
-	c.lastDelivery = time.Now()
+	defer func() { c.lastDelivery = time.Now() }()
 	if c.delivered == 0 {
 		r.generations = append(r.generations, d.DeliveryTag)
 	}
@@ -411,11 +418,14 @@ func (r *run) see(tag uint64) {
 // until empty asks at once: its end is the queue's having no ready message.
 func (c *consumer) idle() {
 	r := c.r
-	quiet := time.Since(c.lastDelivery)
-	if c.cancelled || quiet < r.idleAfter() {
+	if c.cancelled || c.quiet() < r.idleAfter() {
 		return
 	}
 	r.flush()
+	quiet := c.quiet()
+	if quiet < r.idleAfter() {
+		return // the flush acknowledged moves: the broker may send more
+	}
 	if !r.p.UntilEmpty && !r.takesNoMore() && quiet < time.Second {
 		return
 	}
@@ -436,6 +446,21 @@ func (c *consumer) idle() {
 	if !r.p.UntilEmpty {
 		c.cancel() // a move until empty just ends: its channel closes
 	}
+}
+
+// quiet is how long the consumer has had room in its window and no
+// delivery: since the pass was done with its last delivery or last
+// acknowledged moves, whichever is later. Time the pass spends on its own
+// work (Decide, Progress, waiting for confirms) is not quiet: the broker
+// may have sent deliveries meanwhile that no longer count as ready, and a
+// move until empty that asked the queue then would end with them on their
+// way, to be requeued when its channel closes.
+func (c *consumer) quiet() time.Duration {
+	since := c.lastDelivery
+	if c.r.lastAck.After(since) {
+		since = c.r.lastAck
+	}
+	return time.Since(since)
 }
 
 // cancel cancels the consumer once; the broker then closes its deliveries.

@@ -1,0 +1,127 @@
+package move_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/internal/move"
+)
+
+// TestUntilEmptyMovesEverything: a move until empty (a migration's) takes
+// every message, in order, and leaves the source empty. 250 messages cross
+// both kinds of ack: multiple acks of a hundred and the final ones.
+func TestUntilEmptyMovesEverything(t *testing.T) {
+	for _, typ := range queueTypes {
+		t.Run(typ, func(t *testing.T) {
+			e := newEnv(t)
+			e.declare("src", typ, nil)
+			e.declare("dst", other(typ), nil)
+			e.publish("src", 250)
+			res, err := e.run(move.Pass{Queue: "src", Target: "dst", UntilEmpty: true})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			want := move.Result{Queue: "src", Target: "dst", Depth: 250, Scanned: 250, Moved: 250}
+			if diff := cmp.Diff(want, res); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			same(t, "target", ids(0, 250, nil), e.read("dst"))
+			same(t, "source", nil, e.read("src"))
+		})
+	}
+}
+
+// TestPassMovesSome: a pass that moves the messages at even positions
+// leaves the others in the source, in their order.
+func TestPassMovesSome(t *testing.T) {
+	for _, typ := range queueTypes {
+		t.Run(typ, func(t *testing.T) {
+			e := newEnv(t)
+			e.declare("src", typ, nil)
+			e.declare("dst", other(typ), nil)
+			e.publish("src", 60)
+			res, err := e.run(move.Pass{Queue: "src", Target: "dst", InPlaceRequeue: typ == "classic",
+				Decide: func(pos int, d *amqp.Delivery) move.Decision {
+					if d.MessageId != id(pos-1) {
+						t.Errorf("position %d is message %s", pos, d.MessageId)
+					}
+					return move.Decision{Move: pos%2 == 0, Note: "odd"}
+				}})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			want := move.Result{Queue: "src", Target: "dst", Depth: 60, Scanned: 60, Moved: 30, Left: 30, LeftBy: map[string]int{"odd": 30}}
+			if diff := cmp.Diff(want, res); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			odd := func(i int) bool { return i%2 == 1 } // position i+1 even
+			same(t, "target", ids(0, 60, odd), e.read("dst"))
+			same(t, "source", ids(0, 60, func(i int) bool { return !odd(i) }), e.read("src"))
+		})
+	}
+}
+
+// TestSmallWindow: with a window of 10 for 95 messages, a scan relays its
+// consumer each time one holds a full window of messages it leaves, and a
+// move until empty waits for confirms each time a window is in flight;
+// nothing is skipped, repeated or reordered.
+func TestSmallWindow(t *testing.T) {
+	each(t, func(t *testing.T, typ string, m mode) {
+		e := newEnv(t)
+		e.declare("src", typ, nil)
+		e.declare("dst", other(typ), nil)
+		e.publish("src", 95)
+		moves := func(i int) bool { return m.untilEmpty || i%3 == 2 } // every third position
+		res, err := e.run(move.Pass{Queue: "src", Target: "dst", Window: 10, InPlaceRequeue: typ == "classic", UntilEmpty: m.untilEmpty,
+			Decide: func(pos int, d *amqp.Delivery) move.Decision {
+				if d.MessageId != id(pos-1) {
+					t.Errorf("position %d is message %s", pos, d.MessageId)
+				}
+				return move.Decision{Move: moves(pos - 1)}
+			}})
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		moved := ids(0, 95, moves)
+		want := move.Result{Queue: "src", Target: "dst", Depth: 95, Scanned: 95, Moved: len(moved), Left: 95 - len(moved)}
+		if diff := cmp.Diff(want, res); diff != "" {
+			t.Errorf("result (-want +got):\n%s", diff)
+		}
+		same(t, "target", moved, e.read("dst"))
+		same(t, "source", ids(0, 95, func(i int) bool { return !moves(i) }), e.read("src"))
+	})
+}
+
+// TestUntilEmptySlowProgress: a move until empty whose Progress is slow
+// (a progress line to a slow terminal or log; 60ms, more than the 50ms of
+// quiet after which the engine asks the queue whether it has more) still
+// empties its source. The engine must not count its own time in Progress
+// as the queue's quiet: the deliveries the broker sent meanwhile are not
+// ready any more, so the queue looks empty while the last window is still
+// on its way. The engine picks at random between a waiting delivery and
+// its idle tick, so the move runs three times.
+func TestUntilEmptySlowProgress(t *testing.T) {
+	for _, typ := range queueTypes {
+		t.Run(typ, func(t *testing.T) {
+			e := newEnv(t)
+			e.declare("src", typ, nil)
+			e.declare("dst", other(typ), nil)
+			for range 3 {
+				e.publish("src", 95)
+				res, err := e.run(move.Pass{Queue: "src", Target: "dst", Window: 10, UntilEmpty: true,
+					Progress: func(move.Result) { time.Sleep(60 * time.Millisecond) }})
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				if res.Moved != 95 {
+					t.Errorf("moved %d of 95", res.Moved)
+				}
+				same(t, "target", ids(0, 95, nil), e.read("dst"))
+				same(t, "source", nil, e.read("src"))
+			}
+		})
+	}
+}
