@@ -110,15 +110,20 @@ func scaleRound(b *testing.B, bk *brokertest.Broker, raw rawAPI, typ string, n i
 	// Each step applies a shape into a vhost of its own, measures, then
 	// deletes the vhost: a later step must not pay for an earlier one's
 	// objects, which the broker matches policies against.
-	step := func(shape func(topology.Topology) topology.Topology, then func(vhost string)) float64 {
+	home, homeRaw := bk, raw
+	step := func(shape func(topology.Topology) topology.Topology, then func(bk *brokertest.Broker, raw rawAPI, vhost string)) float64 {
+		bk, raw, end := stepNode(b, home, homeRaw, typ, n)
+		defer end()
 		vhost := bk.NewVhost(b)
 		d := shape(scaleSpec(b, vhost, typ, n))
 		r.objects = len(d.Exchanges) + len(d.Queues) + len(d.Bindings) + len(d.Policies)
 		secs := scaleApply(b, bk, vhost, d)
 		if then != nil {
-			then(vhost)
+			then(bk, raw, vhost)
 		}
-		dropVhost(b, raw, vhost)
+		if bk == home {
+			dropVhost(b, raw, vhost)
+		}
 		return secs
 	}
 	same := func(t topology.Topology) topology.Topology { return t }
@@ -128,14 +133,14 @@ func scaleRound(b *testing.B, bk *brokertest.Broker, raw rawAPI, typ string, n i
 	r.args, r.apply = math.Inf(1), math.Inf(1)
 	for i := 0; i < 2; i++ {
 		r.args = min(r.args, step(shapetest.Arguments, nil))
-		r.apply = min(r.apply, step(same, func(vhost string) {
+		r.apply = min(r.apply, step(same, func(bk *brokertest.Broker, _ rawAPI, vhost string) {
 			if i == 0 {
 				r.oneTTL = scaleApply(b, bk, vhost, scaleSpec(b, vhost, typ, n, "1h"))
 				r.oneTTLAgain = scaleApply(b, bk, vhost, scaleSpec(b, vhost, typ, n, "2h"))
 			}
 		}))
 	}
-	step(shapetest.Arguments, func(vhost string) {
+	step(shapetest.Arguments, func(bk *brokertest.Broker, raw rawAPI, vhost string) {
 		stop := otherWrites(b, bk, raw)
 		r.adopt = scaleApply(b, bk, vhost, scaleSpec(b, vhost, typ, n))
 		r.otherMax = stop().Seconds()
@@ -144,11 +149,40 @@ func scaleRound(b *testing.B, bk *brokertest.Broker, raw rawAPI, typ string, n i
 	// RMQTOPO_BENCH_SCALE_LEGACY_MAX (default 1,000) it would take the
 	// better part of an hour, so it and the upgrade from it are skipped.
 	if n <= envInts(b, "RMQTOPO_BENCH_SCALE_LEGACY_MAX", "1000")[0] {
-		r.perQueue = step(shapetest.Legacy, func(vhost string) {
+		r.perQueue = step(shapetest.Legacy, func(bk *brokertest.Broker, _ rawAPI, vhost string) {
 			r.upgrade = scaleApply(b, bk, vhost, scaleSpec(b, vhost, typ, n))
 		})
 	}
 	return r
+}
+
+// stepNode is the broker a step of scaleRound runs on, and what ends the
+// step: home, or, for quorum queues past 1,000 (or with
+// RMQTOPO_BENCH_SCALE_FRESH_NODES=1), a node started for the step and
+// killed after it. Deleting a vhost of 10,000 quorum queues kept a 2-CPU
+// node so busy that the next step's connection timed out (twice), so at
+// that size each step gets a node of its own instead of home's cleanup.
+func stepNode(b *testing.B, home *brokertest.Broker, homeRaw rawAPI, typ string, n int) (*brokertest.Broker, rawAPI, func()) {
+	if !(typ == spec.TypeQuorum && n > 1000) && os.Getenv("RMQTOPO_BENCH_SCALE_FRESH_NODES") != "1" {
+		return home, homeRaw, func() {}
+	}
+	dir, err := os.MkdirTemp("", "rmqtopo-scale-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	node, err := brokertest.StartNode(ctx, brokertest.NodeConfig{Name: fmt.Sprintf("rmqtopo-scale%d@localhost", os.Getpid()), BaseDir: dir})
+	if err != nil {
+		os.RemoveAll(dir)
+		b.Fatalf("starting a node for the step: %v", err)
+	}
+	brokertest.Own(node, dir)
+	bk := &brokertest.Broker{MgmtURL: node.MgmtURL(), AMQPURL: node.AMQPURL(), User: "guest", Password: "guest", Node: node}
+	return bk, rawAPI{b: bk, hc: homeRaw.hc}, func() {
+		node.Kill()
+		os.RemoveAll(dir)
+	}
 }
 
 // dropVhost deletes vhost and waits until it is gone, however long the
