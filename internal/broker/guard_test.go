@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"sort"
 	"strings"
@@ -180,4 +181,56 @@ func TestQuorumDeleteGuard(t *testing.T) {
 			t.Fatalf("work holds %d messages after publishing through the restored bindings, want 3", n)
 		}
 	})
+}
+
+// TestQuorumCountedEmpty: RabbitMQ 3.10 counts a quorum queue whose leader
+// does not answer within 250 ms as empty (0 messages, 0 consumers), and
+// the delete guard and a migration's delete would have trusted that.
+// With the leader suspended, the passive declare says 0 while the queue
+// holds 3; once it answers again, confirmEmpty finds a message, gives it
+// back, and says not empty; after the queue is emptied it says empty.
+func TestQuorumCountedEmpty(t *testing.T) {
+	l, conn, q := guardSetup(t)
+	if l.b.Node == nil {
+		t.Skip("suspends a queue's leader with rabbitmqctl eval: needs the private node")
+	}
+	publish(t, conn, "", "work", nil, 3)
+	// sys:suspend or sys:resume the Ra server that leads the queue.
+	ctl := func(call string) {
+		t.Helper()
+		expr := fmt.Sprintf(`{ok, Q} = rabbit_amqqueue:lookup(rabbit_misc:r(<<"%s">>, queue, <<"work">>)), {Name, _} = amqqueue:get_pid(Q), sys:%s(whereis(Name)).`, l.vhost, call)
+		if out, err := l.b.Node.Ctl(context.Background(), "eval", expr); err != nil {
+			t.Fatalf("rabbitmqctl eval: %v: %s", err, out)
+		}
+	}
+	ctl("suspend")
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			ctl("resume")
+		}
+	}
+	defer resume()
+	if n := l.b.QueueDepth(t, l.vhost, "work"); n != 0 {
+		t.Fatalf("with its leader suspended the queue counts %d messages; the test needs the broker's false 0", n)
+	}
+	resume()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if err := broker.ConfirmEmpty(ch, q); !errors.Is(err, broker.ErrNotEmpty) {
+		t.Fatalf("confirmEmpty of a queue of 3 = %v, want ErrNotEmpty", err)
+	}
+	if n := l.b.QueueDepth(t, l.vhost, "work"); n != 3 {
+		t.Fatalf("after the probe the queue holds %d messages, want 3", n)
+	}
+	if _, err := ch.QueuePurge("work", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := broker.ConfirmEmpty(ch, q); err != nil {
+		t.Fatalf("confirmEmpty of an empty queue = %v, want nil", err)
+	}
 }

@@ -239,6 +239,9 @@ func (m *migration) deleteIfEmpty(ctx context.Context, q topology.Queue, before 
 			return &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf(
 				"queue %q has %d consumers, more than the %d before the move: deliveries of the move may not be back yet", q.Name, consumers, before)}
 		}
+		if err := ignoreNotFound(m.s.withChannel(ctx, q.Vhost, func(ch *amqp.Channel) error { return confirmEmpty(ch, q) })); err != nil {
+			return err
+		}
 		if err := m.s.deleteQueue(ctx, q, false); err != nil {
 			return fmt.Errorf("delete queue %q: %w", q.Name, err)
 		}
