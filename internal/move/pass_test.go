@@ -1,6 +1,7 @@
 package move_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -122,6 +123,37 @@ func TestUntilEmptySlowProgress(t *testing.T) {
 				same(t, "target", ids(0, 95, nil), e.read("dst"))
 				same(t, "source", nil, e.read("src"))
 			}
+		})
+	}
+}
+
+// TestUntilEmptySlowLink: a move until empty whose deliveries reach it
+// 200ms after the broker sent them, four times the quiet after which the
+// engine checks whether the queue is drained. Each ack of a window lets the
+// broker send the next one at once; until it arrives the pass is quiet and
+// the queue has no ready message, the next window being on the wire. The
+// pass must take it and every later one: the queue's having no ready
+// message after a quiet spell is no proof that it is drained.
+func TestUntilEmptySlowLink(t *testing.T) {
+	for _, typ := range queueTypes {
+		t.Run(typ, func(t *testing.T) {
+			e := newEnv(t)
+			e.declare("src", typ, nil)
+			e.declare("dst", other(typ), nil)
+			e.publish("src", 25)
+			conn := e.dialSlow(200 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			res, err := move.Pass{Queue: "src", Target: "dst", Window: 10, UntilEmpty: true}.Run(ctx, conn)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if res.Moved != 25 {
+				t.Errorf("moved %d of 25", res.Moved)
+			}
+			conn.Close() // gives back what the pass may have left behind
+			same(t, "target", ids(0, 25, nil), e.read("dst"))
+			same(t, "source", nil, e.read("src"))
 		})
 	}
 }
