@@ -97,13 +97,14 @@ func TestSmallWindow(t *testing.T) {
 }
 
 // TestUntilEmptySlowProgress: a move until empty whose Progress is slow
-// (a progress line to a slow terminal or log; 60ms, more than the 50ms of
-// quiet after which the engine asks the queue whether it has more) still
-// empties its source. The engine must not count its own time in Progress
-// as the queue's quiet: the deliveries the broker sent meanwhile are not
-// ready any more, so the queue looks empty while the last window is still
-// on its way. The engine picks at random between a waiting delivery and
-// its idle tick, so the move runs three times.
+// (a progress line to a slow terminal or log; 200ms, four times the quiet
+// after which the engine checks whether the queue is drained) and whose
+// Decide stalls as long at every 20th message still empties its source.
+// While the pass is busy the broker sends the next deliveries, which are
+// not ready any more: the queue looks empty while they are on their way,
+// so neither its count of ready messages nor a quiet spell may end the
+// move. The engine picks at random between a waiting delivery and its
+// idle tick, so the move runs three times.
 func TestUntilEmptySlowProgress(t *testing.T) {
 	for _, typ := range queueTypes {
 		t.Run(typ, func(t *testing.T) {
@@ -111,16 +112,22 @@ func TestUntilEmptySlowProgress(t *testing.T) {
 			e.declare("src", typ, nil)
 			e.declare("dst", other(typ), nil)
 			for range 3 {
-				e.publish("src", 95)
+				e.publish("src", 45)
 				res, err := e.run(move.Pass{Queue: "src", Target: "dst", Window: 10, UntilEmpty: true,
-					Progress: func(move.Result) { time.Sleep(60 * time.Millisecond) }})
+					Progress: func(move.Result) { time.Sleep(200 * time.Millisecond) },
+					Decide: func(pos int, _ *amqp.Delivery) move.Decision {
+						if pos%20 == 0 {
+							time.Sleep(200 * time.Millisecond)
+						}
+						return move.Decision{Move: true}
+					}})
 				if err != nil {
 					t.Fatalf("Run: %v", err)
 				}
-				if res.Moved != 95 {
-					t.Errorf("moved %d of 95", res.Moved)
+				if res.Moved != 45 {
+					t.Errorf("moved %d of 45", res.Moved)
 				}
-				same(t, "target", ids(0, 95, nil), e.read("dst"))
+				same(t, "target", ids(0, 45, nil), e.read("dst"))
 				same(t, "source", nil, e.read("src"))
 			}
 		})
