@@ -509,6 +509,11 @@ func (r *run) checkDrained(ctx context.Context, others int) {
 	if r.stopping() {
 		return
 	}
+	if r.res.Left > 0 {
+		// A quorum queue counts a consumer until its messages are settled:
+		// those Decide left keep the pass's counted, whatever came back.
+		others = math.MaxInt
+	}
 	ready, err := r.settledReady(ctx, others)
 	switch {
 	case err != nil:

@@ -164,3 +164,32 @@ func TestUntilEmptySlowLink(t *testing.T) {
 		})
 	}
 }
+
+// TestUntilEmptyLeaves: a move until empty whose Decide leaves a message
+// holds it to the end, when closing the channel gives it back. A quorum
+// queue counts the consumer that holds it until then, so the drain check
+// must not wait for that count (past SettleTimeout it would go on with a
+// warning).
+func TestUntilEmptyLeaves(t *testing.T) {
+	for _, typ := range queueTypes {
+		t.Run(typ, func(t *testing.T) {
+			e := newEnv(t)
+			e.declare("src", typ, nil)
+			e.declare("dst", other(typ), nil)
+			e.publish("src", 30)
+			res, err := e.run(move.Pass{Queue: "src", Target: "dst", UntilEmpty: true, SettleTimeout: 5 * time.Second,
+				Decide: func(pos int, _ *amqp.Delivery) move.Decision {
+					return move.Decision{Move: pos != 5, Note: "kept"}
+				}})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			want := move.Result{Queue: "src", Target: "dst", Depth: 30, Scanned: 30, Moved: 29, Left: 1, LeftBy: map[string]int{"kept": 1}}
+			if diff := cmp.Diff(want, res); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			same(t, "target", ids(0, 30, func(i int) bool { return i != 4 }), e.read("dst"))
+			same(t, "source", ids(4, 5, nil), e.read("src"))
+		})
+	}
+}
