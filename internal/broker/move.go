@@ -14,7 +14,8 @@ import (
 const MoveWindow = 1000
 
 // Move moves every message of queue src to queue dst in vhost, until src
-// has no ready message, and returns how many it moved. progress, if set,
+// is drained (no ready message, none on its way to the move), and returns
+// how many it moved. progress, if set,
 // is called with the count so far after each acknowledgement.
 //
 // It is a move.Pass with UntilEmpty, on a connection of its own: each

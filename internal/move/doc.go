@@ -15,6 +15,10 @@
 // or not confirmed in time stops the moves: its source, and every source
 // not yet acknowledged, stays in the queue.
 //
+// A move until empty ends once its source is drained: no ready message,
+// and no delivery on its way, which it learns by cancelling its consumer
+// and moving what reached it before basic.cancel-ok (see consumer.drain).
+//
 // Messages keep their order: one channel, publishes in delivery order.
 // Messages a pass leaves in place are held unacknowledged and requeued in
 // order at its end; ops's package documentation says how, and why, per

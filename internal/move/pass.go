@@ -38,7 +38,8 @@ type Pass struct {
 	// was (classic queues); see ops.Pass.
 	InPlaceRequeue bool
 	// UntilEmpty moves every message, those that arrive during the move
-	// too, until the queue has no ready message (a migration's move).
+	// too, until the queue is drained: it has no ready message and none is
+	// on its way to the pass (a migration's move; see consumer.drain).
 	// Scan and MaxMoves do not apply. A move that stops (a failed copy, an
 	// interrupt) does not take the rest of the queue: closing the channel
 	// gives every unacknowledged message back, and the pass does not wait
@@ -88,7 +89,9 @@ type Result struct {
 
 // How long a consumer goes without a delivery before a pass settles its
 // moves and asks the queue for more. A scan waits longer: its end is
-// known (its limit), while a move until empty ends on that question.
+// known (its limit). A move until empty asks sooner, since the answer
+// only tells it when to check that it is drained, which takes a round
+// trip and proves it (see consumer.drain).
 const (
 	scanIdle  = 250 * time.Millisecond
 	drainIdle = 50 * time.Millisecond
@@ -243,12 +246,13 @@ func (r *run) taken() int { return r.res.Scanned + r.res.Unexamined }
 // scan consumes until the pass has taken its limit or halts, one consumer
 // (a generation) after another.
 //
-// A consumer is only cancelled when no delivery can still be on its way to
-// it: when it holds a full window, or when the queue has no ready message
-// and nothing came for a while. A quorum queue's deliveries can reach the
-// channel after cancel-ok, and the client drops deliveries for a cancelled
-// consumer; such a message would stay unacknowledged without the pass
-// knowing it (run.see requeues it by its delivery tag).
+// A scan only cancels a consumer when no delivery can still be on its way
+// to it: when it holds a full window, or when the queue has no ready
+// message and nothing came for a while. A move until empty cancels it to
+// learn that (see consumer.drain). Should a delivery still reach the
+// channel after cancel-ok, the client drops it: it would stay
+// unacknowledged without the pass knowing it, and run.see requeues it by
+// its delivery tag.
 func (r *run) scan(ctx context.Context) {
 	for gen := 0; r.taken() < r.limit && !r.halted(); gen++ {
 		c, ok := r.consume(gen)
@@ -272,6 +276,11 @@ type consumer struct {
 	// pass's moves when it started.
 	delivered, movedBefore int
 	cancelled              bool
+	// draining: a move until empty cancelled the consumer to check that
+	// the queue is drained; others is how many other consumers the queue
+	// had then.
+	draining bool
+	others   int
 	// lastDelivery is when the pass was done with the consumer's last
 	// delivery (examined it, and published its copy).
 	lastDelivery time.Time
@@ -314,7 +323,7 @@ func (c *consumer) run(ctx context.Context) {
 		select {
 		case d, ok := <-c.deliveries:
 			if !ok {
-				c.ended()
+				c.ended(ctx)
 				return
 			}
 			c.take(&d)
@@ -340,10 +349,14 @@ func (c *consumer) run(ctx context.Context) {
 }
 
 // ended handles the end of the deliveries: after a cancel of the pass's,
-// the next consumer takes over. The broker cancelled a move until empty
-// itself (its queue was deleted): that is an error.
-func (c *consumer) ended() {
-	if !c.cancelled && c.r.p.UntilEmpty {
+// the next consumer takes over, unless the cancel found a move until empty
+// drained. The broker cancelled a move until empty itself (its queue was
+// deleted): that is an error.
+func (c *consumer) ended(ctx context.Context) {
+	switch {
+	case c.draining:
+		c.r.checkDrained(ctx, c.others)
+	case !c.cancelled && c.r.p.UntilEmpty:
 		c.r.fail(fmt.Errorf("the broker cancelled the move from queue %q", c.r.p.Queue))
 	}
 }
@@ -415,7 +428,9 @@ func (r *run) see(tag uint64) {
 // idle runs on every tick. Once nothing came for a while it settles the
 // moves in flight, and once the quiet lasts (or the pass takes no more) it
 // asks the queue whether it has more, and ends the pass if not. A move
-// until empty asks at once: its end is the queue's having no ready message.
+// until empty asks at once, and if the queue has no ready message it
+// checks that it is drained: deliveries on their way do not count as
+// ready.
 func (c *consumer) idle() {
 	r := c.r
 	if c.cancelled || c.quiet() < r.idleAfter() {
@@ -429,10 +444,13 @@ func (c *consumer) idle() {
 	if !r.p.UntilEmpty && !r.takesNoMore() && quiet < time.Second {
 		return
 	}
-	ready, _, err := r.peekQueue()
+	ready, consumers, err := r.peekQueue()
 	switch {
 	case err != nil:
 		r.fail(err)
+	case ready == 0 && r.p.UntilEmpty:
+		c.drain(max(consumers-1, 0)) // the others, besides this consumer
+		return
 	case ready == 0:
 		if !r.p.UntilEmpty && !r.takesNoMore() && r.res.Stopped == "" {
 			r.res.Stopped = fmt.Sprintf("the queue ran out of ready messages after %d of %d (consumed or expired elsewhere)", r.taken(), r.limit)
@@ -448,13 +466,101 @@ func (c *consumer) idle() {
 	}
 }
 
+// drain starts the check that a move until empty is drained, once the
+// queue has no ready message: deliveries the broker sent the consumer and
+// the pass has not received yet do not count as ready, and quiet is no
+// proof that none is on its way. It cancels the consumer; the run goes on
+// taking its deliveries until they end, and checkDrained then asks the
+// queue again.
+//
+// Channel.Cancel with noWait false returns once basic.cancel-ok came, and
+// a channel's frames come in order: every basic.deliver the broker sent
+// the consumer came before it. amqp091-go (v1.16.0) reads a connection's
+// frames on one goroutine, which hands each delivery over to the
+// consumer's buffer goroutine (consumers.send, an unbuffered send into an
+// unbounded queue) before it reads the next frame; Cancel then closes the
+// buffer's input (consumers.cancel), and the buffer goroutine passes on
+// every delivery it holds before it closes the delivery channel
+// (consumers.buffer). So the channel yields every delivery sent before
+// cancel-ok, then closes. Meanwhile confirms never block the reader: their
+// buffer holds a window and one more.
+//
+// RabbitMQ (3.10 as 4.x) sends no delivery to a consumer after its
+// cancel-ok. A classic queue process sends cancel-ok to the channel
+// process after the deliveries it sent it (rabbit_amqqueue_process,
+// basic_cancel), and the channel writes both in that order. A quorum
+// queue's channel forgets the consumer as it handles basic.cancel
+// (rabbit_fifo_client:cancel_checkout) and returns to the queue, instead
+// of sending them, the deliveries for it still in its mailbox
+// (rabbit_fifo_client:handle_delivery, rabbitmq-server#3729): see
+// settledReady for those. Nor does a cancel requeue the deliveries the
+// consumer holds: they stay with the channel, to be acked; a quorum queue
+// counts the consumer until they are settled (TestCancelKeepsDeliveries).
+func (c *consumer) drain(others int) {
+	c.draining, c.others = true, others
+	c.cancel()
+}
+
+// checkDrained ends a move until empty if its queue has no ready message
+// once the cancelled consumer's deliveries are moved and settled; else the
+// next consumer takes over.
+func (r *run) checkDrained(ctx context.Context, others int) {
+	r.flush()
+	if r.stopping() {
+		return
+	}
+	if r.res.Left > 0 {
+		// A quorum queue counts a consumer until its messages are settled:
+		// those Decide left keep the pass's counted, whatever came back.
+		others = math.MaxInt
+	}
+	ready, err := r.settledReady(ctx, others)
+	switch {
+	case err != nil:
+		r.fail(err)
+	case ready == 0:
+		r.exhausted = true
+	}
+}
+
+// settledReady reads the queue's ready count once the broker has settled
+// the messages of the pass's cancelled consumer. A quorum queue applies
+// acks asynchronously, and so the returns of the deliveries the channel
+// had not passed on when the cancel came: until then they are neither
+// ready nor gone, and the queue still counts the consumer. A classic queue
+// drops the consumer at once, and its count of ready messages does not
+// wait for acks. So it polls until the queue counts no more consumers than
+// the others it had, at most SettleTimeout: past it (another client's
+// consumer came) it answers anyway, with a warning.
+func (r *run) settledReady(ctx context.Context, others int) (int, error) {
+	deadline := time.NewTimer(r.p.SettleTimeout)
+	defer deadline.Stop()
+	for {
+		ready, consumers, err := r.peekQueue()
+		if err != nil || consumers <= others {
+			return ready, err
+		}
+		select {
+		case <-ctx.Done():
+			r.ctxDone = true
+			return ready, nil
+		case <-deadline.C:
+			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf(
+				"queue %q still had %d consumers %s after the move cancelled its own (%d others before): whether it was drained was judged on its ready messages alone",
+				r.p.Queue, consumers, r.p.SettleTimeout, others))
+			return ready, nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // quiet is how long the consumer has had room in its window and no
 // delivery: since the pass was done with its last delivery or last
 // acknowledged moves, whichever is later. Time the pass spends on its own
 // work (Decide, Progress, waiting for confirms) is not quiet: the broker
 // may have sent deliveries meanwhile that no longer count as ready, and a
-// move until empty that asked the queue then would end with them on their
-// way, to be requeued when its channel closes.
+// move until empty that asked the queue then would cancel its consumer
+// for nothing (see consumer.drain).
 func (c *consumer) quiet() time.Duration {
 	since := c.lastDelivery
 	if c.r.lastAck.After(since) {

@@ -1,6 +1,7 @@
 package move_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -96,13 +97,14 @@ func TestSmallWindow(t *testing.T) {
 }
 
 // TestUntilEmptySlowProgress: a move until empty whose Progress is slow
-// (a progress line to a slow terminal or log; 60ms, more than the 50ms of
-// quiet after which the engine asks the queue whether it has more) still
-// empties its source. The engine must not count its own time in Progress
-// as the queue's quiet: the deliveries the broker sent meanwhile are not
-// ready any more, so the queue looks empty while the last window is still
-// on its way. The engine picks at random between a waiting delivery and
-// its idle tick, so the move runs three times.
+// (a progress line to a slow terminal or log; 200ms, four times the quiet
+// after which the engine checks whether the queue is drained) and whose
+// Decide stalls as long at every 20th message still empties its source.
+// While the pass is busy the broker sends the next deliveries, which are
+// not ready any more: the queue looks empty while they are on their way,
+// so neither its count of ready messages nor a quiet spell may end the
+// move. The engine picks at random between a waiting delivery and its
+// idle tick, so the move runs three times.
 func TestUntilEmptySlowProgress(t *testing.T) {
 	for _, typ := range queueTypes {
 		t.Run(typ, func(t *testing.T) {
@@ -110,18 +112,84 @@ func TestUntilEmptySlowProgress(t *testing.T) {
 			e.declare("src", typ, nil)
 			e.declare("dst", other(typ), nil)
 			for range 3 {
-				e.publish("src", 95)
+				e.publish("src", 45)
 				res, err := e.run(move.Pass{Queue: "src", Target: "dst", Window: 10, UntilEmpty: true,
-					Progress: func(move.Result) { time.Sleep(60 * time.Millisecond) }})
+					Progress: func(move.Result) { time.Sleep(200 * time.Millisecond) },
+					Decide: func(pos int, _ *amqp.Delivery) move.Decision {
+						if pos%20 == 0 {
+							time.Sleep(200 * time.Millisecond)
+						}
+						return move.Decision{Move: true}
+					}})
 				if err != nil {
 					t.Fatalf("Run: %v", err)
 				}
-				if res.Moved != 95 {
-					t.Errorf("moved %d of 95", res.Moved)
+				if res.Moved != 45 {
+					t.Errorf("moved %d of 45", res.Moved)
 				}
-				same(t, "target", ids(0, 95, nil), e.read("dst"))
+				same(t, "target", ids(0, 45, nil), e.read("dst"))
 				same(t, "source", nil, e.read("src"))
 			}
+		})
+	}
+}
+
+// TestUntilEmptySlowLink: a move until empty whose deliveries reach it
+// 200ms after the broker sent them, four times the quiet after which the
+// engine checks whether the queue is drained. Each ack of a window lets the
+// broker send the next one at once; until it arrives the pass is quiet and
+// the queue has no ready message, the next window being on the wire. The
+// pass must take it and every later one: the queue's having no ready
+// message after a quiet spell is no proof that it is drained.
+func TestUntilEmptySlowLink(t *testing.T) {
+	for _, typ := range queueTypes {
+		t.Run(typ, func(t *testing.T) {
+			e := newEnv(t)
+			e.declare("src", typ, nil)
+			e.declare("dst", other(typ), nil)
+			e.publish("src", 25)
+			conn := e.dialSlow(200 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			res, err := move.Pass{Queue: "src", Target: "dst", Window: 10, UntilEmpty: true}.Run(ctx, conn)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if res.Moved != 25 {
+				t.Errorf("moved %d of 25", res.Moved)
+			}
+			conn.Close() // gives back what the pass may have left behind
+			same(t, "target", ids(0, 25, nil), e.read("dst"))
+			same(t, "source", nil, e.read("src"))
+		})
+	}
+}
+
+// TestUntilEmptyLeaves: a move until empty whose Decide leaves a message
+// holds it to the end, when closing the channel gives it back. A quorum
+// queue counts the consumer that holds it until then, so the drain check
+// must not wait for that count (past SettleTimeout it would go on with a
+// warning).
+func TestUntilEmptyLeaves(t *testing.T) {
+	for _, typ := range queueTypes {
+		t.Run(typ, func(t *testing.T) {
+			e := newEnv(t)
+			e.declare("src", typ, nil)
+			e.declare("dst", other(typ), nil)
+			e.publish("src", 30)
+			res, err := e.run(move.Pass{Queue: "src", Target: "dst", UntilEmpty: true, SettleTimeout: 5 * time.Second,
+				Decide: func(pos int, _ *amqp.Delivery) move.Decision {
+					return move.Decision{Move: pos != 5, Note: "kept"}
+				}})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			want := move.Result{Queue: "src", Target: "dst", Depth: 30, Scanned: 30, Moved: 29, Left: 1, LeftBy: map[string]int{"kept": 1}}
+			if diff := cmp.Diff(want, res); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			same(t, "target", ids(0, 30, func(i int) bool { return i != 4 }), e.read("dst"))
+			same(t, "source", ids(4, 5, nil), e.read("src"))
 		})
 	}
 }
