@@ -246,6 +246,13 @@ func dialError(display, user, vhost string, timeout time.Duration, err error) er
 	case errors.As(err, &ae) && ae.Code == amqp.NotAllowed && strings.Contains(ae.Reason, "vhost") && strings.Contains(ae.Reason, "not found"):
 		return &Error{Kind: ErrVhostNotFound, Status: ae.Code, Err: err,
 			Msg: fmt.Sprintf("vhost %q not found (AMQP 530)", vhost)}
+	case errors.As(err, &ae) && !ae.Server && ae.Code == amqp.FrameError && strings.Contains(ae.Reason, "i/o timeout"):
+		// amqp091 reports a handshake the broker never answered as a
+		// frame error of its own. Seen on a 3.10 node whose file handle
+		// cache was used up (10,000 quorum queues, docs/operations.md):
+		// it takes the TCP connection, then waits for a handle for ever.
+		return &Error{Kind: ErrTimeout, Err: err, Msg: fmt.Sprintf(
+			"AMQP at %s accepted the connection but did not answer its handshake within %s (--timeout): the node is overloaded or out of file handles (see docs/operations.md, \"Open files\")", display, timeout)}
 	case errors.As(err, &ae):
 		return amqpError(display, err)
 	case errors.Is(err, syscall.ECONNREFUSED):

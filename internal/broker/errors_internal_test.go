@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -30,5 +31,17 @@ func TestOneLineCutsOnARuneBoundary(t *testing.T) {
 	}
 	if !strings.HasPrefix(s, "éé") || strings.Count(s, "é") != 300 {
 		t.Errorf("OneLine kept %d runes", strings.Count(s, "é"))
+	}
+}
+
+// TestHandshakeTimeoutIsATimeout: a broker that accepts the TCP connection
+// and never answers the handshake is a timeout that says so, not a
+// refusal or a credentials problem.
+func TestHandshakeTimeoutIsATimeout(t *testing.T) {
+	err := dialError("amqp://127.0.0.1:5672/", "guest", "v", 30*time.Second,
+		&amqp.Error{Code: amqp.FrameError, Reason: "read tcp 127.0.0.1:1->127.0.0.1:5672: i/o timeout"})
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != ErrTimeout || !strings.Contains(e.Msg, "did not answer its handshake within 30s") {
+		t.Fatalf("dialError = %#v, want ErrTimeout about the handshake", err)
 	}
 }
