@@ -11,13 +11,10 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/move"
 )
 
-// Decision is what a pass does with one message.
-type Decision struct {
-	Move bool
-	// Note says why a message is left in place ("filter", "below
-	// threshold", NoteUnreadable...); Result.LeftBy counts the notes.
-	Note string
-}
+// Decision is what a pass does with one message: Move it, or leave it
+// in place with a Note saying why ("filter", "below threshold",
+// NoteUnreadable...); Result.LeftBy counts the notes.
+type Decision = move.Decision
 
 // Pass is one scan of a queue that moves some messages to a target queue
 // and leaves every other message in place, in order. See the package
@@ -92,16 +89,9 @@ func (p Pass) Run(ctx context.Context, conn *amqp.Connection) (Result, error) {
 	e := move.Pass{
 		Queue: p.Queue, Target: p.Target, Scan: p.Scan, MaxMoves: p.MaxMoves, Window: p.Window,
 		InPlaceRequeue: p.InPlaceRequeue, Rewrite: p.Rewrite, SettleTimeout: p.SettleTimeout,
-		QueueError: queueError,
+		QueueError: queueError, Decide: p.Decide, Progress: p.Progress,
 	}
-	if p.Decide != nil {
-		e.Decide = func(pos int, d *amqp.Delivery) move.Decision { return move.Decision(p.Decide(pos, d)) }
-	}
-	if p.Progress != nil {
-		e.Progress = func(r move.Result) { p.Progress(Result(r)) }
-	}
-	res, err := e.Run(ctx, conn)
-	return Result(res), err
+	return e.Run(ctx, conn)
 }
 
 // queueError turns a failed queue operation into a one-line error.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/internal/opsdata"
 )
 
 // Decision is what a pass does with one message.
@@ -70,22 +72,10 @@ type Pass struct {
 // DefaultWindow is the default number of deliveries a pass holds at once.
 const DefaultWindow = 1000
 
-// Result counts what a pass did. ops.Result is its public twin, field for
-// field, and documents it; the engine leaves ResetHeaders to its callers.
-type Result struct {
-	Queue        string
-	Target       string
-	Depth        int
-	Scanned      int
-	Moved        int
-	Left         int
-	LeftBy       map[string]int
-	Failed       int
-	Unexamined   int
-	Stopped      string
-	Warnings     []string
-	ResetHeaders []string
-}
+// Result counts what a pass did: the dlq commands' own result
+// (internal/opsdata documents it), so that ops hands it on as it is; the
+// engine leaves ResetHeaders to its callers.
+type Result = opsdata.Result
 
 // How long a consumer goes without a delivery before a pass settles its
 // moves and asks the queue for more. A scan waits longer: its end is
