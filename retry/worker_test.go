@@ -236,17 +236,22 @@ func TestWorker(t *testing.T) {
 	// (failed, retried) and attempt 2 (acked), whatever the shutdown
 	// requeued: it consumed no attempt.
 	t.Run("sigterm", func(t *testing.T) {
-		const n = 200
+		// 1 s of work against milliseconds of settling: at the SIGTERM
+		// the handlers are in their work, not between deliveries. With
+		// 100 ms of work all eight were once between deliveries (their
+		// copies awaiting confirms hold the prefetch), and none was
+		// cancelled.
+		const n = 48
 		e := newEnv(t, topo{layout: "per-attempt", queueType: "quorum", delays: []string{"100ms"}}, nil)
 		msgs := make([]amqp.Publishing, n)
 		for i := range msgs {
 			msgs[i] = amqp.Publishing{MessageId: fmt.Sprintf("s%03d", i), Body: []byte("x")}
 		}
 		e.publishMany(t, bizExchange, bizKey, msgs)
-		args := []string{"--prefetch", "8", "--fail-first", "1", "--work", "100ms"}
+		args := []string{"--prefetch", "8", "--fail-first", "1", "--work", "1s"}
 		w := startWorker(t, bin, e, nil, args...)
 		waitOutcome(t, w, "ack", 1, 20*time.Second) // retries are coming back
-		time.Sleep(50 * time.Millisecond)           // into the next deliveries' 100ms of work
+		time.Sleep(200 * time.Millisecond)          // into the next deliveries' 1s of work
 		if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
