@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -230,34 +231,38 @@ func TestWorker(t *testing.T) {
 		}
 	})
 
-	// SIGTERM mid-batch, every handler busy (--work): the worker cancels
-	// them, requeues their deliveries unchanged and exits 0; a second worker
+	// SIGTERM with every handler in its work: the worker cancels them,
+	// requeues their deliveries unchanged and exits 0; a second worker
 	// finishes the batch. Every message is then delivered as attempt 1
 	// (failed, retried) and attempt 2 (acked), whatever the shutdown
-	// requeued: it consumed no attempt.
+	// requeued: it consumed no attempt. The first worker's work never ends
+	// (--work 1h), so when the queue has handed out its prefetch the
+	// handlers are in their work for certain: a SIGTERM timed after an ack
+	// once fell between two deliveries of every handler.
 	t.Run("sigterm", func(t *testing.T) {
-		// 1 s of work against milliseconds of settling: at the SIGTERM
-		// the handlers are in their work, not between deliveries. With
-		// 100 ms of work all eight were once between deliveries (their
-		// copies awaiting confirms hold the prefetch), and none was
-		// cancelled.
-		const n = 48
+		const n, prefetch = 48, 8
 		e := newEnv(t, topo{layout: "per-attempt", queueType: "quorum", delays: []string{"100ms"}}, nil)
 		msgs := make([]amqp.Publishing, n)
 		for i := range msgs {
 			msgs[i] = amqp.Publishing{MessageId: fmt.Sprintf("s%03d", i), Body: []byte("x")}
 		}
 		e.publishMany(t, bizExchange, bizKey, msgs)
-		args := []string{"--prefetch", "8", "--fail-first", "1", "--work", "1s"}
+		args := []string{"--prefetch", strconv.Itoa(prefetch), "--fail-first", "1", "--work", "1h"}
 		w := startWorker(t, bin, e, nil, args...)
-		waitOutcome(t, w, "ack", 1, 20*time.Second) // retries are coming back
-		time.Sleep(200 * time.Millisecond)          // into the next deliveries' 1s of work
+		deadline := time.Now().Add(time.Minute) // a guard against a hung worker, not a goal
+		for e.depth(t, workQueue) != n-prefetch {
+			if time.Now().After(deadline) {
+				t.Fatalf("the worker took no deliveries in a minute; stderr:\n%s", w.stderr.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.wait(t, 10*time.Second); err != nil {
 			t.Fatalf("worker exit after SIGTERM: %v; stderr:\n%s", err, w.stderr.String())
 		}
+		args[len(args)-1] = "10ms"
 		first := w.snapshot()
 		w2 := startWorker(t, bin, e, nil, args...)
 		acked := 0
@@ -285,8 +290,8 @@ func TestWorker(t *testing.T) {
 		if diff := cmp.Diff(want, seen); diff != "" {
 			t.Errorf("attempt:outcome per message, requeues left out (-want +got):\n%s", diff)
 		}
-		if requeued == 0 {
-			t.Errorf("the SIGTERM cancelled no handler; want the deliveries in flight requeued")
+		if requeued != prefetch {
+			t.Errorf("the SIGTERM requeued %d deliveries unchanged; want the %d in their handlers", requeued, prefetch)
 		}
 		t.Logf("%d acked before the SIGTERM, %d requeued unchanged by it", acked, requeued)
 		for _, q := range []string{workQueue, contract.DeadLetterQueue(workQueue)} {
