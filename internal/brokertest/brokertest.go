@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -26,11 +27,16 @@ import (
 // broker instead of starting one. The user is RMQTOPO_TEST_USER /
 // RMQTOPO_TEST_PASSWORD if set, else the AMQP URL's userinfo, else
 // guest/guest; it must be allowed to create vhosts (administrator tag).
+// RMQTOPO_TEST_NODE_STATE, which rabbitnode's env sets, names the
+// external broker's node.json when it is a private node on this machine:
+// the tests that need the node itself (rabbitmqctl eval, its log) then run
+// against it instead of skipping.
 const (
-	EnvMgmtURL  = "RMQTOPO_TEST_URL"
-	EnvAMQPURL  = "RMQTOPO_TEST_AMQP_URL"
-	EnvUser     = "RMQTOPO_TEST_USER"
-	EnvPassword = "RMQTOPO_TEST_PASSWORD"
+	EnvMgmtURL   = "RMQTOPO_TEST_URL"
+	EnvAMQPURL   = "RMQTOPO_TEST_AMQP_URL"
+	EnvUser      = "RMQTOPO_TEST_USER"
+	EnvPassword  = "RMQTOPO_TEST_PASSWORD"
+	EnvNodeState = "RMQTOPO_TEST_NODE_STATE"
 )
 
 // Broker is the broker a test binary's tests share.
@@ -38,7 +44,10 @@ type Broker struct {
 	MgmtURL        string // http://127.0.0.1:PORT, no trailing slash
 	AMQPURL        string // amqp://guest:guest@127.0.0.1:PORT/
 	User, Password string
-	Node           *Node // the private node; nil when the broker is external
+	// Node is the private node: the one the test binary started, or the
+	// one RMQTOPO_TEST_NODE_STATE names (which the tests never stop); nil
+	// for any other external broker.
+	Node *Node
 }
 
 var (
@@ -77,7 +86,7 @@ func Run(m *testing.M) int {
 	code := m.Run()
 	cleanupCluster()
 	cleanupOwned()
-	if shared != nil && shared.Node != nil {
+	if shared != nil && shared.Node != nil && ownedDir != "" {
 		shared.Node.Kill()
 		os.RemoveAll(ownedDir)
 	}
@@ -151,12 +160,39 @@ func external(mgmt, amqpURL string) (*Broker, error) {
 	if v := os.Getenv(EnvPassword); v != "" {
 		pass = v
 	}
+	node, err := attachNode(mgmt)
+	if err != nil {
+		return nil, err
+	}
 	return &Broker{
 		MgmtURL:  strings.TrimRight(mgmt, "/"),
 		AMQPURL:  amqpURL,
 		User:     user,
 		Password: pass,
+		Node:     node,
 	}, nil
+}
+
+// attachNode reads the node RMQTOPO_TEST_NODE_STATE names, nil when it is
+// unset. The node must be the broker at mgmt: a state file left from
+// another node is an error, not a node to run rabbitmqctl against.
+func attachNode(mgmt string) (*Node, error) {
+	path := os.Getenv(EnvNodeState)
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvNodeState, err)
+	}
+	var n Node
+	if err := json.Unmarshal(data, &n); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", EnvNodeState, path, err)
+	}
+	if n.MgmtURL() != strings.TrimRight(mgmt, "/") {
+		return nil, fmt.Errorf("%s: %s records node %s at %s, not the broker at %s=%s", EnvNodeState, path, n.Name, n.MgmtURL(), EnvMgmtURL, mgmt)
+	}
+	return &n, nil
 }
 
 // startWatchdog starts a detached shell that kills the node and removes its

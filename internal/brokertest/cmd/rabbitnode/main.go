@@ -14,6 +14,7 @@
 //
 //	export RMQTOPO_TEST_URL=http://127.0.0.1:MGMT_PORT
 //	export RMQTOPO_TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:AMQP_PORT/
+//	export RMQTOPO_TEST_NODE_STATE=/abs/DIR/node.json
 //
 // so that `eval "$(rabbitnode start --dir DIR)"` or `. DIR/env` points the
 // tests at it. By default the node is named rmqtopo-make@localhost and listens
@@ -119,9 +120,16 @@ func load(dir string) (*brokertest.Node, error) {
 	return &n, nil
 }
 
-func envLines(n *brokertest.Node) string {
-	return fmt.Sprintf("export %s=%s\nexport %s=%s\n",
-		brokertest.EnvMgmtURL, n.MgmtURL(), brokertest.EnvAMQPURL, n.AMQPURL())
+// envLines are the shell lines that point the tests at n, recorded in
+// dir: its URLs, and its state file, with which the tests reach the node
+// itself (rabbitmqctl, its log) as they do a node they started.
+func envLines(n *brokertest.Node, dir string) string {
+	state, err := filepath.Abs(stateFile(dir))
+	if err != nil {
+		state = stateFile(dir)
+	}
+	return fmt.Sprintf("export %s=%s\nexport %s=%s\nexport %s=%s\n",
+		brokertest.EnvMgmtURL, n.MgmtURL(), brokertest.EnvAMQPURL, n.AMQPURL(), brokertest.EnvNodeState, state)
 }
 
 // answers reports whether the node's management API answers 200.
@@ -188,7 +196,7 @@ func start(ctx context.Context, dir, name string, defaultPorts bool, stats time.
 }
 
 func publish(dir string, n *brokertest.Node) error {
-	env := envLines(n)
+	env := envLines(n, dir)
 	if err := os.WriteFile(envFile(dir), []byte(env), 0o644); err != nil {
 		return err
 	}
@@ -240,6 +248,6 @@ func status(dir string) error {
 		fmt.Fprintf(os.Stderr, "rabbitnode: node %s recorded in %s does not answer\n", n.Name, dir)
 		os.Exit(1)
 	}
-	fmt.Print(envLines(n))
+	fmt.Print(envLines(n, dir))
 	return nil
 }
