@@ -25,8 +25,10 @@ const countChannels = 8
 // instant (the management API's statistics lag by seconds). With Read, it
 // makes a Client a plan.Source. A queue that does not exist any more, or
 // that the broker refuses to count (an exclusive queue of another
-// connection), stays absent, which plan.Check treats as unknown and so
-// refuses; a failure to connect is an error.
+// connection), or a quorum queue that may have given RabbitMQ's stand-in
+// 0 for a leader that did not answer (see settleQuorumZeros), stays
+// absent, which plan.Check treats as unknown and so refuses; a failure to
+// connect is an error.
 func (c *Client) Count(ctx context.Context, st *topology.State, need map[string][]string) error {
 	if len(need) == 0 {
 		return nil
@@ -39,6 +41,9 @@ func (c *Client) Count(ctx context.Context, st *topology.State, need map[string]
 	for _, v := range slices.Sorted(maps.Keys(need)) {
 		counts, err := s.PassiveCounts(ctx, v, need[v])
 		if err != nil {
+			return fmt.Errorf("count messages in vhost %q: %w", v, err)
+		}
+		if err := c.settleQuorumZeros(ctx, s, st, v, counts); err != nil {
 			return fmt.Errorf("count messages in vhost %q: %w", v, err)
 		}
 		for n, q := range counts {
