@@ -15,6 +15,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // A broker that never answers connection.close (a 3.10.8 node did so after
@@ -39,14 +40,16 @@ func TestCloseConnWhenTheBrokerNeverAnswers(t *testing.T) {
 	silent.Store(true)
 	done := make(chan error, 1)
 	go func() { done <- broker.CloseConn(conn) }()
-	// A hang guard, not a timing goal: 10 times CloseConn's own wait.
+	// A hang guard, not a timing goal: CloseConn returns after its own
+	// 10 s wait for the close-ok (closeWait), so the guard is sized on that.
+	guard := waitguard.For(10 * time.Second)
 	select {
 	case err := <-done:
 		if err == nil {
 			t.Error("CloseConn reported a clean close that the broker never answered")
 		}
-	case <-time.After(100 * time.Second):
-		t.Fatal("CloseConn still waiting for connection.close-ok 100 s on")
+	case <-time.After(guard):
+		t.Fatalf("CloseConn still waiting for connection.close-ok %v on", guard)
 	}
 }
 

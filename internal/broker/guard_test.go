@@ -14,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -111,7 +112,9 @@ func TestQuorumDeleteGuard(t *testing.T) {
 		}
 		select {
 		case <-deliveries:
-		case <-time.After(10 * time.Second):
+		// A hang guard: the ready message reaches the new consumer in
+		// milliseconds.
+		case <-time.After(waitguard.For(100 * time.Millisecond)):
 			t.Fatal("no delivery")
 		}
 		// Not acknowledged: the queue has no ready message, which is all a
@@ -134,7 +137,8 @@ func TestQuorumDeleteGuard(t *testing.T) {
 		}
 		// The delivery goes back to the queue when its channel closes.
 		cons.Close()
-		waitFor(t, 10*time.Second, "the unacked delivery back in work", func() bool {
+		// Under a second (the quorum queue returns it asynchronously).
+		waitFor(t, waitguard.For(time.Second), "the unacked delivery back in work", func() bool {
 			return l.b.QueueDepth(t, l.vhost, "work") == 1
 		})
 	})

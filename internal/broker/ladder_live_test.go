@@ -11,6 +11,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/apply"
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 )
@@ -60,7 +61,8 @@ func TestLadderChangeLosesNothing(t *testing.T) {
 	if got := l.b.QueueDepth(t, l.vhost, old.LevelQueue(3)); got != n {
 		t.Fatalf("%s holds %d messages right after the apply, want %d: the apply came too late to prove anything", old.LevelQueue(3), got, n)
 	}
-	waitFor(t, 40*time.Second, "every message in the work queue", func() bool {
+	// The messages' 24 s in the ladder, counted from their publish.
+	waitFor(t, waitguard.For(24*time.Second), "every message in the work queue", func() bool {
 		return l.b.QueueDepth(t, l.vhost, "work") >= n
 	})
 	if got := l.b.QueueDepth(t, l.vhost, "work"); got != n {
@@ -69,7 +71,7 @@ func TestLadderChangeLosesNothing(t *testing.T) {
 
 	// Once the statistics see the old levels empty, a plan deletes the
 	// whole old ladder.
-	waitFor(t, 30*time.Second, "a plan deleting the old ladder, its queues known to be empty", func() bool {
+	waitFor(t, waitguard.For(statsWait), "a plan deleting the old ladder, its queues known to be empty", func() bool {
 		p, st = l.plan(t, after, true)
 		for _, c := range p.Changes {
 			if c.DestroysQueue() && (c.Messages() == nil || *c.Messages() != 0) {

@@ -21,6 +21,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -320,7 +321,9 @@ func publish(t *testing.T, conn *amqp.Connection, exchange, key string, headers 
 	}
 }
 
-// waitFor polls cond every 250ms until it holds or timeout passes.
+// waitFor polls cond every 250ms until it holds or timeout passes. The
+// timeout is a hang guard, never a timing goal: callers size it with
+// waitguard.For from what the wait needs on a quiet machine.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -332,12 +335,19 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// statsWait is what a wait for the management API's statistics needs on
+// a quiet machine: a new queue listed with its counts, a count or a
+// consumer that changed. They refresh every second
+// (brokertest.TestStatsInterval), yet a new queue's counts took 5 s to
+// show with the package's other tests running (11 s on a busy machine).
+const statsWait = 5 * time.Second
+
 // statsReady waits until the management API's statistics report a count
 // for every queue of t: right after a queue is declared they do not, and a
 // plan keeps a retired wait queue of unknown count rather than delete it.
 func (l *live) statsReady(t *testing.T, top topology.Topology) {
 	t.Helper()
-	waitFor(t, 20*time.Second, "statistics of every queue", func() bool {
+	waitFor(t, waitguard.For(statsWait), "statistics of every queue", func() bool {
 		counts, err := l.c.QueueCounts(context.Background(), l.vhost, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -355,7 +365,7 @@ func (l *live) statsReady(t *testing.T, top topology.Topology) {
 // messages in queue; plans read counts from them.
 func (l *live) statsCount(t *testing.T, queue string, n int64) {
 	t.Helper()
-	waitFor(t, 20*time.Second, fmt.Sprintf("statistics to show %d messages in %q", n, queue), func() bool {
+	waitFor(t, waitguard.For(statsWait), fmt.Sprintf("statistics to show %d messages in %q", n, queue), func() bool {
 		counts, err := l.c.QueueCounts(context.Background(), l.vhost, []string{queue})
 		if err != nil {
 			t.Fatal(err)
@@ -501,7 +511,7 @@ func TestDeleteGuard(t *testing.T) {
 				"version: 1\nqueues:\n  - name: work\n    type: %s\n    dlq: false\n    %s\n", typ, extra)), l.vhost))
 			var p plan.Plan
 			var st *topology.State
-			waitFor(t, 20*time.Second, "a plan with a known count", func() bool {
+			waitFor(t, waitguard.For(statsWait), "a plan with a known count", func() bool {
 				p, st = l.plan(t, desired, false)
 				for _, c := range p.Changes {
 					if c.Address == queueAddr(l.vhost, "work") {
@@ -547,7 +557,7 @@ func TestPlanConsumers(t *testing.T) {
 	var p plan.Plan
 	var st *topology.State
 	var work plan.Change
-	waitFor(t, 20*time.Second, "a plan with the consumer counted", func() bool {
+	waitFor(t, waitguard.For(statsWait), "a plan with the consumer counted", func() bool {
 		p, st = l.plan(t, desired, false)
 		for _, c := range p.Changes {
 			if c.Address == queueAddr(l.vhost, "work") {
@@ -589,7 +599,7 @@ func TestPlanConsumers(t *testing.T) {
 	if err := ch.Cancel("c1", false); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the refreshed plan to count no consumer", func() bool {
+	waitFor(t, waitguard.For(statsWait), "the refreshed plan to count no consumer", func() bool {
 		if err := plan.Recount(context.Background(), l.c, &p); err != nil {
 			t.Fatal(err)
 		}
@@ -657,7 +667,8 @@ func TestScheduleChangeLosesNothing(t *testing.T) {
 	}
 	publish(t, conn, contract.RetryExchange("work"), "work", retry, late)
 
-	waitFor(t, 40*time.Second, "every message back in the work queue", func() bool {
+	// The early messages' 10 s TTL, counted from their publish.
+	waitFor(t, waitguard.For(10*time.Second), "every message back in the work queue", func() bool {
 		return l.b.QueueDepth(t, l.vhost, "work") >= early+late
 	})
 	if n := l.b.QueueDepth(t, l.vhost, "work"); n != early+late {
@@ -668,7 +679,7 @@ func TestScheduleChangeLosesNothing(t *testing.T) {
 	}
 
 	// Once the statistics see the old queue empty, a plan deletes it.
-	waitFor(t, 20*time.Second, "a plan deleting the drained wait queue", func() bool {
+	waitFor(t, waitguard.For(statsWait), "a plan deleting the drained wait queue", func() bool {
 		p, st = l.plan(t, after, false)
 		return cmp.Equal([]string{"delete queue " + oldWait}, changes(p))
 	})
@@ -706,7 +717,7 @@ func TestLock(t *testing.T) {
 	// Once the broker's statistics know the lock queue's owner, the
 	// error names the holder.
 	holder := fmt.Sprintf("another rmqtopo apply holds the lock on vhost %q (rmqtopo apply lock (pid %d on ", a.vhost, os.Getpid())
-	waitFor(t, 15*time.Second, "an error naming the holder", func() bool {
+	waitFor(t, waitguard.For(statsWait), "an error naming the holder", func() bool {
 		err := b.s.Lock(context.Background(), a.vhost)
 		return err != nil && strings.HasPrefix(err.Error(), holder)
 	})
@@ -719,7 +730,9 @@ func TestLock(t *testing.T) {
 		t.Error("the lock queue is part of the live topology")
 	}
 	a.s.Close()
-	waitFor(t, 10*time.Second, "the lock to be free", func() bool { return b.s.Lock(context.Background(), a.vhost) == nil })
+	// The broker deletes the exclusive lock queue with a's connection:
+	// milliseconds.
+	waitFor(t, waitguard.For(100*time.Millisecond), "the lock to be free", func() bool { return b.s.Lock(context.Background(), a.vhost) == nil })
 
 	// A vhost that does not exist cannot be locked, and says so.
 	err = b.s.Lock(context.Background(), a.vhost+"-missing")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/apply"
 	"github.com/rmqtopo/rmqtopo/internal/shapetest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -59,7 +60,8 @@ func (d *declares) bind(queue, key, exchange string, args amqp.Table) {
 }
 
 // settle waits until the one message sent at sent arrives in queue, and
-// returns how long it took.
+// returns how long it took. within, counted from sent, is a hang guard,
+// never a timing goal: callers size it with waitguard.For.
 func settle(t *testing.T, conn *amqp.Connection, queue string, sent time.Time, within time.Duration) time.Duration {
 	t.Helper()
 	ch, err := conn.Channel()
@@ -193,7 +195,7 @@ func TestPresetLibrariesRunUnchanged(t *testing.T) {
 				t.Errorf("plan after the library's declares is not empty:\n%v", changes(p))
 			}
 			q := f.Spec.Queues[0].Name
-			took := settle(t, conn, q, run.retry(t, conn), 30*time.Second)
+			took := settle(t, conn, q, run.retry(t, conn), waitguard.For(run.delay))
 			t.Logf("%s: a retry due after %v came back after %v", name, run.delay, took.Round(time.Millisecond))
 			// Never early: a retry back before its delay is a wrong TTL,
 			// whatever the load. How late it may be is a timing goal,
@@ -206,7 +208,8 @@ func TestPresetLibrariesRunUnchanged(t *testing.T) {
 					took, run.expiration, run.delay)
 			}
 			rejectOne(t, conn, q)
-			settle(t, conn, q+".dlq", time.Now(), 10*time.Second)
+			// Dead-lettering a rejected message takes milliseconds.
+			settle(t, conn, q+".dlq", time.Now(), waitguard.For(100*time.Millisecond))
 		})
 	}
 }
@@ -221,8 +224,12 @@ func TestGoQueueExhaustedRetryKept(t *testing.T) {
 	l.converge(t, desired, false)
 	conn := l.b.Dial(t, l.vhost)
 	send(t, conn, "ev__retry_exchange", "ev__retry.2", amqp.Publishing{Body: []byte("x"), Expiration: "1000"})
-	settle(t, conn, "ev.dlq", time.Now(), 10*time.Second)
-	time.Sleep(1500 * time.Millisecond) // past the message's own expiration
+	settle(t, conn, "ev.dlq", time.Now(), waitguard.For(100*time.Millisecond)) // milliseconds
+	// A window, not a guard: the message sits in ev.dlq past the 1000 ms
+	// expiration it was sent with, which would have removed it had the DLQ
+	// kept it. A slow machine can only make the window prove less (a late
+	// expiry unseen), never fail the test.
+	time.Sleep(1500 * time.Millisecond)
 	if n := l.b.QueueDepth(t, l.vhost, "ev.dlq"); n != 1 {
 		t.Errorf("ev.dlq holds %d messages after the retry's expiration, want 1", n)
 	}
@@ -303,7 +310,8 @@ func TestGoQueueTTLCap(t *testing.T) {
 	retry := func() time.Duration {
 		sent := send(t, conn, "ev__retry_exchange", "ev__retry.1", amqp.Publishing{Body: []byte("r"),
 			Headers: amqp.Table{"goqueue-retry-count": int64(1)}, Expiration: strconv.Itoa(1 * 10_000)})
-		took := settle(t, conn, "ev", sent, 30*time.Second)
+		// Uncapped, the retry waits its whole 10 s expiration.
+		took := settle(t, conn, "ev", sent, waitguard.For(10*time.Second))
 		if _, ok, err := mustChannel(t, conn).Get("ev", true); !ok || err != nil {
 			t.Fatalf("get from ev: %v, %v", ok, err)
 		}
@@ -352,7 +360,10 @@ func TestOutboxAioPikaClient(t *testing.T) {
 	l := newLive(t)
 	desired := spec.Expand(parseFor(t, "o.yaml", []byte("version: 1\nqueues:\n  - {name: ob, type: quorum, preset: outbox, retry: {delays: [2s]}}\n"), l.vhost))
 	l.converge(t, desired, false)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// A hang guard: Python's start-up, the declares and the client's 2 s
+	// retry take a few seconds; 6 s keeps the guard at the minute it was
+	// (not measured: aio-pika is missing where this was written).
+	ctx, cancel := context.WithTimeout(context.Background(), waitguard.For(6*time.Second))
 	defer cancel()
 	out, err := exec.CommandContext(ctx, python, "testdata/outbox_client.py", l.b.AMQPURLFor(l.vhost), "ob", "2").CombinedOutput()
 	if err != nil {
@@ -418,7 +429,7 @@ func TestUpgradeFromPerQueuePolicies(t *testing.T) {
 		t.Errorf("work holds %d messages after the upgrade, want 3", n)
 	}
 	rejectOne(t, conn, "work")
-	settle(t, conn, "work.dlq", time.Now(), 10*time.Second)
+	settle(t, conn, "work.dlq", time.Now(), waitguard.For(100*time.Millisecond)) // milliseconds
 
 	ttl := spec.Expand(parseFor(t, "u.yaml", []byte(s+"    message_ttl: 1h\n"), l.vhost))
 	p, _ := l.plan(t, ttl, false)

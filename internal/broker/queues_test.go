@@ -8,13 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // TestListQueues lists a vhost of more queues than one page holds, and
@@ -63,10 +63,10 @@ func TestListQueues(t *testing.T) {
 		t.Errorf("listed queues (-want +got):\n%s", diff)
 	}
 
-	// The policy applies, and the statistics count (every 5s by default),
-	// a little later.
+	// The policy applies, and the statistics count (every second on test
+	// nodes, 5s by default), a little later.
 	var dlq broker.QueueInfo
-	waitFor(t, 30*time.Second, "the policy and the counts of dlq", func() bool {
+	waitFor(t, waitguard.For(statsWait), "the policy and the counts of dlq", func() bool {
 		dlq, err = l.c.GetQueue(ctx, l.vhost, "dlq")
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/spec"
 )
 
@@ -106,7 +107,9 @@ func (c *chain) publish(exchange, key string, msg amqp.Publishing) (returned boo
 	msg.Body = []byte("e2e " + c.id)
 	msg.ContentType = "text/plain"
 	msg.DeliveryMode = amqp.Persistent
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A hang guard: the confirm takes milliseconds (at most 1.2 s seen on
+	// a busy machine).
+	ctx, cancel := context.WithTimeout(context.Background(), waitguard.For(100*time.Millisecond))
 	defer cancel()
 	dc, err := c.pub.PublishWithDeferredConfirmWithContext(ctx, exchange, key, true, false, msg)
 	if err != nil {
@@ -138,9 +141,11 @@ func (c *chain) publish(exchange, key string, msg amqp.Publishing) (returned boo
 }
 
 // receive waits for the next delivery of the chain's message from the work
-// queue, due delay after sent, and checks when it came.
+// queue, due delay after sent, and checks that it came no earlier; how
+// late it may come is only a hang guard (see lateness).
 func (c *chain) receive(delay time.Duration, sent time.Time) amqp.Delivery {
 	c.t.Helper()
+	lost := waitguard.For(lateness)
 	timer := time.NewTimer(time.Until(sent.Add(delay + lost)))
 	defer timer.Stop()
 	for {

@@ -21,6 +21,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/definitions"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -58,10 +59,17 @@ const (
 // checkWaitQueues.
 const (
 	early = 20 * time.Millisecond
-	// lost is how long past its delay a delivery is waited for before the
-	// test gives up on it and reports where the message is: over 10 times
-	// the latest return seen on a loaded machine.
-	lost = 30 * time.Second
+	// lateness is how late past its delay a delivery comes back on a quiet
+	// machine (tens of milliseconds). The test waits waitguard.For(lateness)
+	// past the delay (its 30 s floor is over 10 times the latest return
+	// seen on a loaded machine) before it gives up on the delivery and
+	// reports where the message is.
+	lateness = 100 * time.Millisecond
+	// deadLettering is what the broker needs on a quiet machine to
+	// dead-letter a message (or take back an unacked one) so that counts
+	// and basic.get see it: milliseconds (at most 1.1 s seen on a busy
+	// machine). expectDepths and getOne wait waitguard.For(deadLettering).
+	deadLettering = 100 * time.Millisecond
 )
 
 func exampleFiles(t *testing.T) []string {
@@ -274,7 +282,10 @@ func (x *example) mgmt(t *testing.T, method, path string, body io.Reader) (int, 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	client := &http.Client{Timeout: time.Minute}
+	// A hang guard: a definitions import or export takes well under a
+	// second alone, and took 9 s with every example importing at once on a
+	// busy machine.
+	client := &http.Client{Timeout: waitguard.For(10 * time.Second)}
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
@@ -319,12 +330,12 @@ func (x *example) depths(t *testing.T) map[string]int {
 	return got
 }
 
-// expectDepths waits up to a few seconds for the vhost's message counts to
-// become want (dead-lettering is asynchronous), then fails the test with
-// the difference if they did not.
+// expectDepths waits for the vhost's message counts to become want
+// (dead-lettering is asynchronous); if they do not within a hang guard, it
+// fails the test with the difference.
 func (x *example) expectDepths(t *testing.T, want map[string]int, what string) bool {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := waitguard.Deadline(deadLettering)
 	for {
 		got := x.depths(t)
 		if cmp.Equal(want, got, cmpopts.EquateEmpty()) {
@@ -355,8 +366,8 @@ func (x *example) purge(t *testing.T) {
 	}
 }
 
-// getOne takes the one message expected in queue, waiting a little for
-// asynchronous dead-lettering, and acks it.
+// getOne takes the one message expected in queue, waiting for
+// asynchronous dead-lettering (within a hang guard), and acks it.
 func (x *example) getOne(t *testing.T, queue string) (amqp.Delivery, bool) {
 	t.Helper()
 	ch, err := x.conn.Channel()
@@ -364,7 +375,7 @@ func (x *example) getOne(t *testing.T, queue string) (amqp.Delivery, bool) {
 		t.Fatalf("open channel: %v", err)
 	}
 	defer ch.Close()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := waitguard.Deadline(deadLettering)
 	for {
 		d, ok, err := ch.Get(queue, false)
 		if err != nil {

@@ -120,7 +120,7 @@ func TestInterrupted(t *testing.T) {
 		e.declare("src", typ, nil)
 		e.declare("dst", other(typ), nil)
 		e.publish("src", 300)
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(context.Background(), wait())
 		defer cancel()
 		res, err := move.Pass{Queue: "src", Target: "dst", Window: 16, InPlaceRequeue: typ == "classic", UntilEmpty: m.untilEmpty,
 			Decide: func(pos int, _ *amqp.Delivery) move.Decision {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/move"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // The tests are in package move_test: brokertest imports internal/broker,
@@ -33,9 +34,13 @@ func other(typ string) string {
 	return "classic"
 }
 
-// wait bounds a test's pass, only so that a hung broker fails the test
-// instead of hanging it; it is no timing goal.
-const wait = 2 * time.Minute
+// wait bounds a test's pass, or its wait for a queue's counts, only so
+// that a hung broker fails the test instead of hanging it; it is no timing
+// goal. The slowest pass here (TestUntilEmptySlowLink's, 200 ms per
+// round trip) takes about 5 s on a quiet machine, and the guard must
+// outlast a pass's own SettleTimeout (30 s) so that the pass's error shows;
+// 12 s keeps it at the 2 minutes it was.
+func wait() time.Duration { return waitguard.For(12 * time.Second) }
 
 // env is one test's vhost on the harness broker.
 type env struct {
@@ -100,7 +105,7 @@ func (e *env) publish(queue string, n int) {
 
 // run runs p over the env's connection.
 func (e *env) run(p move.Pass) (move.Result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait())
 	defer cancel()
 	return p.Run(ctx, e.conn)
 }
@@ -128,7 +133,7 @@ func (e *env) stat(queue string) (ready, consumers int, ok bool) {
 // waitFor polls until cond holds; past the deadline it fails the test.
 func (e *env) waitFor(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(wait())
 	for !cond() {
 		if time.Now().After(deadline) {
 			e.t.Fatalf("gave up waiting for %s", what)

@@ -9,6 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/move"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // TestUntilEmptyMovesEverything: a move until empty (a migration's) takes
@@ -149,7 +150,7 @@ func TestUntilEmptySlowLink(t *testing.T) {
 			e.declare("dst", other(typ), nil)
 			e.publish("src", 25)
 			conn := e.dialSlow(200 * time.Millisecond)
-			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			ctx, cancel := context.WithTimeout(context.Background(), wait())
 			defer cancel()
 			res, err := move.Pass{Queue: "src", Target: "dst", Window: 10, UntilEmpty: true}.Run(ctx, conn)
 			if err != nil {
@@ -169,7 +170,9 @@ func TestUntilEmptySlowLink(t *testing.T) {
 // holds it to the end, when closing the channel gives it back. A quorum
 // queue counts the consumer that holds it until then, so the drain check
 // must not wait for that count (past SettleTimeout it would go on with a
-// warning).
+// warning, which the Result check catches). The passing pass never reaches
+// SettleTimeout, which also bounds its waits for confirms: a hang guard
+// (it was 5 s, so that a regression failed sooner).
 func TestUntilEmptyLeaves(t *testing.T) {
 	for _, typ := range queueTypes {
 		t.Run(typ, func(t *testing.T) {
@@ -177,7 +180,7 @@ func TestUntilEmptyLeaves(t *testing.T) {
 			e.declare("src", typ, nil)
 			e.declare("dst", other(typ), nil)
 			e.publish("src", 30)
-			res, err := e.run(move.Pass{Queue: "src", Target: "dst", UntilEmpty: true, SettleTimeout: 5 * time.Second,
+			res, err := e.run(move.Pass{Queue: "src", Target: "dst", UntilEmpty: true, SettleTimeout: waitguard.For(time.Second),
 				Decide: func(pos int, _ *amqp.Delivery) move.Decision {
 					return move.Decision{Move: pos != 5, Note: "kept"}
 				}})
