@@ -19,6 +19,8 @@ import (
 
 	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // Environment variables naming an external broker. When RMQTOPO_TEST_URL
@@ -124,7 +126,7 @@ func setup() (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), setupGuard())
 	defer cancel()
 	node, err := StartNode(ctx, NodeConfig{BaseDir: dir, StatsInterval: TestStatsInterval})
 	if err != nil {
@@ -220,7 +222,7 @@ func (b *Broker) Mgmt(t testing.TB) *rabbithole.Client {
 	if err != nil {
 		t.Fatalf("brokertest: management client for %s: %v", b.MgmtURL, err)
 	}
-	c.SetTimeout(mgmtTimeout)
+	c.SetTimeout(mgmtTimeout())
 	return c
 }
 
@@ -228,8 +230,25 @@ func (b *Broker) Mgmt(t testing.TB) *rabbithole.Client {
 // deleting a vhost takes well under a second on a quiet node, but the node
 // does them one at a time, and with test binaries side by side on a busy
 // 2-CPU machine (load 20) a vhost creation waited over 30s behind the
-// others: 2 minutes is a guard against a hung broker, not a timing goal.
-const mgmtTimeout = 2 * time.Minute
+// others: a guard against a hung broker, not a timing goal, and never
+// under the 2 minutes it was when that was seen.
+func mgmtTimeout() time.Duration { return guard(time.Second, 2*time.Minute) }
+
+// setupGuard bounds setting up the test binary's private node (Get) or
+// cluster (GetCluster), a hang guard: a node boots in about 5 s on a
+// quiet machine and three side by side in 10-15 s (24-29 s at load 28),
+// but on a machine without RabbitMQ, installing it first (apt-get, as
+// root) takes tens of seconds: 30 s is the need.
+func setupGuard() time.Duration { return waitguard.For(30 * time.Second) }
+
+// guard is waitguard.For(quiet), the guard of a wait that needs quiet on a
+// quiet machine, but never under was, the guard the wait had before issue
+// 27 sized guards with waitguard (scaled as waitguard scales every
+// guard): some were raised after a wait ran out on a loaded machine, and
+// a guard may grow, never shrink.
+func guard(quiet, was time.Duration) time.Duration {
+	return waitguard.For(max(quiet, was/waitguard.Factor))
+}
 
 // NewVhost creates a vhost of the test's own, named
 // "t-<test name>-<random>", grants the broker's user full permissions in it,
@@ -332,8 +351,9 @@ func (b *Broker) QueueDepth(t testing.TB, vhost, queue string) int {
 }
 
 // PublishConfirmed publishes msg on a fresh channel in confirm mode and
-// waits (up to 30s) for the broker's ack; it fails the test on a nack,
-// a closed channel or a timeout. Unroutable messages are acked and dropped
+// waits for the broker's ack; it fails the test on a nack, a closed
+// channel, or no ack within a hang guard (waitguard, 30 s unscaled: a
+// confirm takes milliseconds). Unroutable messages are acked and dropped
 // by the broker, as with any non-mandatory publish.
 func PublishConfirmed(t testing.TB, conn *amqp.Connection, exchange, key string, msg amqp.Publishing) {
 	t.Helper()
@@ -345,7 +365,7 @@ func PublishConfirmed(t testing.TB, conn *amqp.Connection, exchange, key string,
 	if err := ch.Confirm(false); err != nil {
 		t.Fatalf("brokertest: confirm mode: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitguard.For(100*time.Millisecond))
 	defer cancel()
 	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, false, false, msg)
 	if err != nil {
@@ -362,7 +382,9 @@ func PublishConfirmed(t testing.TB, conn *amqp.Connection, exchange, key string,
 
 // Drain consumes exactly n messages from queue with manual acks (prefetch
 // n, so no more than n are taken), acks them and returns them in delivery
-// order. It fails the test if fewer than n arrive within timeout.
+// order. It fails the test if fewer than n arrive within timeout, a hang
+// guard: callers size it with waitguard.For from what the drain needs on a
+// quiet machine.
 func Drain(t testing.TB, conn *amqp.Connection, queue string, n int, timeout time.Duration) []amqp.Delivery {
 	t.Helper()
 	if n <= 0 {

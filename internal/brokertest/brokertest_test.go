@@ -8,6 +8,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 func TestMain(m *testing.M) { brokertest.Main(m) }
@@ -42,7 +43,8 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("QueueDepth = %d, want 1", got)
 	}
 
-	ds := brokertest.Drain(t, conn, queue, 1, 10*time.Second)
+	// A guard: one message is there already.
+	ds := brokertest.Drain(t, conn, queue, 1, waitguard.For(100*time.Millisecond))
 	if string(ds[0].Body) != "hello" {
 		t.Errorf("body = %q, want hello", ds[0].Body)
 	}

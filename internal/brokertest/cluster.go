@@ -164,7 +164,7 @@ func (b *Broker) clusterNodes(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	req.SetBasicAuth(b.User, b.Password)
-	resp, err := (&http.Client{Timeout: mgmtTimeout}).Do(req)
+	resp, err := (&http.Client{Timeout: mgmtTimeout()}).Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func setupCluster() (*Cluster, string, error) {
 	if binDir == "" {
 		binDir = DefaultBinDir
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), setupGuard())
 	defer cancel()
 	if err := ensureInstalled(ctx, binDir); err != nil {
 		return nil, fmt.Sprintf("RabbitMQ cannot run here, so no private cluster: %v; or set %s and %s to an existing cluster's nodes",

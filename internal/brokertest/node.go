@@ -35,6 +35,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // DefaultBinDir is where Debian's rabbitmq-server package puts the real
@@ -72,7 +74,9 @@ type NodeConfig struct {
 	// BinDir holds rabbitmq-server and rabbitmqctl. Default
 	// $RMQTOPO_RABBITMQ_BIN_DIR, else DefaultBinDir.
 	BinDir string
-	// StartTimeout bounds the wait for the node to be ready. Default 90s.
+	// StartTimeout bounds the wait for the node to be ready, a hang guard.
+	// Default waitguard.For(10s), 100 s unscaled: a node boots in about 5 s
+	// on a quiet machine, three side by side (a cluster) in 10-15 s.
 	StartTimeout time.Duration
 	// StatsInterval, when not 0, is the management statistics' refresh
 	// interval (collect_statistics_interval; RabbitMQ's default is 5s).
@@ -154,7 +158,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 		cfg.BinDir = DefaultBinDir
 	}
 	if cfg.StartTimeout == 0 {
-		cfg.StartTimeout = 90 * time.Second
+		cfg.StartTimeout = waitguard.For(10 * time.Second)
 	}
 	if err := ensureInstalled(ctx, cfg.BinDir); err != nil {
 		return nil, err
@@ -479,6 +483,8 @@ func (n *Node) waitReadySteps(ctx context.Context) error {
 		if !alive(pid) {
 			return fmt.Errorf("node process %d exited during startup", pid)
 		}
+		// A bound of one try, not a guard: a try that times out is
+		// tried again until ctx (StartTimeout) ends.
 		_, err := n.Ctl(ctx, "await_startup", "--timeout", "60")
 		if err == nil {
 			break
@@ -496,6 +502,8 @@ func (n *Node) waitReadySteps(ctx context.Context) error {
 // waitMgmt polls GET /api/overview until it answers 200: the management
 // plugin starts listening a little after the rabbit application.
 func (n *Node) waitMgmt(ctx context.Context, pid int) error {
+	// A bound of one poll, not a guard: a request that times out is made
+	// again until ctx ends.
 	hc := &http.Client{Timeout: 2 * time.Second}
 	var last string
 	for {
@@ -550,7 +558,10 @@ func (n *Node) Stop(ctx context.Context) error {
 		return nil
 	}
 	_, stopErr := n.Ctl(ctx, "stop", n.PIDFile())
-	deadline := time.Now().Add(15 * time.Second)
+	// A hang guard. When rabbitmqctl stop succeeds the process is gone
+	// already; when the CLI fails, the node may still be stopping, which
+	// takes about 8 s on a quiet machine.
+	deadline := waitguard.Deadline(8 * time.Second)
 	for alive(pid) && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -565,14 +576,16 @@ func (n *Node) Stop(ctx context.Context) error {
 }
 
 // Kill kills the node's Erlang VM with SIGKILL, as a crash would, and waits
-// (up to 10s) for it to be gone. Its data stays; Restart recovers it.
+// for it to be gone (bounded by a hang guard, 30 s unscaled: it takes
+// milliseconds). Its data stays; Restart recovers it.
 func (n *Node) Kill() {
 	pid, err := n.PID()
 	if err != nil || !alive(pid) {
 		return
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
-	for i := 0; i < 200 && alive(pid); i++ {
+	deadline := waitguard.Deadline(100 * time.Millisecond)
+	for alive(pid) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
@@ -583,8 +596,9 @@ func (n *Node) Restart(ctx context.Context) error {
 	if err := n.Stop(ctx); err != nil {
 		return err
 	}
-	// Wait for the OS to release the listening ports.
-	deadline := time.Now().Add(10 * time.Second)
+	// Wait for the OS to release the listening ports: at once, as a rule,
+	// once the process is gone; a hang guard.
+	deadline := waitguard.Deadline(100 * time.Millisecond)
 	for time.Now().Before(deadline) && !n.portsFree() {
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {
 			return err
@@ -611,7 +625,10 @@ func (n *Node) JoinCluster(ctx context.Context, seed *Node) error {
 			return fmt.Errorf("brokertest: %s joining %s: %w", n.Name, seed.Name, err)
 		}
 	}
-	if _, err := n.Ctl(ctx, "await_startup", "--timeout", "60"); err != nil {
+	// A hang guard on the rabbit app's boot in the running VM (seconds on
+	// a quiet machine), never under the 60 s it was.
+	awaitSecs := strconv.Itoa(int(guard(5*time.Second, time.Minute).Seconds()))
+	if _, err := n.Ctl(ctx, "await_startup", "--timeout", awaitSecs); err != nil {
 		return fmt.Errorf("brokertest: %s after joining %s: %w", n.Name, seed.Name, err)
 	}
 	pid, _ := n.PID()

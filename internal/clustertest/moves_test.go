@@ -29,7 +29,9 @@ func fill(t *testing.T, conn *amqp.Connection, queue string, n int, headers func
 	if err := ch.Confirm(false); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A hang guard of 2 minutes (unscaled) as before: 5,000 confirmed
+	// publishes take 1-1.6 s at load 28.
+	ctx, cancel := context.WithTimeout(context.Background(), guard(2*time.Second, 2*time.Minute))
 	defer cancel()
 	var pending []*amqp.DeferredConfirmation
 	for i := 0; i < n; i++ {
@@ -111,7 +113,9 @@ func drainIDs(t *testing.T, b *brokertest.Broker, vhost, queue string, each func
 	seen := map[int]int{}
 	conn := b.Dial(t, vhost)
 	defer conn.Close()
-	for _, d := range brokertest.Drain(t, conn, queue, b.QueueDepth(t, vhost, queue), time.Minute) {
+	// A guard of a minute (unscaled) as before: 5,000 messages drain in
+	// half a second at load 28.
+	for _, d := range brokertest.Drain(t, conn, queue, b.QueueDepth(t, vhost, queue), guard(time.Second, time.Minute)) {
 		id, err := strconv.Atoi(string(d.Body))
 		if err != nil {
 			t.Errorf("queue %q holds a message that is not one of the test's: %q", queue, d.Body)

@@ -2,7 +2,6 @@ package clustertest
 
 import (
 	"testing"
-	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -37,7 +36,7 @@ func TestDLQReplayNodeLoss(t *testing.T) {
 	t.Logf("first replay, %s killed mid-way: %v\n%s", victim.Node.Name, err, out)
 	t.Logf("leaders after the kill: %s of %s, %s of orders", queue(t, a, vhost, dlq).Leader, dlq, queue(t, a, vhost, "orders").Leader)
 	restart(t, victim)
-	waitOnline(t, a, vhost, dlq, 2*time.Minute)
+	waitOnline(t, a, vhost, dlq)
 	rerun(t, args, func(*result) bool { return a.QueueDepth(t, vhost, dlq) == 0 })
 	countReplay(t, a, vhost, "orders", n)
 }

@@ -66,7 +66,10 @@ func newStorm(urls []string) *storm {
 }
 
 // dial connects to node i (mod the node count), trying the next node
-// until one answers or ctx ends.
+// until one answers or ctx ends. The dial timeout and heartbeat are the
+// clients' protocol, not guards: a dial that times out tries the next
+// node, a missed heartbeat makes the client re-dial, and neither fails
+// the test.
 func (s *storm) dial(ctx context.Context, i int) (*amqp.Connection, int, error) {
 	for {
 		for j := 0; j < len(s.urls); j++ {
@@ -93,7 +96,10 @@ func pause(ctx context.Context, d time.Duration) error {
 
 // publishConfirmed publishes msg until the broker acks it: a nack or a
 // confirm that does not come within 10s is retried after a pause; a
-// closed channel is an error (the caller re-dials). With returns (ch's
+// closed channel is an error (the caller re-dials). The 10 s is the
+// storm's protocol, a client's confirm timeout, not a guard: a publish
+// given up on is published again (a duplicate the storm counts, never a
+// failure), and only the storms' guard (runStormsNodeLoss) ends the test. With returns (ch's
 // return listener, buffered) the publish is mandatory, and returned says
 // whether the broker returned it as unroutable before acking it.
 func (s *storm) publishConfirmed(ctx context.Context, ch *amqp.Channel, returns <-chan amqp.Return, exchange, key string, msg amqp.Publishing) (returned bool, err error) {

@@ -3,7 +3,6 @@ package clustertest
 import (
 	"strconv"
 	"testing"
-	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -78,8 +77,8 @@ func TestDLQSweepNodeLoss(t *testing.T) {
 	t.Logf("first sweep, %s killed mid-way: %v\n%s", victim.Node.Name, err, out)
 	t.Logf("leaders after the kill: %s of %s, %s of %s", queue(t, a, vhost, dlq).Leader, dlq, queue(t, a, vhost, lot).Leader, lot)
 	restart(t, victim)
-	waitOnline(t, a, vhost, dlq, 2*time.Minute)
-	waitOnline(t, a, vhost, lot, 2*time.Minute)
+	waitOnline(t, a, vhost, dlq)
+	waitOnline(t, a, vhost, lot)
 	// At least one run after the restart, until one finishes cleanly.
 	rerun(t, args, func(last *result) bool { return last != nil && last.code == 0 })
 	countSweep(t, a, vhost, n)

@@ -57,7 +57,9 @@ func startTLS(t testing.TB) (*tlsEnv, error) {
 	if p := os.Getenv(brokertest.EnvClusterName); p != "" {
 		name = p + "tls@localhost"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// A hang guard of 3 minutes (unscaled) as before: the node boots beside
+	// the cluster's three, in 5-10 s on a quiet machine (11 s at load 28).
+	ctx, cancel := context.WithTimeout(context.Background(), guard(10*time.Second, 3*time.Minute))
 	defer cancel()
 	n, err := brokertest.StartNode(ctx, brokertest.NodeConfig{
 		Name:          name,

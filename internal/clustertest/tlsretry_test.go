@@ -20,6 +20,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/retry"
 )
 
@@ -134,7 +135,10 @@ func TestRetryHelperOverTLS(t *testing.T) {
 	consumerName := "tls-retry-" + vhost
 
 	const n = 30
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// The test's hang guard, 2 minutes (unscaled) as before: it needs the
+	// 3 s of delays and a little more (4.8 s at load 28).
+	limit := guard(5*time.Second, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	// The publisher names the files in the URL instead, which amqp091
 	// reads when the config has no TLS configuration.
@@ -161,7 +165,7 @@ func TestRetryHelperOverTLS(t *testing.T) {
 	dlq := contract.DeadLetterQueue("orders")
 	for rec.acked() < wantAcked || plain.QueueDepth(t, vhost, dlq) < wantDLQ {
 		if err := pause(ctx, 200*time.Millisecond); err != nil {
-			t.Fatalf("after 2 minutes: %d of %d acked, %d of %d in the DLQ", rec.acked(), wantAcked, plain.QueueDepth(t, vhost, dlq), wantDLQ)
+			t.Fatalf("after %v: %d of %d acked, %d of %d in the DLQ", limit, rec.acked(), wantAcked, plain.QueueDepth(t, vhost, dlq), wantDLQ)
 		}
 	}
 	checkTLSConnection(t, plain, consumerName)
@@ -184,7 +188,10 @@ func checkTLSConnection(t *testing.T, b *brokertest.Broker, name string) {
 		PeerCertSubject string `json:"peer_cert_subject"`
 		ClientName      string `json:"user_provided_name"`
 	}
-	for i := 0; ; i++ {
+	// A guard: the statistics show a connection within their interval
+	// (1 s); not a timing goal.
+	deadline := waitguard.Deadline(time.Second)
+	for {
 		getJSON(t, b, "/api/connections?columns=name,ssl,peer_cert_subject,user_provided_name", &conns)
 		for _, c := range conns {
 			if c.ClientName != name {
@@ -196,9 +203,7 @@ func checkTLSConnection(t *testing.T, b *brokertest.Broker, name string) {
 			t.Logf("the helper's connection %s: ssl %t, peer certificate %q", c.Name, c.SSL, c.PeerCertSubject)
 			return
 		}
-		// 30s: the statistics show a connection within their interval
-		// (1s); a guard, not a timing goal.
-		if i == 150 {
+		if time.Now().After(deadline) {
 			t.Fatalf("no connection named %q among %+v", name, conns)
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -255,7 +260,8 @@ func checkTLSDLQ(t *testing.T, conn *amqp.Connection, b *brokertest.Broker, vhos
 	t.Helper()
 	dlq := contract.DeadLetterQueue("orders")
 	var ids []int
-	for _, d := range brokertest.Drain(t, conn, dlq, b.QueueDepth(t, vhost, dlq), 30*time.Second) {
+	// A guard: 10 messages wait in the DLQ (28 ms at load 28).
+	for _, d := range brokertest.Drain(t, conn, dlq, b.QueueDepth(t, vhost, dlq), waitguard.For(100*time.Millisecond)) {
 		id, _ := strconv.Atoi(string(d.Body))
 		ids = append(ids, id)
 		reason, _ := d.Headers[contract.HeaderDeadLetterReason].(string)

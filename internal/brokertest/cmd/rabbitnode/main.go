@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 func main() {
@@ -74,7 +75,11 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// A hang guard on make test's node (5 minutes unscaled): it boots in
+	// about 5 s and stops in about 8 s on a quiet machine, but on a machine
+	// without RabbitMQ, start installs it first (apt-get, as root), which
+	// takes tens of seconds: 30 s is the need, as for brokertest.Get's node.
+	ctx, cancel := context.WithTimeout(context.Background(), waitguard.For(30*time.Second))
 	defer cancel()
 	switch cmd {
 	case "start":
