@@ -232,7 +232,7 @@ func (b *Broker) Mgmt(t testing.TB) *rabbithole.Client {
 // 2-CPU machine (load 20) a vhost creation waited over 30s behind the
 // others: a guard against a hung broker, not a timing goal, and never
 // under the 2 minutes it was when that was seen.
-func mgmtTimeout() time.Duration { return guard(time.Second, 2*time.Minute) }
+func mgmtTimeout() time.Duration { return waitguard.AtLeast(time.Second, 2*time.Minute) }
 
 // setupGuard bounds setting up the test binary's private node (Get) or
 // cluster (GetCluster), a hang guard: a node boots in about 5 s on a
@@ -240,15 +240,6 @@ func mgmtTimeout() time.Duration { return guard(time.Second, 2*time.Minute) }
 // but on a machine without RabbitMQ, installing it first (apt-get, as
 // root) takes tens of seconds: 30 s is the need.
 func setupGuard() time.Duration { return waitguard.For(30 * time.Second) }
-
-// guard is waitguard.For(quiet), the guard of a wait that needs quiet on a
-// quiet machine, but never under was, the guard the wait had before issue
-// 27 sized guards with waitguard (scaled as waitguard scales every
-// guard): some were raised after a wait ran out on a loaded machine, and
-// a guard may grow, never shrink.
-func guard(quiet, was time.Duration) time.Duration {
-	return waitguard.For(max(quiet, was/waitguard.Factor))
-}
 
 // NewVhost creates a vhost of the test's own, named
 // "t-<test name>-<random>", grants the broker's user full permissions in it,

@@ -627,7 +627,7 @@ func (n *Node) JoinCluster(ctx context.Context, seed *Node) error {
 	}
 	// A hang guard on the rabbit app's boot in the running VM (seconds on
 	// a quiet machine), never under the 60 s it was.
-	awaitSecs := strconv.Itoa(int(guard(5*time.Second, time.Minute).Seconds()))
+	awaitSecs := strconv.Itoa(int(waitguard.AtLeast(5*time.Second, time.Minute).Seconds()))
 	if _, err := n.Ctl(ctx, "await_startup", "--timeout", awaitSecs); err != nil {
 		return fmt.Errorf("brokertest: %s after joining %s: %w", n.Name, seed.Name, err)
 	}

@@ -12,15 +12,6 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
-// guard is waitguard.For(quiet), the hang guard of a wait that needs quiet
-// on a quiet machine, but never under was, the guard the wait had before
-// issue 27 sized guards with waitguard (scaled as waitguard scales every
-// guard): several were raised after a wait ran out on a loaded machine,
-// and a guard may grow, never shrink.
-func guard(quiet, was time.Duration) time.Duration {
-	return waitguard.For(max(quiet, was/waitguard.Factor))
-}
-
 // getJSON GETs a management API path from b into dst.
 func getJSON(t testing.TB, b *brokertest.Broker, path string, dst any) {
 	t.Helper()
@@ -86,7 +77,7 @@ func queue(t testing.TB, b *brokertest.Broker, vhost, name string) queueInfo {
 // milliseconds (at load 28 too); the guard is 2 minutes, as before.
 func waitOnline(t testing.TB, b *brokertest.Broker, vhost, name string) queueInfo {
 	t.Helper()
-	timeout := guard(time.Second, 2*time.Minute)
+	timeout := waitguard.AtLeast(time.Second, 2*time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	for {

@@ -86,7 +86,7 @@ func runStormsNodeLoss(t *testing.T, runs []stormRun) {
 	// The storms' hang guard, 8 minutes (unscaled) as before: they settle
 	// in about 80 s at load 28 (publishing spread over 20 s, two kills and
 	// restarts, the late retries), an estimated 50 s on a quiet machine.
-	ctx, cancel := context.WithTimeout(context.Background(), guard(50*time.Second, 8*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), waitguard.AtLeast(50*time.Second, 8*time.Minute))
 	defer cancel()
 	wctx, stopWorkers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -151,7 +151,7 @@ func waitLeaderOf(t *testing.T, c *brokertest.Cluster, vhost, name string) *brok
 // minute, as before.
 func waitWorkers(t *testing.T, wg *sync.WaitGroup) {
 	t.Helper()
-	timeout := guard(time.Second, time.Minute)
+	timeout := waitguard.AtLeast(time.Second, time.Minute)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
@@ -235,7 +235,7 @@ func countStorm(t *testing.T, s *storm, b *brokertest.Broker, vhost string, n in
 	conn := b.Dial(t, vhost)
 	inDLQ := map[int]int{}
 	// A guard: 500 messages wait in the DLQ (35 ms at load 28).
-	for _, d := range brokertest.Drain(t, conn, dlq, b.QueueDepth(t, vhost, dlq), guard(500*time.Millisecond, time.Minute)) {
+	for _, d := range brokertest.Drain(t, conn, dlq, b.QueueDepth(t, vhost, dlq), waitguard.AtLeast(500*time.Millisecond, time.Minute)) {
 		id, _ := strconv.Atoi(string(d.Body))
 		inDLQ[id]++
 	}

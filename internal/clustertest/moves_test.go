@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // The helpers of the tests that kill a node while `rmqtopo dlq replay` or
@@ -31,7 +32,7 @@ func fill(t *testing.T, conn *amqp.Connection, queue string, n int, headers func
 	}
 	// A hang guard of 2 minutes (unscaled) as before: 5,000 confirmed
 	// publishes take 1-1.6 s at load 28.
-	ctx, cancel := context.WithTimeout(context.Background(), guard(2*time.Second, 2*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), waitguard.AtLeast(2*time.Second, 2*time.Minute))
 	defer cancel()
 	var pending []*amqp.DeferredConfirmation
 	for i := 0; i < n; i++ {
@@ -115,7 +116,7 @@ func drainIDs(t *testing.T, b *brokertest.Broker, vhost, queue string, each func
 	defer conn.Close()
 	// A guard of a minute (unscaled) as before: 5,000 messages drain in
 	// half a second at load 28.
-	for _, d := range brokertest.Drain(t, conn, queue, b.QueueDepth(t, vhost, queue), guard(time.Second, time.Minute)) {
+	for _, d := range brokertest.Drain(t, conn, queue, b.QueueDepth(t, vhost, queue), waitguard.AtLeast(time.Second, time.Minute)) {
 		id, err := strconv.Atoi(string(d.Body))
 		if err != nil {
 			t.Errorf("queue %q holds a message that is not one of the test's: %q", queue, d.Body)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // clusterSpec has quorum queues replicated on 2 of the 3 nodes (so the
@@ -118,7 +119,7 @@ func restart(t testing.TB, b *brokertest.Broker) {
 	// A hang guard of 3 minutes (unscaled) as before: the node boots in
 	// about 6 s on a quiet machine (7-18 s at load 28), then declares a
 	// quorum queue in under a second.
-	ctx, cancel := context.WithTimeout(context.Background(), guard(10*time.Second, 3*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), waitguard.AtLeast(10*time.Second, 3*time.Minute))
 	defer cancel()
 	if err := b.Node.Restart(ctx); err != nil {
 		t.Fatalf("restarting %s: %v", b.Node.Name, err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // tlsEnv is a private node with TLS on AMQP (certificate for 127.0.0.1)
@@ -59,7 +60,7 @@ func startTLS(t testing.TB) (*tlsEnv, error) {
 	}
 	// A hang guard of 3 minutes (unscaled) as before: the node boots beside
 	// the cluster's three, in 5-10 s on a quiet machine (11 s at load 28).
-	ctx, cancel := context.WithTimeout(context.Background(), guard(10*time.Second, 3*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), waitguard.AtLeast(10*time.Second, 3*time.Minute))
 	defer cancel()
 	n, err := brokertest.StartNode(ctx, brokertest.NodeConfig{
 		Name:          name,

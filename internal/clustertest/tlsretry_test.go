@@ -137,7 +137,7 @@ func TestRetryHelperOverTLS(t *testing.T) {
 	const n = 30
 	// The test's hang guard, 2 minutes (unscaled) as before: it needs the
 	// 3 s of delays and a little more (4.8 s at load 28).
-	limit := guard(5*time.Second, 2*time.Minute)
+	limit := waitguard.AtLeast(5*time.Second, 2*time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	// The publisher names the files in the URL instead, which amqp091

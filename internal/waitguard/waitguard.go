@@ -49,3 +49,10 @@ func scale() float64 {
 	}
 	return f
 }
+
+// AtLeast is For(quiet), but never under least (scaled like every guard):
+// for a guard that once ran out on a loaded machine and was raised above
+// ten times its need, since a guard may grow, never shrink.
+func AtLeast(quiet, least time.Duration) time.Duration {
+	return For(max(quiet, least/Factor))
+}
