@@ -16,6 +16,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // waitCounts are a queue's counts as the management API reports them.
@@ -45,7 +46,12 @@ func (o *online) waitHeld(t *testing.T, queue string, want int64) {
 func (o *online) waitCounts(t *testing.T, queue, what string, done func(waitCounts) bool) waitCounts {
 	t.Helper()
 	var c waitCounts
-	deadline := time.Now().Add(60 * time.Second)
+	// A guard. The longest wait is for held dead-letters: the broker
+	// expires the 1 s retries, dead-letters them and shows it at the next
+	// statistics refresh (1 s on the test node), a few seconds on a quiet
+	// machine; runs on a loaded 2-CPU machine took 7-10 s. 6 s keeps the
+	// minute the guard had.
+	deadline := waitguard.Deadline(6 * time.Second)
 	for time.Now().Before(deadline) {
 		c = waitCounts{}
 		body := o.api(t, http.MethodGet, "/api/queues/"+url.PathEscape(o.vhost)+"/"+url.PathEscape(queue), "")
@@ -102,22 +108,26 @@ func TestStatusStuckDeadLetters(t *testing.T) {
 	if !strings.Contains(out, "dead-letters-held") || strings.Contains(out, "stuck") {
 		t.Errorf("status --held-margin 0:\n%s", out)
 	}
+	// The margin is a window the test spends in full: 5s, the least
+	// status accepts (status.StatsInterval, its re-read interval). The
+	// broker re-sends the rejected dead-letters only after 180 s, so any
+	// margin up to that finds them stuck.
 	start := time.Now()
-	stdout, stderr, code := rmqtopo(t, "", append([]string{"status", "--exit-code", "--held-margin", "6s", file}, o.conn()...)...)
+	stdout, stderr, code := rmqtopo(t, "", append([]string{"status", "--exit-code", "--held-margin", "5s", file}, o.conn()...)...)
 	if code != ExitDeadLettersStuck {
 		t.Fatalf("status exited %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitDeadLettersStuck, stdout, stderr)
 	}
-	for _, want := range []string{"dead-letters-held dead-letters-stuck", "1 wait queue forwarded none of 4 held dead-letters in 6s (stuck)"} {
+	for _, want := range []string{"dead-letters-held dead-letters-stuck", "1 wait queue forwarded none of 4 held dead-letters in 5s (stuck)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
-	if !strings.Contains(stderr, "1 wait queue holds 4 dead-letters; re-reading for up to 6s") {
+	if !strings.Contains(stderr, "1 wait queue holds 4 dead-letters; re-reading for up to 5s") {
 		t.Errorf("stderr: %q", stderr)
 	}
 	// Never early: status that returns before its margin did not watch
 	// the queue for it. A floor, which a busy machine cannot break.
-	if d := time.Since(start); d < 6*time.Second {
+	if d := time.Since(start); d < 5*time.Second {
 		t.Errorf("status took %s, less than its margin", d)
 	}
 }
@@ -178,6 +188,7 @@ func TestStatusHeldSkippedWhenOutranked(t *testing.T) {
 	quick(more, ExitMissing, "30s")
 
 	// The control: nothing outranks it now, so status waits and exits 7.
+	// The margin is a window, the least status accepts, as above.
 	start := time.Now()
 	stdout, stderr, code := rmqtopo(t, "", append([]string{"status", "--exit-code", "--held-margin", "5s", file}, o.conn()...)...)
 	if code != ExitDeadLettersStuck || !strings.Contains(stderr, "re-reading for up to 5s") {
@@ -233,11 +244,21 @@ func TestStatusHeldDeadLettersForwarded(t *testing.T) {
 	retry(t, conn, "jobs", "lost", 3)
 	o.waitHeld(t, "rmqtopo.wait.1s", 3)
 
+	// Status re-reads every 5s (status.StatsInterval, whatever the
+	// node's): one or two readings, about 10s with the broker's 1 s
+	// statistics lag, see the count fall. stoppedWithin is a guard, 12 s
+	// of need (measured 5 s from the policy to the exit); the margin is
+	// five times the guard, so status that ran past the guard did not stop
+	// early rather than ran out of margin.
+	stoppedWithin := waitguard.For(12 * time.Second)
+	margin := 5 * stoppedWithin
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // a status the test gave up on stops re-reading
 	stderr := &notifyWriter{want: "re-reading", seen: make(chan struct{})}
 	var stdout bytes.Buffer
-	done := make(chan int)
+	done := make(chan int, 1)
 	go func() {
-		err := run(context.Background(), append([]string{"status", "--exit-code", "--held-margin", "10m", file}, o.conn()...),
+		err := run(ctx, append([]string{"status", "--exit-code", "--held-margin", margin.String(), file}, o.conn()...),
 			strings.NewReader(""), &stdout, stderr)
 		done <- exitCode(err, stderr)
 	}()
@@ -245,21 +266,18 @@ func TestStatusHeldDeadLettersForwarded(t *testing.T) {
 	case <-stderr.seen:
 	case code := <-done:
 		t.Fatalf("status exited %d before re-reading\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	case <-time.After(waitguard.For(time.Second)): // a guard: one read of the vhost, well under 1 s
+		t.Fatalf("status not re-reading after %s\nstderr:\n%s", waitguard.For(time.Second), stderr.String())
 	}
 	o.api(t, http.MethodPut, "/api/queues/"+url.PathEscape(o.vhost)+"/lost", `{"durable": true}`)
 	o.api(t, http.MethodPut, "/api/policies/"+url.PathEscape(o.vhost)+"/poke",
 		`{"pattern": "^rmqtopo\\.wait\\.1s$", "apply-to": "queues", "priority": 1000, "definition": {"max-length-bytes": 1000000000}}`)
-	// Status re-reads every 5s (the statistics interval): one or two
-	// readings, about 10s, see the count fall. Its margin is 10 minutes,
-	// so one that ran past stoppedWithin did not stop early; the bound is
-	// 12 times what it needs, not a timing goal.
-	const stoppedWithin = 2 * time.Minute
 	var code int
 	select {
 	case code = <-done:
 	case <-time.After(stoppedWithin):
-		t.Fatalf("status still re-reading %s after the wait queue forwarded (margin 10m): it did not stop once it did\nstderr:\n%s",
-			stoppedWithin, stderr.String())
+		t.Fatalf("status still re-reading %s after the wait queue forwarded (margin %s): it did not stop once it did\nstderr:\n%s",
+			stoppedWithin, margin, stderr.String())
 	}
 	if code != 0 {
 		t.Fatalf("status exited %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
@@ -267,7 +285,8 @@ func TestStatusHeldDeadLettersForwarded(t *testing.T) {
 	if strings.Contains(stdout.String(), "stuck") || !strings.Contains(stdout.String(), "dead-letters-held") {
 		t.Errorf("stdout, want the wait queue held and not stuck:\n%s", stdout.String())
 	}
-	if n := brokertest.Drain(t, conn, "lost", 3, 30*time.Second); len(n) != 3 {
+	// A guard: status saw them forwarded, so they are there; milliseconds.
+	if n := brokertest.Drain(t, conn, "lost", 3, waitguard.For(100*time.Millisecond)); len(n) != 3 {
 		t.Errorf("lost received %d dead-letters, want 3", len(n))
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // TestOnlineLockTimeout: with --lock-timeout, apply waits for another
@@ -28,11 +30,15 @@ func TestOnlineLockTimeout(t *testing.T) {
 
 	// The lock is released once apply says it waits for it: read from its
 	// stderr, not guessed from a clock, so a slow start cannot skip the wait.
-	errw := &notifyWriter{want: "waiting up to 30s for another apply's lock", seen: make(chan struct{})}
+	// The lock timeout is a guard: apply re-tries the lock 100 ms after
+	// saying it waits, and a released lock is gone at once (0.4 s for the
+	// whole apply on a loaded machine).
+	lockTimeout := waitguard.For(time.Second).String()
+	errw := &notifyWriter{want: "waiting up to " + lockTimeout + " for another apply's lock", seen: make(chan struct{})}
 	released := make(chan struct{})
 	go func() { <-errw.seen; close(released); holder.Close() }() // closed first: apply cannot finish before
 	var stdout bytes.Buffer
-	err = run(context.Background(), append([]string{"apply", "--auto-approve", "--lock-timeout", "30s", path}, o.conn()...),
+	err = run(context.Background(), append([]string{"apply", "--auto-approve", "--lock-timeout", lockTimeout, path}, o.conn()...),
 		strings.NewReader(""), &stdout, errw)
 	code := exitCode(err, errw)
 	select {
@@ -43,7 +49,7 @@ func TestOnlineLockTimeout(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout.String(), "Apply complete") {
 		t.Errorf("lock released while apply waited: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), errw)
 	}
-	if want := "waiting up to 30s for another apply's lock on vhost"; !strings.Contains(errw.String(), want) {
+	if want := "waiting up to " + lockTimeout + " for another apply's lock on vhost"; !strings.Contains(errw.String(), want) {
 		t.Errorf("stderr %q does not say %q", errw, want)
 	}
 	o.must(t, 0, "plan", "--detailed-exitcode", path)

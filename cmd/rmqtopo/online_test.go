@@ -14,10 +14,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/failpoint"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // The online tests drive run() in-process against the harness broker
@@ -232,8 +234,10 @@ func TestOnlineKilledApplyConverges(t *testing.T) {
 
 	// The killed apply's lock, an exclusive queue, goes once the broker
 	// sees its connection closed: a moment later, longer on a busy machine.
-	// The re-run waits for it, as an operator's would.
-	out := o.must(t, 0, "apply", "--auto-approve", "--lock-timeout", "1m", path)
+	// The re-run waits for it, as an operator's would. The lock timeout is
+	// a guard: apply re-tries the lock at most every 2 s, so a second or
+	// two on a quiet machine; 6 s keeps the minute it had.
+	out := o.must(t, 0, "apply", "--auto-approve", "--lock-timeout", waitguard.For(6*time.Second).String(), path)
 	if !strings.Contains(out, "Apply complete") {
 		t.Errorf("re-run:\n%s", out)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/status"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/ops"
 )
 
@@ -86,7 +87,10 @@ func publishN(t *testing.T, conn *amqp.Connection, queue, prefix string, n int, 
 
 func drain(t *testing.T, b *brokertest.Broker, conn *amqp.Connection, vhost, queue string) ([]string, []amqp.Delivery) {
 	t.Helper()
-	ds := brokertest.Drain(t, conn, queue, b.QueueDepth(t, vhost, queue), 60*time.Second)
+	// A guard: draining the ~4,000 messages of the largest queue here takes
+	// under a second (0.6 s seen on a loaded machine); 6 s keeps the
+	// minute it had.
+	ds := brokertest.Drain(t, conn, queue, b.QueueDepth(t, vhost, queue), waitguard.For(6*time.Second))
 	var ids []string
 	for _, d := range ds {
 		ids = append(ids, d.MessageId)
@@ -140,9 +144,11 @@ func TestStatusCommand(t *testing.T) {
 
 	conn := b.Dial(t, vhost)
 	publishN(t, conn, "orders.dlq", "m", 3, nil)
-	// The management API refreshes its counts every 5s.
+	// The management API refreshes its counts every second on the test
+	// node (brokertest.TestStatsInterval). A guard: 2 s of need (1.9 s
+	// seen on a loaded machine).
 	var st status.Report
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := waitguard.Deadline(2 * time.Second)
 	for {
 		out, errs, code = runCLI(t, args(b, "status", file, "--exit-code", "-f", "json")...)
 		if code == ExitDLQNotEmpty || time.Now().After(deadline) {
@@ -474,8 +480,11 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 			}
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
-			// Kill it once moves are under way.
-			deadline := time.Now().Add(30 * time.Second)
+			// Kill it once moves are under way. A guard: the process starts
+			// and moves 200 messages in about a second (0.7-1.5 s seen on a
+			// loaded machine).
+			guard := waitguard.For(2 * time.Second)
+			deadline := time.Now().Add(guard)
 			for b.QueueDepth(t, vhost, tt.target) < 200 {
 				select {
 				case err := <-exited:
@@ -484,7 +493,7 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 				}
 				if time.Now().After(deadline) {
 					cmd.Process.Kill()
-					t.Fatalf("no move within 30s; stderr:\n%s", stderr.String())
+					t.Fatalf("no move within %s; stderr:\n%s", guard, stderr.String())
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
@@ -493,9 +502,11 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 			}
 			<-exited
 			// The broker requeues the killed connection's messages as soon
-			// as it notices; wait for all of them to be ready again.
+			// as it notices; wait for all of them to be ready again. A
+			// guard (0.5-1.1 s seen on a loaded machine); should it run
+			// out, the drains below tell which messages are lost.
 			var src, dst int
-			for deadline := time.Now().Add(30 * time.Second); ; {
+			for deadline := waitguard.Deadline(2 * time.Second); ; {
 				src, dst = b.QueueDepth(t, vhost, tt.source), b.QueueDepth(t, vhost, tt.target)
 				if src+dst >= n || time.Now().After(deadline) {
 					break

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // TestScriptsOnline runs the scripts of testdata/script-online against the
@@ -37,7 +38,9 @@ import (
 //	                                      statistics show N messages in QUEUE
 //	                                      (with held: N dead-letters held)
 //
-// and "exits" (see scriptExits) checks an exit code.
+// and "exits" (see scriptExits) checks an exit code. $GUARD is a
+// waitguard guard (30s unless RMQTOPO_TEST_GUARD_SCALE says otherwise)
+// for a --timeout that only turns a hang into a failure.
 func TestScriptsOnline(t *testing.T) {
 	b := brokertest.Get(t)
 	testscript.Run(t, testscript.Params{
@@ -54,6 +57,8 @@ func TestScriptsOnline(t *testing.T) {
 			env.Setenv("BROKER_USER", b.User)
 			env.Setenv("BROKER_PASSWORD", b.Password)
 			env.Setenv("MGMT_HOSTPORT", strings.TrimPrefix(b.MgmtURL, "http://"))
+			// For calls that fail at once (a refused connection: 0.1 s).
+			env.Setenv("GUARD", waitguard.For(100*time.Millisecond).String())
 			return substituteVhost(env.WorkDir, vhost)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -155,7 +160,8 @@ func scriptPublish(ts *testscript.TestScript, b *brokertest.Broker, neg bool, ar
 	ch, done := scriptChannel(ts, b)
 	defer done()
 	ts.Check(ch.Confirm(false))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A guard: a confirm takes milliseconds.
+	ctx, cancel := context.WithTimeout(context.Background(), waitguard.For(100*time.Millisecond))
 	defer cancel()
 	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", args[0], true, false,
 		amqp.Publishing{Body: []byte(args[1]), Headers: headers, DeliveryMode: amqp.Persistent})
@@ -181,12 +187,17 @@ func scriptWaitCount(ts *testscript.TestScript, b *brokertest.Broker, neg bool, 
 	c, err := broker.NewClient(broker.Config{URL: b.MgmtURL, User: b.User, Password: b.Password})
 	ts.Check(err)
 	var got int64 = -1
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+	// A guard, as waitCounts' (held_test.go): a held count needs the 1 s
+	// TTL to pass, the broker to dead-letter, and a statistics refresh (1 s
+	// on the test node), a few seconds on a quiet machine; a loaded 2-CPU
+	// machine took 10 s.
+	guard := waitguard.For(6 * time.Second)
+	for deadline := time.Now().Add(guard); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
 		q, err := c.GetQueue(context.Background(), ts.Getenv("VHOST"), args[0])
 		if err == nil && count(q) == want {
 			return
 		}
 		got = count(q)
 	}
-	ts.Fatalf("%s", fmt.Sprintf("queue %s: statistics show %d %s after 30s, want %d", args[0], got, what, want))
+	ts.Fatalf("%s", fmt.Sprintf("queue %s: statistics show %d %s after %s, want %d", args[0], got, what, guard, want))
 }
