@@ -19,6 +19,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/retry"
 )
 
@@ -85,13 +86,17 @@ func (c *consumer) stop(tb testing.TB) {
 	tb.Helper()
 	c.stopOnce.Do(func() {
 		c.cancel()
+		// A guard: Consume returns once its handlers settled, in
+		// milliseconds, or after a handler's 0.5 s of work within its
+		// shutdown grace (TestConsumeShutdownGrace).
+		guard := waitguard.For(time.Second)
 		select {
 		case err := <-c.done:
 			if err != nil {
 				tb.Errorf("Consume returned %v", err)
 			}
-		case <-time.After(30 * time.Second):
-			tb.Errorf("Consume still running 30s after its context was cancelled")
+		case <-time.After(guard):
+			tb.Errorf("Consume still running %v after its context was cancelled", guard)
 		}
 	})
 }
@@ -101,7 +106,9 @@ func (c *consumer) stop(tb testing.TB) {
 func (c *consumer) closeConnection(tb testing.TB, b *brokertest.Broker) {
 	tb.Helper()
 	mgmt := b.Mgmt(tb)
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	// A guard: a connection shows in the management API within a
+	// statistics interval (1 s on test nodes); up to 5 s seen under load.
+	for deadline := waitguard.Deadline(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		conns, err := mgmt.ListConnections()
 		if err != nil {
 			tb.Fatalf("listing connections: %v", err)
@@ -132,9 +139,9 @@ func TestConsumeOutboxScheduleExhausts(t *testing.T) {
 		retry.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	e.publish(t, amqp.Publishing{MessageId: "outbox-1", Body: []byte("x")})
 
-	// 10 times the 22s of delays: a guard against a lost message, not a
-	// timing goal.
-	all := c.obs.waitFor(t, 4*time.Minute, "a dead-letter", func(all []retry.Settlement) bool {
+	// A guard against a lost message, not a timing goal: the run needs
+	// its 22 s of delays and a little (22 s measured).
+	all := c.obs.waitFor(t, waitguard.For(24*time.Second), "a dead-letter", func(all []retry.Settlement) bool {
 		return len(all) > 0 && all[len(all)-1].Outcome == retry.DeadLettered
 	})
 	var got []string
@@ -145,10 +152,14 @@ func TestConsumeOutboxScheduleExhausts(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settlements: attempt, outcome, reason, error (-want +got):\n%s", diff)
 	}
-	dl := brokertest.Drain(t, e.conn, contract.DeadLetterQueue(workQueue), 1, 5*time.Second)[0]
+	// The DLQ copy was confirmed before the dead-letter settled: it is
+	// there, and read in milliseconds.
+	dl := brokertest.Drain(t, e.conn, contract.DeadLetterQueue(workQueue), 1, waitguard.For(100*time.Millisecond))[0]
 	if dl.Headers[contract.HeaderDeadLetterReason] != contract.ReasonExhausted || dl.Headers[contract.HeaderAttempt] != "4" {
 		t.Errorf("DLQ copy: reason %v, attempt %v; want exhausted, 4", dl.Headers[contract.HeaderDeadLetterReason], dl.Headers[contract.HeaderAttempt])
 	}
+	// A window, not a guard: a fifth settlement (a duplicate) would show
+	// within it. A busy machine can only make it catch less, never red.
 	time.Sleep(300 * time.Millisecond)
 	if n := len(c.obs.snapshot()); n != 4 {
 		t.Errorf("%d settlements; want 4", n)
@@ -227,8 +238,12 @@ func (r lossRun) run(t *testing.T, e *env) {
 	}
 	start := time.Now()
 	e.publishMany(t, bizExchange, bizKey, msgs)
+	// Guards, not timing goals. A run takes 7 to 9 s (3,000 and 10,000
+	// messages, two broken connections) in make test: each of these
+	// waits a part of it. 12 s and 18 s keep the 2 and 3 minutes these
+	// guards had.
 	for _, at := range r.breaks {
-		c.obs.waitFor(t, 2*time.Minute, fmt.Sprintf("%d settlements", at), func(all []retry.Settlement) bool { return len(all) >= at })
+		c.obs.waitFor(t, waitguard.For(12*time.Second), fmt.Sprintf("%d settlements", at), func(all []retry.Settlement) bool { return len(all) >= at })
 		r.brk(t, c)
 	}
 	acked := func(all []retry.Settlement) map[string]int {
@@ -240,13 +255,18 @@ func (r lossRun) run(t *testing.T, e *env) {
 		}
 		return m
 	}
-	c.obs.waitFor(t, 3*time.Minute, "every ack", func(all []retry.Settlement) bool { return len(acked(all)) >= r.n-wantDLQ })
+	c.obs.waitFor(t, waitguard.For(18*time.Second), "every ack", func(all []retry.Settlement) bool { return len(acked(all)) >= r.n-wantDLQ })
 	// A connection of its own: e's may have died with a node restart.
 	conn := e.b.Dial(t, e.vhost)
-	dlq := brokertest.Drain(t, conn, contract.DeadLetterQueue(workQueue), wantDLQ, time.Minute)
-	time.Sleep(500 * time.Millisecond) // duplicates still on their way would show by now
+	// A guard: the dead-lettered copies are in the DLQ, or in their last
+	// delay (0.2 s); 0.15 s measured. 6 s keeps the minute it had.
+	dlq := brokertest.Drain(t, conn, contract.DeadLetterQueue(workQueue), wantDLQ, waitguard.For(6*time.Second))
+	// A window: duplicates still on their way would show by now. A busy
+	// machine can only make it catch fewer, never red.
+	time.Sleep(500 * time.Millisecond)
 	extra := e.depth(t, contract.DeadLetterQueue(workQueue))
-	dlq = append(dlq, brokertest.Drain(t, conn, contract.DeadLetterQueue(workQueue), extra, 10*time.Second)...)
+	// The queue's depth counted these: they are there.
+	dlq = append(dlq, brokertest.Drain(t, conn, contract.DeadLetterQueue(workQueue), extra, waitguard.For(100*time.Millisecond))...)
 	all := c.obs.snapshot()
 	got, ends := map[string]string{}, map[string]int{}
 	for id, k := range acked(all) {
@@ -293,7 +313,10 @@ func TestConsumeSurvivesClosedConnections(t *testing.T) {
 // ends acked or dead-lettered.
 func TestConsumeSurvivesNodeRestart(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// A guard on starting the node and restarting it: 9 s and 20 s
+	// measured on a loaded machine (load average 20 on 2 CPUs), less when
+	// quiet.
+	ctx, cancel := context.WithTimeout(context.Background(), waitguard.For(30*time.Second))
 	defer cancel()
 	node, err := brokertest.StartNode(ctx, brokertest.NodeConfig{
 		Name: fmt.Sprintf("rmqtopo-restart-%d@localhost", os.Getpid()), BaseDir: t.TempDir()})
@@ -317,15 +340,22 @@ func TestConsumeSurvivesNodeRestart(t *testing.T) {
 // TestConsumeShutdownGrace: within the grace period a running handler
 // finishes and its delivery is settled normally; past it, the handler's
 // context is cancelled and the delivery requeued unchanged.
+//
+// Whichever of the handler's work and the grace should end first is
+// short, the other long enough that a busy machine cannot turn the race
+// round; the passing test never waits the long one out.
 func TestConsumeShutdownGrace(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
+		work  time.Duration // the handler's, unless its context ends it
 		grace time.Duration
 		want  retry.Outcome
 	}{
-		{"finishes within the grace", 2 * time.Second, retry.Acked},
-		{"cancelled past the grace", 50 * time.Millisecond, retry.Requeued},
+		// The grace is a guard around the handler's 0.5 s of work.
+		{"finishes within the grace", 500 * time.Millisecond, waitguard.For(500 * time.Millisecond), retry.Acked},
+		// The work never ends on its own: only the grace's cancel ends it.
+		{"cancelled past the grace", time.Hour, 50 * time.Millisecond, retry.Requeued},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, topo{layout: "shared", queueType: "classic", waitType: "classic", delays: []string{"100ms"}}, nil)
@@ -335,7 +365,7 @@ func TestConsumeShutdownGrace(t *testing.T) {
 				select {
 				case <-ctx.Done():
 					return fmt.Errorf("stopped: %w", ctx.Err())
-				case <-time.After(500 * time.Millisecond):
+				case <-time.After(tc.work):
 					return nil
 				}
 			}, retry.WithShutdownGrace(tc.grace))
@@ -351,7 +381,8 @@ func TestConsumeShutdownGrace(t *testing.T) {
 				t.Errorf("work queue holds %d; want %d", d, wantDepth)
 			}
 			if tc.want == retry.Requeued {
-				d := brokertest.Drain(t, e.conn, workQueue, 1, 5*time.Second)[0]
+				// Requeued before Consume returned: it is there.
+				d := brokertest.Drain(t, e.conn, workQueue, 1, waitguard.For(100*time.Millisecond))[0]
 				if _, ok := d.Headers[contract.HeaderAttempt]; ok || !d.Redelivered {
 					t.Errorf("requeued delivery: headers %v, redelivered %v; want it unchanged, redelivered", d.Headers, d.Redelivered)
 				}

@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/retry"
 )
 
@@ -20,10 +21,14 @@ import (
 // never writes the caller's TLS config.
 func TestDialURLs(t *testing.T) {
 	b := brokertest.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Guards: the whole test takes 0.03 s; 6 s keeps the minute the
+	// context had. The dial timeout bounds each node's connect and AMQP
+	// handshake: milliseconds with the test node, and the dead ports
+	// refuse at once. (At 2 s, a broker pausing longer would fail the test.)
+	ctx, cancel := context.WithTimeout(context.Background(), waitguard.For(6*time.Second))
 	defer cancel()
 	const dead1, dead2 = "amqp://guest:s3cret@127.0.0.1:1/", "amqp://guest:s3cret@127.0.0.1:2/"
-	cfg := amqp.Config{Dial: amqp.DefaultDial(2 * time.Second)}
+	cfg := amqp.Config{Dial: amqp.DefaultDial(waitguard.For(100 * time.Millisecond))}
 
 	dial := retry.DialURLs([]string{dead1, b.AMQPURL}, cfg)
 	for call := 1; call <= 2; call++ {

@@ -9,6 +9,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/retry"
 )
 
@@ -25,7 +26,9 @@ func TestDialURLsSpread(t *testing.T) {
 			dialed = append(dialed, addr)
 			return nil, errors.New("no node here")
 		}}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// A guard: the fake dials fail at once (microseconds), and a
+		// context done early would stop DialURLs before the second node.
+		ctx, cancel := context.WithTimeout(context.Background(), waitguard.For(time.Millisecond))
 		_, err := retry.DialURLs(urls, cfg)(ctx)
 		cancel()
 		if err == nil || len(dialed) != len(urls) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/retry"
 )
 
@@ -90,7 +92,9 @@ func TestExhaustedReturned(t *testing.T) {
 		}
 	}
 	e.publishMany(t, bizExchange, bizKey, msgs)
-	dlq := brokertest.Drain(t, e.conn, contract.DeadLetterQueue(workQueue), n, 15*time.Second)
+	// A guard: half go to the DLQ at once, half after one 0.1 s retry;
+	// 0.11 s measured.
+	dlq := brokertest.Drain(t, e.conn, contract.DeadLetterQueue(workQueue), n, waitguard.For(time.Second))
 	got := map[string]string{}
 	for _, d := range dlq {
 		got[d.MessageId] = fmt.Sprintf("%v/%v", d.Headers[contract.HeaderDeadLetterReason], d.Headers[contract.HeaderAttempt])
@@ -131,7 +135,9 @@ func TestRetryExchangeDeleted(t *testing.T) {
 		return nil
 	})
 	e.publish(t, amqp.Publishing{MessageId: "f1", Body: []byte("x")})
-	rec.waitFor(t, 10*time.Second, "two requeues", func(evs []event) bool {
+	// A guard: each requeue waits out the publisher's reopen interval
+	// (0.2 s); 0.2 s measured for the two.
+	rec.waitFor(t, waitguard.For(time.Second), "two requeues", func(evs []event) bool {
 		return count(evs, func(ev event) bool { return ev.outcome == retry.Requeued }) >= 2
 	})
 	if n := e.depth(t, contract.DeadLetterQueue(workQueue)); n != 0 {
@@ -144,7 +150,8 @@ func TestRetryExchangeDeleted(t *testing.T) {
 	g.closeAndWait(t)
 	brokertest.Declare(t, ch, e.topo) // the operator runs rmqtopo apply
 	g.open()
-	evs := rec.waitFor(t, 10*time.Second, "an ack", func(evs []event) bool {
+	// A guard: a reopened channel, the 0.1 s retry; 0.3 s measured.
+	evs := rec.waitFor(t, waitguard.For(time.Second), "an ack", func(evs []event) bool {
 		return count(evs, func(ev event) bool { return ev.outcome == retry.Acked }) > 0
 	})
 	var got []string
@@ -159,6 +166,8 @@ func TestRetryExchangeDeleted(t *testing.T) {
 	if diff := cmp.Diff([]string{"1:retry", "2:ack"}, last); diff != "" || len(got) < 4 {
 		t.Errorf("deliveries %v; want requeues of attempt 1, then 1:retry, 2:ack", got)
 	}
+	// A window: a delivery after the ack would show within it. A busy
+	// machine can only make it catch less, never red.
 	time.Sleep(200 * time.Millisecond)
 	if evs := rec.snapshot(); len(evs) != len(got) {
 		t.Errorf("more deliveries after the ack: %s", describe(evs[len(got):]))
@@ -190,10 +199,13 @@ func (g *gate) pass() {
 func (g *gate) closeAndWait(t *testing.T) {
 	t.Helper()
 	g.closed.Store(true)
+	// A guard: a requeue comes round in the publisher's reopen interval
+	// (0.2 s measured); 6 s keeps the minute this guard had.
+	guard := waitguard.For(6 * time.Second)
 	select {
 	case <-g.held:
-	case <-time.After(time.Minute): // a requeue takes well under a second
-		t.Fatal("no delivery reached the handler within a minute")
+	case <-time.After(guard):
+		t.Fatalf("no delivery reached the handler within %v", guard)
 	}
 }
 
@@ -208,6 +220,10 @@ func (g *gate) open() { close(g.release) }
 // work queue as fast as the broker nacked, and past a quorum queue's
 // delivery limit into the DLQ: the node-loss storm with the helper.) Past
 // the confirm timeout the original is requeued.
+//
+// The copy's publishes are counted (Observer.ConfirmsPending), so the
+// test waits for the nack-and-publish-again rounds it needs, not a
+// fixed time.
 func TestRetryPublishNacked(t *testing.T) {
 	t.Parallel()
 	failFirst := func(_ context.Context, d amqp.Delivery) error {
@@ -238,24 +254,35 @@ func TestRetryPublishNacked(t *testing.T) {
 	}
 
 	t.Run("published again", func(t *testing.T) {
-		_, rec, unblock := setup(t)
-		time.Sleep(2 * time.Second) // nacked, published again, nacked...
+		pubs := newPublishes()
+		// The confirm timeout is a guard here (past it the original would
+		// be requeued): the copy goes through at its first publish after
+		// the unblock, about 0.7 s after its first (pauses of 0.1, 0.2 and
+		// 0.4 s).
+		_, rec, unblock := setup(t, retry.WithObserver(pubs), retry.WithConfirmTimeout(waitguard.For(time.Second)))
+		// Published, nacked, published again after 0.1 s, nacked, again
+		// after 0.2 s: a guard around the 0.3 s of pauses.
+		pubs.waitFor(t, waitguard.For(time.Second), 3)
 		if evs := rec.snapshot(); len(evs) != 0 {
 			t.Fatalf("settled while the wait queue refuses the copy: %s; want the handler still settling", describe(evs))
 		}
 		unblock()
-		evs := rec.waitFor(t, 10*time.Second, "an ack", acked)
+		// A guard: the next publish comes after a 0.4 s pause.
+		evs := rec.waitFor(t, waitguard.For(time.Second), "an ack", acked)
 		if len(evs) != 2 || evs[0].outcome != retry.Retried || evs[0].attempt != 1 || evs[1].attempt != 2 {
 			t.Errorf("deliveries: %s; want attempt 1 retried once, no requeue, then attempt 2 acked", describe(evs))
 		}
 	})
 	t.Run("requeued past the confirm timeout", func(t *testing.T) {
 		_, rec, unblock := setup(t, retry.WithConfirmTimeout(500*time.Millisecond))
-		rec.waitFor(t, 10*time.Second, "two requeues", func(evs []event) bool {
+		// Guards: two confirm timeouts (0.5 s each) and the redeliveries
+		// (1.0 s measured); then at most one more and the 0.1 s retry
+		// (0.2 s measured).
+		rec.waitFor(t, waitguard.For(2*time.Second), "two requeues", func(evs []event) bool {
 			return count(evs, func(ev event) bool { return ev.outcome == retry.Requeued }) >= 2
 		})
 		unblock()
-		evs := rec.waitFor(t, 10*time.Second, "an ack", acked)
+		evs := rec.waitFor(t, waitguard.For(time.Second), "an ack", acked)
 		for _, ev := range evs {
 			if ev.outcome == retry.Requeued && !refusedInTime(ev.err) {
 				t.Errorf("requeue error %v; want a nack, or the confirm timeout while the broker answered a copy", ev.err)
@@ -270,6 +297,44 @@ func TestRetryPublishNacked(t *testing.T) {
 			t.Errorf("deliveries: %s; want requeues, one retry, an ack of attempt 2", describe(evs))
 		}
 	})
+}
+
+// publishes records when a Retrier published a copy (ConfirmsPending's
+// +1, once for each publish).
+type publishes struct {
+	retry.NopObserver
+	mu     sync.Mutex
+	at     []time.Time
+	notify chan struct{}
+}
+
+func newPublishes() *publishes { return &publishes{notify: make(chan struct{}, 1)} }
+
+func (p *publishes) ConfirmsPending(_ string, delta int) {
+	if delta <= 0 {
+		return
+	}
+	p.mu.Lock()
+	p.at = append(p.at, time.Now())
+	p.mu.Unlock()
+	select {
+	case p.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (p *publishes) snapshot() []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Time(nil), p.at...)
+}
+
+// waitFor waits until n publishes were made.
+func (p *publishes) waitFor(tb testing.TB, timeout time.Duration, n int) {
+	tb.Helper()
+	waitUntil(tb, timeout, fmt.Sprintf("%d publishes", n), p.notify, p.snapshot,
+		func(at []time.Time) bool { return len(at) >= n },
+		func(at []time.Time) string { return fmt.Sprint(at) })
 }
 
 // refusedInTime says whether err is the requeue error of a copy the broker

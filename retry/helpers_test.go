@@ -13,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/retry"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -140,7 +141,10 @@ func (e *env) publishMany(tb testing.TB, exchange, key string, msgs []amqp.Publi
 		tb.Fatal(err)
 	}
 	ctx := context.Background()
-	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	// A guard on every confirmation: 10,000 messages take about 2 s (the
+	// largest call, TestConsumeSurvivesClosedConnections); 6 s keeps the
+	// minute this guard had.
+	wctx, cancel := context.WithTimeout(ctx, waitguard.For(6*time.Second))
 	defer cancel()
 	// In batches: amqp091 scans every outstanding confirmation on each
 	// multiple ack, which is quadratic in the number outstanding.
@@ -213,7 +217,8 @@ func (r *recorder) waitFor(tb testing.TB, timeout time.Duration, what string, co
 }
 
 // waitUntil waits until cond holds for snapshot(), looking again at each
-// notify, and fails the test after timeout, showing what it saw.
+// notify, and fails the test after timeout, showing what it saw. timeout
+// is a guard (callers pass waitguard.For of what the wait needs).
 func waitUntil[T any](tb testing.TB, timeout time.Duration, what string, notify <-chan struct{},
 	snapshot func() []T, cond func([]T) bool, show func([]T) string) []T {
 	tb.Helper()

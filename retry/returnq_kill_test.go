@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // TestWorkerKilledWithReturnQueue: the example worker, serving a queue
@@ -29,12 +30,18 @@ func TestWorkerKilledWithReturnQueue(t *testing.T) {
 			})
 			w := startWorker(t, bin, e, []string{"RMQTOPO_WORKER_CRASH_AFTER_CONFIRM=1"}, "--fail-first", "1", "--prefetch", "1")
 			var ee *exec.ExitError
-			if err := w.wait(t, 10*time.Second); !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			// A guard: it kills itself at its first retry's confirmation
+			// (0.02 s measured).
+			if err := w.wait(t, waitguard.For(time.Second)); !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 				t.Fatalf("worker ended with %v, want killed by SIGKILL; stderr:\n%s", err, w.stderr.String())
 			}
 			w = startWorker(t, bin, e, nil, "--prefetch", "4")
-			w.waitLines(t, 4, 20*time.Second)
-			time.Sleep(300 * time.Millisecond) // anything more would show by now
+			// A guard: a redelivery, and the retry through the return
+			// queue (0.1 s measured).
+			w.waitLines(t, 4, waitguard.For(time.Second))
+			// A window: anything more would show by now. A busy machine
+			// can only make it catch less, never red.
+			time.Sleep(300 * time.Millisecond)
 			acks := map[string]map[int]int{}
 			for _, l := range w.snapshot() {
 				if l.Outcome != "ack" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/retry"
 )
 
@@ -78,7 +79,10 @@ func TestConsumeReturnQueue(t *testing.T) {
 				}
 				return nil
 			}, retry.WithPrefetch(4))
-			dlq := brokertest.Drain(t, e.b.Dial(t, e.vhost), contract.DeadLetterQueue(workQueue), n/5, time.Minute)
+			// A guard: a fifth of the 500 go through both delays (0.9 s)
+			// behind the backlog, 1.8 s measured; 6 s keeps the minute
+			// this guard had.
+			dlq := brokertest.Drain(t, e.b.Dial(t, e.vhost), contract.DeadLetterQueue(workQueue), n/5, waitguard.For(6*time.Second))
 			c.stop(t)
 			all, failed := s.snapshot()
 			checkReturnRun(t, all, failed, delays, n, fails)
@@ -161,10 +165,14 @@ func TestReturnQueueHandsOver(t *testing.T) {
 				msgs[i] = amqp.Publishing{MessageId: fmt.Sprintf("h%02d", i)}
 			}
 			e.publishMany(t, bizExchange, bizKey, msgs)
-			evs := rec.waitFor(t, time.Minute, "every second attempt", func(evs []event) bool {
+			// A guard: each retry waits out the handover in the return
+			// queue (contract.ReturnQueueHandover, 5 s); 5.2 s measured.
+			evs := rec.waitFor(t, waitguard.For(contract.ReturnQueueHandover+time.Second), "every second attempt", func(evs []event) bool {
 				return count(evs, func(ev event) bool { return ev.attempt == 2 }) >= n
 			})
-			time.Sleep(300 * time.Millisecond) // a duplicate would show by now
+			// A window: a duplicate would show by now. A busy machine can
+			// only make it catch less, never red.
+			time.Sleep(300 * time.Millisecond)
 			evs = rec.snapshot()
 			if got := count(evs, func(ev event) bool { return ev.attempt == 2 }); got != n {
 				t.Errorf("%d second attempts; want %d", got, n)

@@ -20,6 +20,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
 // buildWorker builds examples/worker into dir.
@@ -105,6 +106,8 @@ func (w *worker) snapshot() []workerLine {
 	return append([]workerLine(nil), w.lines...)
 }
 
+// waitLines waits until w printed n lines; timeout is a guard (pass
+// waitguard.For of what the wait needs).
 func (w *worker) waitLines(t *testing.T, n int, timeout time.Duration) []workerLine {
 	t.Helper()
 	deadline := time.After(timeout)
@@ -125,6 +128,7 @@ func (w *worker) waitLines(t *testing.T, n int, timeout time.Duration) []workerL
 	}
 }
 
+// wait waits until w exits and returns Wait's error; timeout is a guard.
 func (w *worker) wait(t *testing.T, timeout time.Duration) error {
 	t.Helper()
 	select {
@@ -145,7 +149,9 @@ func TestWorker(t *testing.T) {
 		e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
 		w := startWorker(t, bin, e, nil, "--fail-first", "1", "--prefetch", "2")
 		e.publish(t, amqp.Publishing{MessageId: "w1", Body: []byte("x")})
-		ls := w.waitLines(t, 2, 10*time.Second)
+		// A guard: the worker starts, fails, retries after 0.1 s; 0.11 s
+		// measured.
+		ls := w.waitLines(t, 2, waitguard.For(time.Second))
 		var got []workerLine
 		for _, l := range ls {
 			if _, err := time.Parse(time.RFC3339Nano, l.Time); err != nil {
@@ -162,7 +168,8 @@ func TestWorker(t *testing.T) {
 			t.Errorf("worker output (-want +got):\n%s", diff)
 		}
 		_ = w.cmd.Process.Signal(syscall.SIGTERM)
-		if err := w.wait(t, 10*time.Second); err != nil {
+		// A guard: no handler is running, it exits at once (2 ms).
+		if err := w.wait(t, waitguard.For(time.Second)); err != nil {
 			t.Errorf("worker exit after SIGTERM: %v; stderr:\n%s", err, w.stderr.String())
 		}
 	})
@@ -171,7 +178,8 @@ func TestWorker(t *testing.T) {
 		e := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
 		w := startWorker(t, bin, e, nil, "--reject")
 		e.publish(t, amqp.Publishing{MessageId: "w2", Body: []byte("x")})
-		if l := w.waitLines(t, 1, 10*time.Second)[0]; l.Outcome != "dead-letter" || l.MessageID != "w2" {
+		// A guard: the worker starts and dead-letters (0.01 s measured).
+		if l := w.waitLines(t, 1, waitguard.For(time.Second))[0]; l.Outcome != "dead-letter" || l.MessageID != "w2" {
 			t.Errorf("line %+v; want w2 dead-letter", l)
 		}
 	})
@@ -179,7 +187,9 @@ func TestWorker(t *testing.T) {
 	t.Run("missing topology", func(t *testing.T) {
 		b := newEnv(t, topo{layout: "per-attempt", queueType: "classic", delays: []string{"100ms"}}, nil)
 		w := startWorker(t, bin, b, nil, "--queue", "nonexistent")
-		err := w.wait(t, 10*time.Second)
+		// A guard: the worker checks the topology as it starts, and exits
+		// (7 ms measured).
+		err := w.wait(t, waitguard.For(time.Second))
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !bytes.Contains(w.stderr.Bytes(), []byte("rmqtopo apply")) {
 			t.Errorf("worker on a queue without topology: %v; stderr:\n%s", err, w.stderr.String())
@@ -195,7 +205,9 @@ func TestWorker(t *testing.T) {
 			{MessageId: "c1", Body: []byte("1")}, {MessageId: "c2", Body: []byte("2")}, {MessageId: "c3", Body: []byte("3")},
 		})
 		w := startWorker(t, bin, e, []string{"RMQTOPO_WORKER_CRASH_AFTER_CONFIRM=1"}, "--fail-first", "1", "--prefetch", "1")
-		err := w.wait(t, 10*time.Second)
+		// A guard: it kills itself at its first retry's confirmation
+		// (0.02 s measured).
+		err := w.wait(t, waitguard.For(time.Second))
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 			t.Fatalf("worker ended with %v, want killed by SIGKILL; stderr:\n%s", err, w.stderr.String())
@@ -205,8 +217,11 @@ func TestWorker(t *testing.T) {
 		}
 
 		w = startWorker(t, bin, e, nil, "--prefetch", "4")
-		ls := w.waitLines(t, 4, 15*time.Second)
-		time.Sleep(300 * time.Millisecond) // anything more would show by now
+		// A guard: a redelivery and the 0.1 s retry (0.1 s measured).
+		ls := w.waitLines(t, 4, waitguard.For(time.Second))
+		// A window: anything more would show by now. A busy machine can
+		// only make it catch less, never red.
+		time.Sleep(300 * time.Millisecond)
 		ls = w.snapshot()
 		acks := map[string][]int{}
 		for _, l := range ls {
@@ -249,17 +264,21 @@ func TestWorker(t *testing.T) {
 		e.publishMany(t, bizExchange, bizKey, msgs)
 		args := []string{"--prefetch", strconv.Itoa(prefetch), "--fail-first", "1", "--work", "1h"}
 		w := startWorker(t, bin, e, nil, args...)
-		deadline := time.Now().Add(time.Minute) // a guard against a hung worker, not a goal
-		for e.depth(t, workQueue) != n-prefetch {
+		// A guard against a hung worker, not a goal: it starts and takes
+		// its prefetch in 0.03 s; 6 s keeps the minute this guard had.
+		guard := waitguard.For(6 * time.Second)
+		for deadline := time.Now().Add(guard); e.depth(t, workQueue) != n-prefetch; {
 			if time.Now().After(deadline) {
-				t.Fatalf("the worker took no deliveries in a minute; stderr:\n%s", w.stderr.String())
+				t.Fatalf("the worker had not taken its prefetch after %v; stderr:\n%s", guard, w.stderr.String())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.wait(t, 10*time.Second); err != nil {
+		// A guard: with no grace the handlers are cancelled at once, their
+		// deliveries requeued, and the worker exits (5 ms measured).
+		if err := w.wait(t, waitguard.For(time.Second)); err != nil {
 			t.Fatalf("worker exit after SIGTERM: %v; stderr:\n%s", err, w.stderr.String())
 		}
 		args[len(args)-1] = "10ms"
@@ -271,8 +290,12 @@ func TestWorker(t *testing.T) {
 				acked++
 			}
 		}
-		waitOutcome(t, w2, "ack", n-acked, time.Minute)
-		time.Sleep(300 * time.Millisecond) // anything more would show by now
+		// A guard: 48 messages, each failed once and retried after 0.1 s,
+		// 0.2 s measured; 6 s keeps the minute this guard had.
+		waitOutcome(t, w2, "ack", n-acked, waitguard.For(6*time.Second))
+		// A window: anything more would show by now. A busy machine can
+		// only make it catch less, never red.
+		time.Sleep(300 * time.Millisecond)
 
 		seen := map[string][]string{}
 		requeued := 0
@@ -302,7 +325,8 @@ func TestWorker(t *testing.T) {
 	})
 }
 
-// waitOutcome waits until w printed k lines with outcome.
+// waitOutcome waits until w printed k lines with outcome; timeout is a
+// guard.
 func waitOutcome(t *testing.T, w *worker, outcome string, k int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.After(timeout)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/retry"
 	"github.com/rmqtopo/rmqtopo/retry/retrymetrics"
 	"github.com/rmqtopo/rmqtopo/spec"
@@ -91,15 +92,23 @@ func TestScrape(t *testing.T) {
 	for _, id := range msgs {
 		brokertest.PublishConfirmed(t, conn, "", queue, amqp.Publishing{MessageId: id, Body: []byte("x")})
 	}
-	// 70 first deliveries, 20+10 second ones.
-	for deadline := time.Now().Add(30 * time.Second); seen.count() < 100; time.Sleep(20 * time.Millisecond) {
+	// 70 first deliveries, 20+10 second ones, after a 0.05 s retry: a
+	// guard around the 0.05 s measured.
+	for deadline := waitguard.Deadline(time.Second); seen.count() < 100; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of 100 deliveries settled (%v); work %d, wait %d, dlq %d", seen.count(), seen.outcomes, b.QueueDepth(t, vhost, queue), b.QueueDepth(t, vhost, "rmqtopo.wait.50ms"), b.QueueDepth(t, vhost, "work.dlq"))
 		}
 	}
 	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Consume: %v", err)
+	// A guard: Consume returns in milliseconds once cancelled (5 ms
+	// measured).
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Consume: %v", err)
+		}
+	case <-time.After(waitguard.For(100 * time.Millisecond)):
+		t.Fatal("Consume still running after its context was cancelled")
 	}
 
 	checkScrape(t, scrape(t, reg), seen)
