@@ -30,8 +30,10 @@ func (c *Client) settleQuorumZeros(ctx context.Context, s *Session, st *topology
 		if len(doubt) == 0 {
 			return nil
 		}
-		if !sleep(ctx, pause) {
+		select {
+		case <-ctx.Done():
 			return ctx.Err()
+		case <-time.After(pause):
 		}
 		again, err := s.PassiveCounts(ctx, vhost, doubt)
 		if err != nil {
@@ -84,16 +86,4 @@ func isQuorum(st *topology.State, q topology.Queue) bool {
 		return q.QueueType() == "quorum"
 	}
 	return st.DefaultQueueType[q.Vhost] == "quorum"
-}
-
-// sleep waits d or until ctx is done; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
