@@ -70,32 +70,8 @@ queues:
 	}
 	defer ch.Close()
 	brokertest.Declare(tb, ch, tp)
-	checkNoCycle(tb, b)
+	b.CheckNoDeadLetterCycle(tb)
 	return &env{b: b, vhost: vhost, conn: conn, topo: tp}, ladder
-}
-
-// checkNoCycle fails the test, at its end, if the private node logged a
-// message dropped as a dead-letter cycle while it ran. An external
-// broker's log cannot be read.
-func checkNoCycle(tb testing.TB, b *brokertest.Broker) {
-	if b.Node == nil {
-		return
-	}
-	from := int64(0)
-	if fi, err := os.Stat(b.Node.LogFile()); err == nil {
-		from = fi.Size()
-	}
-	tb.Cleanup(func() {
-		data, err := os.ReadFile(b.Node.LogFile())
-		if err != nil || from > int64(len(data)) {
-			return
-		}
-		for _, line := range strings.Split(string(data[from:]), "\n") {
-			if strings.Contains(strings.ToLower(line), "cycle") {
-				tb.Errorf("the broker dropped a message as a dead-letter cycle: %s", line)
-			}
-		}
-	})
 }
 
 func newDelayer(tb testing.TB, e *env, l contract.Ladder) *retry.Delayer {

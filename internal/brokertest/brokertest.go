@@ -50,6 +50,8 @@ type Broker struct {
 	// one RMQTOPO_TEST_NODE_STATE names (which the tests never stop); nil
 	// for any other external broker.
 	Node *Node
+	// nodeShared is set when Node is one other test binaries use too.
+	nodeShared bool
 }
 
 var (
@@ -172,6 +174,9 @@ func external(mgmt, amqpURL string) (*Broker, error) {
 		User:     user,
 		Password: pass,
 		Node:     node,
+		// A node named in the environment serves every test binary of
+		// the run, make test's packages side by side.
+		nodeShared: node != nil,
 	}, nil
 }
 

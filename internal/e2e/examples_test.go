@@ -102,9 +102,8 @@ func exampleName(path string) string {
 // drives one message through each of its work queues' retry chains.
 func TestExamples(t *testing.T) {
 	b := brokertest.Get(t) // start the node before the subtests fan out
-	logFrom := nodeLogSize(b)
-	// Runs after every parallel subtest has finished.
-	t.Cleanup(func() { checkNoCycleLogged(t, b, logFrom) })
+	// Checked after every parallel subtest has finished.
+	b.CheckNoDeadLetterCycle(t)
 	for _, path := range exampleFiles(t) {
 		t.Run(exampleName(path), func(t *testing.T) {
 			t.Parallel()
@@ -117,45 +116,6 @@ func TestExamples(t *testing.T) {
 			}
 		})
 	}
-}
-
-// checkNoCycleLogged fails the test if the private node logged a message
-// dropped as a dead-letter cycle. Quorum queues name the vhost in that
-// line; classic queues do not, and log it once per queue process, so any
-// such line in the node's log fails the test. The node is this test
-// binary's own; only what it logged from byte offset from on is read (the
-// node outlives one run under -count). An external broker's log cannot be
-// read and is not checked (the message counts still catch a dropped
-// message).
-func checkNoCycleLogged(t *testing.T, b *brokertest.Broker, from int64) {
-	if b.Node == nil {
-		return
-	}
-	data, err := os.ReadFile(b.Node.LogFile())
-	if err != nil {
-		t.Errorf("reading the node's log: %v", err)
-		return
-	}
-	if from > int64(len(data)) {
-		from = 0 // the log was rotated
-	}
-	for _, line := range strings.Split(string(data[from:]), "\n") {
-		if strings.Contains(strings.ToLower(line), "cycle detected") {
-			t.Errorf("the broker dropped a message as a dead-letter cycle: %s", line)
-		}
-	}
-}
-
-// nodeLogSize is the size of the private node's log, or 0.
-func nodeLogSize(b *brokertest.Broker) int64 {
-	if b.Node == nil {
-		return 0
-	}
-	fi, err := os.Stat(b.Node.LogFile())
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
 }
 
 // example is one example spec, loaded into a vhost of its own.
