@@ -108,28 +108,42 @@ func TestStatusStuckDeadLetters(t *testing.T) {
 	if !strings.Contains(out, "dead-letters-held") || strings.Contains(out, "stuck") {
 		t.Errorf("status --held-margin 0:\n%s", out)
 	}
-	// The margin is a window the test spends in full: 5s, the least
-	// status accepts (status.StatsInterval, its re-read interval). The
-	// broker re-sends the rejected dead-letters only after 180 s, so any
-	// margin up to that finds them stuck.
+	// The margin is a window the test spends in full: two of the test
+	// node's statistics intervals (heldWindow). The broker re-sends the
+	// rejected dead-letters only after 180 s, so any margin up to that
+	// finds them stuck.
 	start := time.Now()
-	stdout, stderr, code := rmqtopo(t, "", append([]string{"status", "--exit-code", "--held-margin", "5s", file}, o.conn()...)...)
+	stdout, stderr, code := rmqtopo(t, "", append(heldWindowArgs(file), o.conn()...)...)
 	if code != ExitDeadLettersStuck {
 		t.Fatalf("status exited %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitDeadLettersStuck, stdout, stderr)
 	}
-	for _, want := range []string{"dead-letters-held dead-letters-stuck", "1 wait queue forwarded none of 4 held dead-letters in 5s (stuck)"} {
+	for _, want := range []string{"dead-letters-held dead-letters-stuck", "1 wait queue forwarded none of 4 held dead-letters in " + heldWindow.String() + " (stuck)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
-	if !strings.Contains(stderr, "1 wait queue holds 4 dead-letters; re-reading for up to 5s") {
+	if !strings.Contains(stderr, "1 wait queue holds 4 dead-letters; re-reading for up to "+heldWindow.String()) {
 		t.Errorf("stderr: %q", stderr)
 	}
 	// Never early: status that returns before its margin did not watch
 	// the queue for it. A floor, which a busy machine cannot break.
-	if d := time.Since(start); d < 5*time.Second {
+	if d := time.Since(start); d < heldWindow {
 		t.Errorf("status took %s, less than its margin", d)
 	}
+}
+
+// heldWindow is the --held-margin of the tests that watch a stuck wait
+// queue for it in full: two statistics intervals of the test node
+// (brokertest.TestStatsInterval), so that status re-reads the counts
+// twice, as it would at RabbitMQ's default interval of 5 s with its own
+// least margin.
+const heldWindow = 2 * brokertest.TestStatsInterval
+
+// heldWindowArgs are the arguments of status watching spec for heldWindow,
+// re-reading at the test node's statistics interval.
+func heldWindowArgs(spec string) []string {
+	return []string{"status", "--exit-code", "--stats-interval", brokertest.TestStatsInterval.String(),
+		"--held-margin", heldWindow.String(), spec}
 }
 
 // waitMessages waits until the management API shows queue holding want
@@ -188,13 +202,13 @@ func TestStatusHeldSkippedWhenOutranked(t *testing.T) {
 	quick(more, ExitMissing, "30s")
 
 	// The control: nothing outranks it now, so status waits and exits 7.
-	// The margin is a window, the least status accepts, as above.
+	// The margin is a window spent in full, as above.
 	start := time.Now()
-	stdout, stderr, code := rmqtopo(t, "", append([]string{"status", "--exit-code", "--held-margin", "5s", file}, o.conn()...)...)
-	if code != ExitDeadLettersStuck || !strings.Contains(stderr, "re-reading for up to 5s") {
+	stdout, stderr, code := rmqtopo(t, "", append(heldWindowArgs(file), o.conn()...)...)
+	if code != ExitDeadLettersStuck || !strings.Contains(stderr, "re-reading for up to "+heldWindow.String()) {
 		t.Fatalf("status exited %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitDeadLettersStuck, stdout, stderr)
 	}
-	if d := time.Since(start); d < 5*time.Second { // never early, as above
+	if d := time.Since(start); d < heldWindow { // never early, as above
 		t.Errorf("status took %s, less than its margin", d)
 	}
 }

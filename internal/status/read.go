@@ -16,7 +16,8 @@ import (
 
 // StatsInterval is the management API's default
 // collect_statistics_interval: its counts change no more often, so
-// re-reading sooner sees the same ones.
+// re-reading sooner sees the same ones. Options.StatsInterval names a
+// broker's own.
 const StatsInterval = 5 * time.Second
 
 // Broker is what status reads: *broker.Client.
@@ -38,8 +39,11 @@ type Options struct {
 	// HeldWatch); the re-read is skipped when its verdict cannot change
 	// the exit code.
 	HeldMargin time.Duration
-	// Sleep waits between re-reads (every StatsInterval); nil sleeps on
-	// the clock. Tests pass one that takes no time.
+	// StatsInterval is the broker's collect_statistics_interval, the pace
+	// of the re-reads; 0 means RabbitMQ's default, StatsInterval.
+	StatsInterval time.Duration
+	// Sleep waits between re-reads; nil sleeps on the clock. Tests pass
+	// one that takes no time.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Log, if set, is told whether and why the held wait queues are
 	// re-read.
@@ -115,7 +119,11 @@ func watchHeld(ctx context.Context, s *Report, b Broker, opts Options) error {
 		}
 		return q, err == nil, err
 	}
-	w := HeldWatch{Margin: opts.HeldMargin, Every: StatsInterval, Read: read, Sleep: opts.Sleep}
+	every := opts.StatsInterval
+	if every <= 0 {
+		every = StatsInterval
+	}
+	w := HeldWatch{Margin: opts.HeldMargin, Every: every, Read: read, Sleep: opts.Sleep}
 	stuck, err := w.Stuck(ctx, held)
 	if err != nil {
 		return err

@@ -100,6 +100,25 @@ func TestReadWatchesHeldQueues(t *testing.T) {
 	}
 }
 
+// With the broker's own statistics interval, Read re-reads at that pace.
+func TestReadWatchesAtTheStatsInterval(t *testing.T) {
+	b := &fakeBroker{
+		queues: []broker.QueueInfo{{Name: "a"}, {Name: "a.dlq"}, {Name: "b"}, {Name: "b.dlq"}, {Name: "rmqtopo.wait.1s", Messages: 4}, {Name: "rmqtopo.wait.1m"}},
+		held:   map[string][]int64{"rmqtopo.wait.1s": {4, 4, 4}},
+	}
+	var sleep noSleep
+	st, err := Read(context.Background(), b, heldFiles(t), Options{HeldMargin: 2500 * time.Millisecond, StatsInterval: time.Second, Sleep: sleep.sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Duration{time.Second, time.Second, 500 * time.Millisecond}; !slices.Equal(sleep.waits, want) {
+		t.Errorf("waits %v, want %v", sleep.waits, want)
+	}
+	if st.ExitCode() != ExitDeadLettersStuck {
+		t.Errorf("exit code %d, want %d", st.ExitCode(), ExitDeadLettersStuck)
+	}
+}
+
 // When a finding that outranks stuck dead-letters decides the exit code
 // (here missing queues: the vhost has none), Read does not wait.
 func TestReadSkipsTheWatchWhenOutranked(t *testing.T) {
