@@ -792,7 +792,39 @@ func ensureInstalled(ctx context.Context, binDir string) error {
 			"or point the tests at a running broker with management plugin: "+
 			"RMQTOPO_TEST_URL=http://HOST:15672 RMQTOPO_TEST_AMQP_URL=amqp://USER:PASS@HOST:5672/", server)
 	}
-	// Serialise with other test binaries installing at the same time.
+	if err := installDebian(ctx, "rabbitmq-server", func() bool { _, err := os.Stat(server); return err == nil }); err != nil {
+		return err
+	}
+	if _, err := os.Stat(server); err != nil {
+		return fmt.Errorf("brokertest: rabbitmq-server installed but %s is missing: %w", server, err)
+	}
+	return nil
+}
+
+// EnsureDebianPackage installs Debian's pkg with apt-get unless have
+// reports it there already, for the tests that run a real client of
+// another language (make test installs what it needs). Only root can; the
+// error says so, and the test may then skip.
+func EnsureDebianPackage(ctx context.Context, pkg string, have func() bool) error {
+	if have() {
+		return nil
+	}
+	installMu.Lock()
+	defer installMu.Unlock()
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("brokertest: Debian's %s is missing, and only root installs it (apt-get install %s)", pkg, pkg)
+	}
+	if _, err := exec.LookPath("apt-get"); err != nil {
+		return fmt.Errorf("brokertest: %s is missing and there is no apt-get to install it: %w", pkg, err)
+	}
+	return installDebian(ctx, pkg, have)
+}
+
+// installDebian installs pkg with apt-get, unless have holds once it holds
+// a lock shared with other test binaries installing at the same time. It
+// tries the package lists as they are first, and updates them only if
+// that fails.
+func installDebian(ctx context.Context, pkg string, have func() bool) error {
 	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "rmqtopo-brokertest-install.lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return err
@@ -802,20 +834,24 @@ func ensureInstalled(ctx context.Context, binDir string) error {
 		return err
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(server); err == nil {
+	if have() {
 		return nil
 	}
-	for _, args := range [][]string{{"update"}, {"install", "-y", "rabbitmq-server"}} {
+	apt := func(args ...string) error {
 		cmd := exec.CommandContext(ctx, "apt-get", args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("brokertest: apt-get %s: %w\n%s", strings.Join(args, " "), err, lastLines(string(out), 20))
 		}
+		return nil
 	}
-	if _, err := os.Stat(server); err != nil {
-		return fmt.Errorf("brokertest: rabbitmq-server installed but %s is missing: %w", server, err)
+	if apt("install", "-y", pkg) == nil {
+		return nil
 	}
-	return nil
+	if err := apt("update"); err != nil {
+		return err
+	}
+	return apt("install", "-y", pkg)
 }
 
 // firstLine is err's message up to its first newline.
