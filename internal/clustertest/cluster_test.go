@@ -17,7 +17,9 @@ func getJSON(t testing.TB, b *brokertest.Broker, path string, dst any) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, b.MgmtURL+path, nil)
 	req.SetBasicAuth(b.User, b.Password)
-	resp, err := http.DefaultClient.Do(req)
+	// A guard: a management API answers in milliseconds, a node just
+	// restarted in about a second.
+	resp, err := (&http.Client{Timeout: waitguard.For(time.Second)}).Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}

@@ -85,8 +85,16 @@ func killMidway(t *testing.T, args []string, victim *brokertest.Broker, moved fu
 		if n := moved(); n >= at {
 			victim.Node.Kill()
 			t.Logf("killed %s with %d messages moved", victim.Node.Name, n)
-			err := <-done
-			return out.String(), err
+			// A guard: the run fails at its next frame to the lost node,
+			// or finishes its moves through another, within seconds.
+			select {
+			case err := <-done:
+				return out.String(), err
+			case <-time.After(waitguard.For(5 * time.Second)):
+				_ = cmd.Process.Kill()
+				<-done // the output is complete once Wait returns
+				t.Fatalf("rmqtopo %v still running after the node's kill; its output:\n%s", args, out.String())
+			}
 		}
 	}
 }
