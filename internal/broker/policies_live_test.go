@@ -376,9 +376,11 @@ func TestOutboxAioPikaClient(t *testing.T) {
 		t.Fatalf("the aio-pika client failed: %v\n%s", err, out)
 	}
 	t.Logf("aio-pika outbox client: %s", strings.TrimSpace(string(out)))
-	if n := l.b.QueueDepth(t, l.vhost, "ob.dlq"); n != 1 {
-		t.Errorf("ob.dlq holds %d messages after the client rejected its message, want 1", n)
-	}
+	// Dead-lettering the rejected message is asynchronous: a guard around
+	// it (milliseconds).
+	waitFor(t, waitguard.For(100*time.Millisecond), "the rejected message in ob.dlq", func() bool {
+		return l.b.QueueDepth(t, l.vhost, "ob.dlq") == 1
+	})
 	if p, _ := l.plan(t, desired, false); len(changes(p)) > 0 {
 		t.Errorf("plan after the client's declares is not empty: %v", changes(p))
 	}
