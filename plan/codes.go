@@ -54,6 +54,8 @@ var Codes = []CodeInfo{
 	{Code: CodeRefusedArgument, Severity: SeverityError, Refused: true, Meaning: "4.3+: a queue argument the broker refuses to declare (x-queue-mode, x-queue-version 1, x-queue-master-locator)"},
 	{Code: CodeTransientQueue, Severity: SeverityError, Refused: true, Meaning: "4.3+: a transient non-exclusive queue, which the broker refuses by default"},
 	{Code: CodeQueueModeIgnored, Severity: SeverityInfo, Meaning: "3.12 to 4.2: x-queue-mode, which the broker ignores"},
+	{Code: CodeNativeNeedsVersion, Severity: SeverityError, Refused: true, Meaning: "below 4.3.1: a queue of layout native, whose retries the broker would not delay"},
+	{Code: CodeLayoutKept, Severity: SeverityInfo, Meaning: "a live queue keeps its layout where auto gives a new queue another; how to move it"},
 }
 
 // LookupCode returns the registry's entry of code.

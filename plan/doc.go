@@ -98,6 +98,13 @@
 //	                refused by the broker (the last by default)
 //	RT104  error    4.3+: a transient non-exclusive queue, refused by default
 //	RT105  info     3.12 to 4.2: x-queue-mode, which the broker ignores
+//	RT106  error    below 4.3.1: a queue of layout native, whose retries the broker
+//	                would not delay (native.go)
+//
+// The layout analyzer notes the live queues that keep their layout where
+// auto gives a new queue another (CheckOptions.Kept):
+//
+//	RT107  info     a live queue keeps its layout; the line says how to move it
 //
 // "Allowed" is CheckOptions.AllowDestroy (the --allow-destroy flag). Blocking
 // returns the error-severity diagnostics, which must stop an apply.

@@ -44,7 +44,8 @@ func (c *applyCmd) Validate() error {
 var stdinIsTerminal = func(r io.Reader) bool { return isTerminal(r) }
 
 func (c *applyCmd) Run(e *env) (err error) {
-	saved, desired, ch, err := c.input(e)
+	var kept []plan.LayoutKept
+	saved, desired, ch, err := c.input(e, &kept)
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func (c *applyCmd) Run(e *env) (err error) {
 		},
 		Review: func(p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error) {
 			report.Pause()
-			return c.review(e, client, saved != nil, ch.Specs, p, st)
+			return c.review(e, client, saved != nil, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: ch.Specs, Kept: kept}, p, st)
 		},
 		Options: apply.Options{Concurrency: c.Concurrency, AllowDestroy: c.AllowDestroy, Progress: changesHook(report.Update)},
 	})
@@ -105,10 +106,10 @@ var brokerErrors = apply.Errors{
 // review checks the plan apply is about to carry out, shows it and asks
 // for approval, and returns its diagnostics, which Apply refuses by; an
 // error stops the apply before anything is written.
-func (c *applyCmd) review(e *env, client *broker.Client, saved bool, specs map[string]string, p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error) {
+func (c *applyCmd) review(e *env, client *broker.Client, saved bool, check plan.CheckOptions, p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error) {
 	// apply has no --rabbitmq-version: it judges by the broker it writes to.
 	diags, err := review(e, p, st, client, plan.ReviewOptions{
-		Check: plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs}, From: "broker", Writer: true,
+		Check: check, From: "broker", Writer: true,
 	})
 	if err != nil {
 		return nil, err
@@ -134,8 +135,9 @@ func (c *applyCmd) review(e *env, client *broker.Client, saved bool, specs map[s
 }
 
 // input reads what apply applies: a saved plan (one file whose kind says
-// so) or spec files, expanded.
-func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, plan.Choices, error) {
+// so) or spec files, expanded for the broker's state (layouts; kept
+// receives the live queues that keep theirs).
+func (c *applyCmd) input(e *env, kept *[]plan.LayoutKept) (*planfile.File, topology.Topology, plan.Choices, error) {
 	if len(c.Files) == 1 {
 		saved, err := planfile.Read(c.Files[0])
 		if err != nil {
@@ -157,7 +159,9 @@ func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, plan.Choice
 	if err != nil {
 		return nil, topology.Topology{}, plan.Choices{}, err
 	}
-	return nil, desired, choices(files, c.Prune, c.Migrate), nil
+	ch := choices(files, c.Prune, c.Migrate)
+	ch.Expand = layouts(files, "", "broker", kept)
+	return nil, desired, ch, nil
 }
 
 // confirm asks for "yes" on a terminal and refuses to guess otherwise.
