@@ -130,6 +130,10 @@ func (s *Spec) deadEnd(q Queue) string {
 	return contract.DeadLetterQueue(q.Name)
 }
 
+// LayoutOf is the layout q's retries take (never auto): what Resolve
+// chose for the broker, else the one the spec writes, with auto shared.
+func (s *Spec) LayoutOf(q Queue) Layout { return s.layoutOf(q) }
+
 // layoutOf is the layout q's retries take: what Resolve chose, else the
 // one the spec writes, where auto (written or not) is shared.
 func (s *Spec) layoutOf(q Queue) Layout {
