@@ -89,8 +89,9 @@ type Kept struct {
 // Resolve chooses, for every queue of files whose layout is auto (written
 // or by default), the layout Expand builds for target t, and the return
 // queue of a queue that does not say: a queue not live yet gets native
-// where t's version is at least contract.NativeSince, else shared with a
-// return queue (on time behind a backlog); a live queue keeps the layout
+// where t's version is at least contract.NativeSince, else shared (levels
+// for a jittered schedule, which fixed-TTL wait queues cannot draw) with
+// a return queue (on time behind a backlog); a live queue keeps the layout
 // and return queue it has. An explicit layout or return_queue always
 // wins. It records the choice in files (Expand, Schedule and ReturnTo
 // follow it) and returns the live queues that keep a layout auto would
@@ -134,6 +135,9 @@ func (s *Spec) resolve(q Queue, native bool, live liveIndex) resolution {
 			r.layout = shape.layout
 		case native && q.Type == TypeQuorum && !(returnSet && q.ReturnQueue) && q.ImmediateRetries+q.Retry.count() > 0:
 			r.layout = LayoutNative
+		case q.Retry.Jitter == JitterFull:
+			// The one wait-queue layout that can draw a delay.
+			r.layout = LayoutLevels
 		default:
 			r.layout = LayoutShared
 		}

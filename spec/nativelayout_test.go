@@ -176,3 +176,24 @@ queues:
 		}
 	}
 }
+
+// TestResolveJitter: a jittered schedule under auto is native from 4.3.1
+// and levels below, the one wait-queue layout that draws delays.
+func TestResolveJitter(t *testing.T) {
+	src := `version: 1
+vhost: v
+queues:
+  - {name: j, type: quorum, retry: {exponential: {initial: 1s, factor: 2, attempts: 3, jitter: full}}}
+`
+	for v, want := range map[string]Layout{"4.3.6": LayoutNative, "4.3.0": LayoutLevels, "": LayoutLevels} {
+		f := mustParse(t, "j.yaml", src)
+		ver, _ := topology.ParseVersion(v)
+		Resolve([]*File{f}, Target{RabbitMQ: ver})
+		if got := f.Spec.LayoutOf(f.Spec.Queues[0]); got != want {
+			t.Errorf("%q: %s, want %s", v, got, want)
+		}
+		if _, err := Parse("j.yaml", []byte(src)); err != nil {
+			t.Errorf("auto with jitter is valid: %v", err)
+		}
+	}
+}
