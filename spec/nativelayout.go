@@ -133,7 +133,7 @@ func (s *Spec) resolve(q Queue, native bool, live liveIndex) resolution {
 		switch {
 		case isLive:
 			r.layout = shape.layout
-		case native && q.Type == TypeQuorum && !(returnSet && q.ReturnQueue) && q.ImmediateRetries+q.Retry.count() > 0:
+		case native && nativeFits(q, returnSet):
 			r.layout = LayoutNative
 		case q.Retry.Jitter == JitterFull:
 			// The one wait-queue layout that can draw a delay.
@@ -149,6 +149,13 @@ func (s *Spec) resolve(q Queue, native bool, live liveIndex) resolution {
 		r.returnQueue = false
 	}
 	return r
+}
+
+// nativeFits reports whether auto may make q native: a quorum queue with
+// retries, whose spec asks for nothing the native layout cannot do (a
+// delivery limit of its own, a return queue).
+func nativeFits(q Queue, returnSet bool) bool {
+	return q.Type == TypeQuorum && q.ImmediateRetries+q.Retry.count() > 0 && q.DeliveryLimit == 0 && !(returnSet && q.ReturnQueue)
 }
 
 // keptFor reports q when it is live in a shape auto would not give it
@@ -196,6 +203,15 @@ func indexLive(t *topology.Topology) liveIndex {
 		out[q.Addr()] = s
 	}
 	for _, q := range t.Queues {
+		if w, ok := contract.ParseWaitQueue(q.Name); ok && w.Layout == contract.WaitPerAttempt {
+			// By its name alone, for a source of queues without bindings.
+			name, _ := strings.CutSuffix(w.Queue, contract.ReturnQueue(""))
+			a := topology.Address{Kind: topology.KindQueue, Vhost: q.Vhost, Name: name}
+			if s, live := out[a]; live && s.layout == LayoutShared {
+				s.layout = LayoutPerAttempt
+				out[a] = s
+			}
+		}
 		if owner, ok := returnQueueOwner(q.Name); ok {
 			a := topology.Address{Kind: topology.KindQueue, Vhost: q.Vhost, Name: owner}
 			if s, live := out[a]; live {
@@ -233,6 +249,9 @@ func returnQueueOwner(name string) (string, bool) {
 // String says in one line how a kept queue moves to the layout auto gives
 // new queues.
 func (k Kept) String() string {
+	if k.Live == LayoutNative {
+		return fmt.Sprintf("queue %q keeps its live layout native, which needs RabbitMQ %s; to move it back without losing a message, set layout: shared and migrate: true", k.Queue, contract.NativeSince)
+	}
 	if k.Auto == LayoutNative {
 		return fmt.Sprintf("queue %q keeps its live layout %s; to move it to native without losing a message, set layout: native and migrate: true", k.Queue, k.Live)
 	}

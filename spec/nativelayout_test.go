@@ -197,3 +197,29 @@ queues:
 		}
 	}
 }
+
+// TestResolveNativeFits: auto leaves a queue that sets its own delivery
+// limit or return queue out of native; a live native queue on an older
+// broker is kept and told how to move back.
+func TestResolveNativeFits(t *testing.T) {
+	f := mustParse(t, "f.yaml", `version: 1
+vhost: v
+queues:
+  - {name: limit, type: quorum, delivery_limit: 5, retry: {delays: [1s]}}
+  - {name: back, type: quorum, return_queue: true, retry: {delays: [1s]}}
+  - {name: n, type: quorum, retry: {delays: [1s]}}
+`)
+	v436, _ := topology.ParseVersion("4.3.6")
+	Resolve([]*File{f}, Target{RabbitMQ: v436})
+	for i, want := range []Layout{LayoutShared, LayoutShared, LayoutNative} {
+		if got := f.Spec.LayoutOf(f.Spec.Queues[i]); got != want {
+			t.Errorf("%s: %s, want %s", f.Spec.Queues[i].Name, got, want)
+		}
+	}
+	live := Expand(f)
+	v3, _ := topology.ParseVersion("3.13.7")
+	kept := Resolve([]*File{f}, Target{RabbitMQ: v3, Live: &live})
+	if len(kept) != 1 || kept[0].Queue != "n" || kept[0].Live != LayoutNative || !strings.Contains(kept[0].String(), "layout: shared and migrate: true") {
+		t.Errorf("kept %+v; want n, live native, told to move back", kept)
+	}
+}
