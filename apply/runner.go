@@ -1,0 +1,147 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// runner runs a plan's changes phase by phase and keeps what it made.
+type runner struct {
+	t     Target
+	opts  Options
+	total int
+	count atomic.Int64
+	mu    sync.Mutex
+	done  []plan.Change
+}
+
+// report tells opts.Progress, if any, where the apply is.
+func (r *runner) report(step string, done int) {
+	if r.opts.Progress != nil {
+		r.opts.Progress(Progress{Step: step, Done: done, Total: r.total})
+	}
+}
+
+// phases runs steps, in order, one phase at a time, and stops at the end
+// of the first phase with a failure.
+func (r *runner) phases(ctx context.Context, steps []plan.Change) error {
+	for i := 0; i < len(steps); {
+		j := i
+		for j < len(steps) && steps[j].Phase() == steps[i].Phase() {
+			j++
+		}
+		if err := r.phase(ctx, steps[i:j]); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// phase runs one phase's changes with bounded concurrency (one at a time
+// when the phase is not Concurrent). After the first
+// failure no new change starts; those in flight finish.
+func (r *runner) phase(ctx context.Context, steps []plan.Change) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan plan.Change)
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		errs     []error
+		failures atomic.Int64
+	)
+	n := min(r.opts.Concurrency, len(steps))
+	if !steps[0].Phase().Concurrent() {
+		n = 1
+	}
+	for w := 0; w < n; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range work {
+				if err := r.exec(ctx, c); err != nil {
+					if failures.Add(1) == 1 {
+						cancel()
+					}
+					errMu.Lock()
+					errs = append(errs, err)
+					errMu.Unlock()
+					continue
+				}
+				r.mu.Lock()
+				r.done = append(r.done, c)
+				r.mu.Unlock()
+				r.report(c.Phase().String(), int(r.count.Add(1)))
+			}
+		}()
+	}
+feed:
+	for _, c := range steps {
+		select {
+		case work <- c:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if len(errs) == 0 {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("apply: interrupted during %s: %w", steps[0].Phase(), err)
+		}
+		return nil
+	}
+	// The first failure is the cause; the others are usually the
+	// interruption it caused, or the same problem again.
+	first := errs[0]
+	for _, e := range errs {
+		if !errors.Is(e, context.Canceled) {
+			first = e
+			break
+		}
+	}
+	if more := int(failures.Load()) - 1; more > 0 {
+		return fmt.Errorf("%w (and %d more failed changes)", first, more)
+	}
+	return first
+}
+
+func (r *runner) exec(ctx context.Context, c plan.Change) error {
+	a := c.Address
+	err := r.do(ctx, c)
+	if err == nil {
+		return nil
+	}
+	what := fmt.Sprintf("%s %s", verb(c), a)
+	if r.opts.IsNotEmpty != nil && r.opts.IsNotEmpty(err) {
+		return fmt.Errorf("apply: %s: stopped: %w; it was kept, because deleting it could lose messages that arrived after the plan was made or that its consumers hold; plan again", what, err)
+	}
+	return fmt.Errorf("apply: %s: %w", what, err)
+}
+
+func verb(c plan.Change) string {
+	switch c.Action {
+	case plan.Create:
+		if c.Address.Kind == topology.KindBinding {
+			return "bind"
+		}
+		return "create"
+	case plan.Delete:
+		if c.Address.Kind == topology.KindBinding {
+			return "unbind"
+		}
+		return "delete"
+	case plan.Replace:
+		return "replace"
+	case plan.Update:
+		return "update"
+	}
+	return c.Action.String()
+}
