@@ -18,9 +18,9 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
+	"github.com/rmqtopo/rmqtopo/apply/target"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -54,9 +54,6 @@ type Options struct {
 	// before anything is created in it; the CLI takes the vhost's lock
 	// there. An error stops the apply.
 	VhostCreated func(ctx context.Context, vhost string) error
-	// IsNotEmpty recognises Target's error for a guarded queue delete that
-	// found messages or consumers, to explain it; nil recognises none.
-	IsNotEmpty func(error) bool
 }
 
 // Progress is what an apply reports while it runs.
@@ -96,7 +93,7 @@ func (r Result) Changes() int { return r.Created + r.Updated + r.Replaced + r.De
 // fails. It stops at the end of the first phase with a failure and
 // returns the first error, wrapped with the change it belongs to;
 // Result.NotDone then lists what was not done.
-func Apply(ctx context.Context, t Target, p plan.Plan, opts Options) (Result, error) {
+func Apply(ctx context.Context, t target.Target, p plan.Plan, opts Options) (Result, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
@@ -120,7 +117,7 @@ func Apply(ctx context.Context, t Target, p plan.Plan, opts Options) (Result, er
 	}
 	for _, c := range steps {
 		if _, ok := res.Records[c.Address.Vhost]; !ok && c.Address.Kind != topology.KindVhost {
-			return res, fmt.Errorf("apply: no ownership record of the spec for vhost %q was given; refusing to change what could not be recorded", c.Address.Vhost)
+			return res, fmt.Errorf("no ownership record of the spec for vhost %q was given; refusing to change what could not be recorded", c.Address.Vhost)
 		}
 	}
 	r := &runner{t: t, opts: opts, total: len(steps)}
@@ -164,7 +161,7 @@ func refuseBlocking(ds []plan.Diagnostic) error {
 	if len(blocking) > 1 {
 		msg += fmt.Sprintf(" (and %d more)", len(blocking)-1)
 	}
-	return fmt.Errorf("apply: refusing: %s", msg)
+	return fmt.Errorf("refusing: %s", msg)
 }
 
 // ordered returns p's changes that do something, in apply order.
@@ -210,23 +207,4 @@ func (r *Result) count(done []plan.Change) {
 			r.Migrated++
 		}
 	}
-}
-
-// String is a one-line account of a result, for people.
-func (r Result) String() string {
-	var parts []string
-	add := func(n int, what string) {
-		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, what))
-		}
-	}
-	add(r.Created, "created")
-	add(r.Replaced, "replaced")
-	add(r.Updated, "updated")
-	add(r.Deleted, "deleted")
-	add(r.Migrated, "migrated")
-	if len(parts) == 0 {
-		return "nothing changed"
-	}
-	return strings.Join(parts, ", ")
 }

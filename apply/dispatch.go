@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rmqtopo/rmqtopo/apply/target"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -166,7 +167,7 @@ func (r *runner) doMigrate(ctx context.Context, c plan.Change) error {
 	if after == nil {
 		return errMalformed
 	}
-	m, ok := r.t.(Migrator)
+	m, ok := r.t.(target.Migrator)
 	if !ok {
 		return errCannotMigrate
 	}

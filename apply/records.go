@@ -2,11 +2,11 @@ package apply
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"time"
 
+	"github.com/rmqtopo/rmqtopo/apply/target"
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -77,7 +77,7 @@ func finalOf(intent, had map[string]topology.Record, done []plan.Change) map[str
 // someone else's forever. The final records are written even after a
 // failure or an interrupt, with a context of their own, so that the
 // records stay true to what exists.
-func writeRecords(ctx context.Context, t Target, next, prev map[string]topology.Record) error {
+func writeRecords(ctx context.Context, t target.Target, next, prev map[string]topology.Record) error {
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -96,7 +96,7 @@ func writeRecords(ctx context.Context, t Target, next, prev map[string]topology.
 			continue
 		}
 		if err := t.PutRecord(ctx, r); err != nil && first == nil {
-			first = fmt.Errorf("apply: %w", err)
+			first = err
 			continue
 		}
 		next[v] = r

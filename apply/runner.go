@@ -7,13 +7,14 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/rmqtopo/rmqtopo/apply/target"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 // runner runs a plan's changes phase by phase and keeps what it made.
 type runner struct {
-	t     Target
+	t     target.Target
 	opts  Options
 	total int
 	count atomic.Int64
@@ -94,7 +95,7 @@ feed:
 	wg.Wait()
 	if len(errs) == 0 {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("apply: interrupted during %s: %w", steps[0].Phase(), err)
+			return fmt.Errorf("interrupted during %s: %w", steps[0].Phase(), err)
 		}
 		return nil
 	}
@@ -120,10 +121,10 @@ func (r *runner) exec(ctx context.Context, c plan.Change) error {
 		return nil
 	}
 	what := fmt.Sprintf("%s %s", verb(c), a)
-	if r.opts.IsNotEmpty != nil && r.opts.IsNotEmpty(err) {
-		return fmt.Errorf("apply: %s: stopped: %w; it was kept, because deleting it could lose messages that arrived after the plan was made or that its consumers hold; plan again", what, err)
+	if errors.Is(err, target.ErrNotEmpty) {
+		return fmt.Errorf("%s: stopped: %w; it was kept, because deleting it could lose messages that arrived after the plan was made or that its consumers hold; plan again", what, err)
 	}
-	return fmt.Errorf("apply: %s: %w", what, err)
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 func verb(c plan.Change) string {

@@ -138,12 +138,11 @@ func input(err error) error {
 
 // named prefixes the error of command cmd ("dlq sweep") with its name,
 // once for every command: not an ExitError or an inputError, which say
-// all they mean, nor an error that names the command already (the apply
-// and status packages name theirs, plan.BlockingError is told it).
+// all they mean. Libraries never name the command.
 func named(cmd string, err error) error {
 	var ee *ExitError
 	var in inputError
-	if err == nil || errors.As(err, &ee) || errors.As(err, &in) || strings.HasPrefix(err.Error(), cmd+": ") {
+	if err == nil || errors.As(err, &ee) || errors.As(err, &in) {
 		return err
 	}
 	return fmt.Errorf("%s: %w", cmd, err)

@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/apply/target"
 )
 
 // Kinds of broker failure. Every error this package returns for a failed
@@ -27,16 +29,19 @@ var (
 	ErrPermission = errors.New("permission denied")
 	// ErrNotFound: the object does not exist.
 	ErrNotFound = errors.New("not found")
-	// ErrVhostNotFound: the vhost does not exist.
-	ErrVhostNotFound = errors.New("vhost not found")
+	// ErrVhostNotFound: the vhost does not exist (target's kind: apply
+	// skips locking it).
+	ErrVhostNotFound = target.ErrVhostNotFound
 	// ErrInequivalent: an object of that name exists with other
 	// properties or arguments (406 PRECONDITION_FAILED, or HTTP 400).
 	ErrInequivalent = errors.New("inequivalent object")
-	// ErrNotEmpty: a guarded queue delete found messages in the queue.
-	ErrNotEmpty = errors.New("queue not empty")
+	// ErrNotEmpty: a guarded queue delete found messages in the queue
+	// (target's kind: apply explains it).
+	ErrNotEmpty = target.ErrNotEmpty
 	// ErrLocked: another connection holds an exclusive queue, which is how
-	// another rmqtopo apply holds a vhost's lock.
-	ErrLocked = errors.New("resource locked")
+	// another rmqtopo apply holds a vhost's lock (target's kind: apply
+	// waits for it).
+	ErrLocked = target.ErrLocked
 	// ErrRefused: the broker refused the request for another reason
 	// (HTTP 400, AMQP 406 other than the above).
 	ErrRefused = errors.New("refused by the broker")

@@ -115,8 +115,7 @@ func (l *live) plan(t *testing.T, desired topology.Topology, prune bool) (plan.P
 func (l *live) converge(t *testing.T, desired topology.Topology, prune bool) plan.Plan {
 	t.Helper()
 	p, st := l.plan(t, desired, prune)
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs()),
-		IsNotEmpty: func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) }}); err != nil {
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 	again, _ := l.plan(t, desired, prune)
@@ -521,8 +520,7 @@ func TestDeleteGuard(t *testing.T) {
 				return false
 			})
 			publish(t, conn, "", "work", nil, 1)
-			_, err = apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs()),
-				IsNotEmpty: func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) }})
+			_, err = apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())})
 			if !errors.Is(err, broker.ErrNotEmpty) || !strings.Contains(err.Error(), "arrived after the plan was made") {
 				t.Fatalf("err = %v, want the not-empty stop", err)
 			}

@@ -17,7 +17,7 @@ import (
 
 // Session is a Client plus the AMQP connections of one apply: the lock
 // connection of each locked vhost, and a pool of channels per vhost for
-// writes. It implements apply.Target. Close releases everything, locks
+// writes. It implements target.Target and target.Locker. Close releases everything, locks
 // included; so does the death of the process, because the broker deletes
 // an exclusive queue with its connection.
 type Session struct {

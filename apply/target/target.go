@@ -1,9 +1,28 @@
-package apply
+// Package target is the broker as apply sees it: the interfaces an apply
+// writes and locks through, and the kinds of error they promise. It
+// imports only the model, so that a broker implementation can implement
+// it without reaching up into apply or plan.
+package target
 
 import (
 	"context"
+	"errors"
 
 	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// Kinds of error a Target or Locker returns, for errors.Is. An
+// implementation wraps them (its own error kinds may be these very
+// values), so that apply branches on them and never on message text.
+var (
+	// ErrNotEmpty: a guarded queue delete (DeleteQueue with ifEmpty) kept
+	// the queue, because it holds messages or has consumers.
+	ErrNotEmpty = errors.New("queue not empty")
+	// ErrLocked: another apply holds the vhost's lock.
+	ErrLocked = errors.New("resource locked")
+	// ErrVhostNotFound: the vhost does not exist, so there is nothing to
+	// lock.
+	ErrVhostNotFound = errors.New("vhost not found")
 )
 
 // Target is the broker as apply sees it.
@@ -35,8 +54,7 @@ type Target interface {
 	// DeleteQueue deletes a queue and its bindings. With ifEmpty, a queue
 	// that holds messages (or, where the implementation can tell, has
 	// consumers that may hold unacknowledged ones) is kept, with its
-	// bindings as they were, and the error is one that Options.IsNotEmpty
-	// recognises. q is the queue as the plan saw it; its arguments tell
+	// bindings as they were, and the error wraps ErrNotEmpty. q is the queue as the plan saw it; its arguments tell
 	// the implementation its type.
 	DeleteQueue(ctx context.Context, q topology.Queue, ifEmpty bool) error
 	// PutRecord writes a spec's ownership record in its vhost, as the
@@ -51,4 +69,12 @@ type Target interface {
 // broker and finishes it.
 type Migrator interface {
 	MigrateQueue(ctx context.Context, after topology.Queue) error
+}
+
+// Locker takes a vhost's apply lock, held for as long as the Locker lives.
+// Lock fails at once with an error wrapping ErrLocked while another apply
+// holds it, and with one wrapping ErrVhostNotFound when the vhost does not
+// exist. Locking a vhost already locked by this Locker succeeds.
+type Locker interface {
+	Lock(ctx context.Context, vhost string) error
 }
