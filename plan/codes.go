@@ -40,7 +40,7 @@ var Codes = []CodeInfo{
 	{Code: CodeMissingEndpoint, Severity: SeverityError, Refused: true, Meaning: "a binding's source or destination exists nowhere, or is a reserved amq.* name that is not a built-in exchange"},
 	{Code: CodeUnsupported, Severity: SeverityError, Refused: true, Meaning: "a queue type or argument the judged version or the queue's type lacks"},
 	{Code: CodeAccess, Severity: SeverityError, Refused: true, Meaning: "a change the user's tags or permissions do not allow"},
-	{Code: CodeQueueLeftBehind, Severity: SeverityWarning, Meaning: "a queue this spec owned left the spec and is kept (no --prune)"},
+	{Code: CodeQueueLeftBehind, Severity: SeverityWarning, Meaning: "a queue this spec owned left the spec and is kept (not pruned)"},
 	{Code: CodePolicyShadowed, Severity: SeverityWarning, Meaning: "a user policy matches queues whose rmqtopo policy wins: its keys do not apply to them"},
 	{Code: CodeManagedPolicyShadowed, Severity: SeverityError, AllowDestroy: true, Meaning: "a user policy wins over (or ties with) rmqtopo's policy of queues: their dead-lettering and limits do not apply"},
 	{Code: CodeOperatorPolicyCaps, Severity: SeverityInfo, Meaning: "an operator policy caps a limit below rmqtopo's policy"},

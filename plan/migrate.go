@@ -211,12 +211,3 @@ func checkMigration(c Change) (Diagnostic, bool) {
 		"and its consumers are cancelled by the delete and must consume again", a, moves, contract.MigrationQueue(a.Name), a.Name)
 	return d, true
 }
-
-// migrateHint completes the refusal of a queue replace with the way to
-// keep the messages.
-func migrateHint(opts CheckOptions) string {
-	if opts.AllowDestroy {
-		return ""
-	}
-	return ", or --migrate to keep them (see RT030)"
-}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -94,7 +95,7 @@ func TestPolicyConflicts(t *testing.T) {
 	op := policy("cap", ".*", topology.Args{"max-length": int64(10)})
 	p := plan.DiffTopology(live, desired, plan.Options{OperatorPolicies: []topology.Policy{op}})
 	var got []string
-	for _, d := range plan.Check(p, plan.CheckOptions{}) {
+	for _, d := range flagwords.Diagnostics(plan.Check(p, plan.CheckOptions{})) {
 		got = append(got, string(d.Severity)+" "+d.Code+" "+d.Message)
 	}
 	want := []string{

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -112,7 +113,7 @@ func planCases() []planCase {
 	var cases []planCase
 	add := func(name string, live, desired topology.Topology, opts plan.Options, check plan.CheckOptions) {
 		p := plan.DiffTopology(live, desired, opts)
-		cases = append(cases, planCase{name: name, plan: p, diags: plan.Check(p, check)})
+		cases = append(cases, planCase{name: name, plan: p, diags: flagwords.Diagnostics(plan.Check(p, check))})
 	}
 
 	add("empty", cur, cur, plan.Options{Owned: all}, plan.CheckOptions{})

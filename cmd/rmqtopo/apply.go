@@ -131,7 +131,7 @@ func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, plan.Choice
 	if len(c.Files) == 1 {
 		saved, err := planfile.Read(c.Files[0])
 		if err != nil {
-			return nil, topology.Topology{}, plan.Choices{}, err
+			return nil, topology.Topology{}, plan.Choices{}, planfileError(err)
 		}
 		if saved != nil {
 			switch {

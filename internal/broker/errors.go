@@ -138,7 +138,7 @@ func (c *Client) httpError(status int, code, reason string) error {
 // transportError classifies a failure to get any HTTP answer. The message
 // names the management URL without credentials; the cause is reduced to
 // its innermost error because net/http's *url.Error repeats the URL.
-func transportError(display string, timeout string, ctx context.Context, err error) error {
+func transportError(display string, timeout string, f Flags, ctx context.Context, err error) error {
 	e := &Error{Kind: ErrUnreachable, Err: err}
 	var ue *url.Error
 	inner := err
@@ -156,13 +156,13 @@ func transportError(display string, timeout string, ctx context.Context, err err
 		e.Msg = "interrupted"
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err):
 		e.Kind = ErrTimeout
-		e.Msg = fmt.Sprintf("the management API at %s did not answer within %s (--timeout)", display, timeout)
+		e.Msg = fmt.Sprintf("the management API at %s did not answer within %s%s", display, timeout, hint(" (%s)", f.Timeout))
 	case errors.Is(err, syscall.ECONNREFUSED):
 		e.Msg = fmt.Sprintf("cannot connect to the management API at %s: connection refused — is the management plugin enabled?", display)
 	case errors.As(err, &dnsErr):
 		e.Msg = fmt.Sprintf("cannot connect to the management API at %s: no such host %q", display, dnsErr.Name)
 	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr):
-		e.Msg = fmt.Sprintf("TLS with the management API at %s failed: %s (see --ca-cert)", display, OneLine(inner.Error()))
+		e.Msg = fmt.Sprintf("TLS with the management API at %s failed: %s%s", display, OneLine(inner.Error()), hint(" (see %s)", f.CACert))
 	case errors.As(err, &recordErr):
 		e.Msg = fmt.Sprintf("TLS with the management API at %s failed: the server does not speak TLS (use http://)", display)
 	default:
@@ -242,7 +242,7 @@ func amqpError(display string, err error) error {
 
 // dialError classifies a failed AMQP dial of user to vhost at display (a
 // URL without credentials); timeout is the dial's bound.
-func dialError(display, user, vhost string, timeout time.Duration, err error) error {
+func dialError(display, user, vhost string, timeout time.Duration, f Flags, err error) error {
 	var ae *amqp.Error
 	switch {
 	case errors.As(err, &ae) && ae.Code == amqp.AccessRefused:
@@ -257,14 +257,14 @@ func dialError(display, user, vhost string, timeout time.Duration, err error) er
 		// cache was used up (10,000 quorum queues, docs/operations.md):
 		// it takes the TCP connection, then waits for a handle for ever.
 		return &Error{Kind: ErrTimeout, Err: err, Msg: fmt.Sprintf(
-			"AMQP at %s accepted the connection but did not answer its handshake within %s (--timeout): the node is overloaded or out of file handles (see docs/operations.md, \"Open files\")", display, timeout)}
+			"AMQP at %s accepted the connection but did not answer its handshake within %s%s: the node is overloaded or out of file handles (see docs/operations.md, \"Open files\")", display, timeout, hint(" (%s)", f.Timeout))}
 	case errors.As(err, &ae):
 		return amqpError(display, err)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return &Error{Kind: ErrUnreachable, Err: err,
-			Msg: fmt.Sprintf("cannot connect to AMQP at %s: connection refused (set --amqp-url)", display)}
+			Msg: fmt.Sprintf("cannot connect to AMQP at %s: connection refused%s", display, hint(" (set %s)", f.AMQPURL))}
 	case isTimeout(err):
-		return &Error{Kind: ErrTimeout, Err: err, Msg: fmt.Sprintf("AMQP at %s did not answer within %s (--timeout)", display, timeout)}
+		return &Error{Kind: ErrTimeout, Err: err, Msg: fmt.Sprintf("AMQP at %s did not answer within %s%s", display, timeout, hint(" (%s)", f.Timeout))}
 	}
 	msg := err.Error()
 	if strings.Contains(msg, "Exception (501)") || strings.Contains(msg, "EOF") {

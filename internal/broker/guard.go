@@ -87,7 +87,7 @@ func (s *Session) deleteQueueGuarded(ctx context.Context, q topology.Queue) erro
 		return s.restoreBindings(ctx, q, cut, err)
 	case st.Consumers > 0:
 		return s.restoreBindings(ctx, q, cut, &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf(
-			"queue %q has %d consumers, which may hold unacknowledged deliveries; stop them or re-run with --allow-destroy", q.Name, st.Consumers)})
+			"queue %q has %d consumers, which may hold unacknowledged deliveries; stop them%s", q.Name, st.Consumers, hint(" or re-run with %s", s.cfg.Flags.AllowDestroy))})
 	case st.Messages > 0:
 		return s.restoreBindings(ctx, q, cut, &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf(
 			"queue %q holds %d messages", q.Name, st.Messages)})
@@ -101,7 +101,7 @@ func (s *Session) deleteQueueGuarded(ctx context.Context, q topology.Queue) erro
 		return s.restoreBindings(ctx, q, cut, fmt.Errorf("list the bindings of queue %q: %w", q.Name, err))
 	case len(again) > 0:
 		return s.restoreBindings(ctx, q, cut, &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf(
-			"queue %q was bound again (%s) by another client while rmqtopo checked it was empty; stop that client or re-run with --allow-destroy", q.Name, again[0])})
+			"queue %q was bound again (%s) by another client while rmqtopo checked it was empty; stop that client%s", q.Name, again[0], hint(" or re-run with %s", s.cfg.Flags.AllowDestroy))})
 	}
 
 	if err := s.deleteQueue(ctx, q, false); err != nil {

@@ -59,7 +59,8 @@ func newLive(t *testing.T) *live {
 
 func connect(t testing.TB, b *brokertest.Broker, vhost string) *live {
 	t.Helper()
-	c, err := broker.NewClient(broker.Config{URL: b.MgmtURL, AMQPURL: b.AMQPURL, User: b.User, Password: b.Password})
+	c, err := broker.NewClient(broker.Config{URL: b.MgmtURL, AMQPURL: b.AMQPURL, User: b.User, Password: b.Password,
+		Flags: broker.Flags{AllowDestroy: "--allow-destroy"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func (s *Session) withChannel(ctx context.Context, vhost string, fn func(*amqp.C
 		if ctx.Err() != nil {
 			return &Error{Kind: ErrTimeout, Msg: "interrupted", Err: ctx.Err()}
 		}
-		return &Error{Kind: ErrTimeout, Msg: fmt.Sprintf("AMQP at %s did not answer within %s (--timeout)", s.display, s.timeout)}
+		return &Error{Kind: ErrTimeout, Msg: fmt.Sprintf("AMQP at %s did not answer within %s%s", s.display, s.timeout, hint(" (%s)", s.cfg.Flags.Timeout))}
 	}
 	if err != nil {
 		ch.Close()

@@ -148,7 +148,7 @@ func TestTransportErrors(t *testing.T) {
 	}))
 	defer hang.Close()
 	defer close(release)
-	c, _ = broker.NewClient(broker.Config{URL: hang.URL, Timeout: 100 * time.Millisecond})
+	c, _ = broker.NewClient(broker.Config{URL: hang.URL, Timeout: 100 * time.Millisecond, Flags: broker.Flags{Timeout: "--timeout"}})
 	err = c.PutVhost(context.Background(), "v")
 	want = "the management API at " + hang.URL + " did not answer within 100ms (--timeout)"
 	if !errors.Is(err, broker.ErrTimeout) || err.Error() != want {

@@ -10,6 +10,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/plan/planfile"
 )
 
 // resultText is a one-line account of what an apply did.
@@ -94,6 +95,15 @@ func blockingError(b []plan.Diagnostic) error {
 		n := len(be.Diagnostics)
 		return worded{fmt.Sprintf("%d %s messages at risk (%s); apply refuses without --allow-destroy",
 			n, english.Plural(n, "change puts", "changes put"), strings.Join(be.Codes(), ", ")), err}
+	}
+	return err
+}
+
+// planfileError words planfile.Read's errors for the CLI.
+func planfileError(err error) error {
+	var np *planfile.NotAPlanError
+	if errors.As(err, &np) {
+		return worded{fmt.Sprintf("%s is JSON but not a plan saved by 'rmqtopo plan --out'", np.Path), err}
 	}
 	return err
 }
