@@ -52,7 +52,7 @@ func (r *run) consume(gen int) (*consumer, bool) {
 // pass: what it holds is still settled in order.
 func (c *consumer) run(ctx context.Context) {
 	r := c.r
-	tick := time.NewTicker(r.idleAfter())
+	tick := time.NewTicker(r.mode.idleAfter())
 	defer tick.Stop()
 	c.lastDelivery = time.Now()
 	interrupt := ctx.Done()
@@ -60,7 +60,7 @@ func (c *consumer) run(ctx context.Context) {
 	if r.conf != nil {
 		confirms = r.conf.confirms
 	}
-	for !(r.p.UntilEmpty && r.halted()) {
+	for !(r.mode.stopsAtOnce() && r.halted()) {
 		select {
 		case d, ok := <-c.deliveries:
 			if !ok {
@@ -90,17 +90,8 @@ func (c *consumer) run(ctx context.Context) {
 }
 
 // ended handles the end of the deliveries: after a cancel of the pass's,
-// the next consumer takes over, unless the cancel found a move until empty
-// drained. The broker cancelled a move until empty itself (its queue was
-// deleted): that is an error.
-func (c *consumer) ended(ctx context.Context) {
-	switch {
-	case c.draining:
-		c.r.checkDrained(ctx, c.others)
-	case !c.cancelled && c.r.p.UntilEmpty:
-		c.r.fail(fmt.Errorf("the broker cancelled the move from queue %q", c.r.p.Queue))
-	}
-}
+// the next consumer takes over, unless the mode ends the pass.
+func (c *consumer) ended(ctx context.Context) { c.r.mode.ended(ctx, c) }
 
 // unacked is how many unacknowledged deliveries the broker counts against
 // this consumer's window: those it sent, less the moves acked since.
@@ -139,44 +130,19 @@ func (c *consumer) relay() {
 }
 
 // idle runs on every tick. Once nothing came for a while it settles the
-// moves in flight, and once the quiet lasts (or the pass takes no more) it
-// asks the queue whether it has more, and ends the pass if not. A move
-// until empty asks at once, and if the queue has no ready message it
-// checks that it is drained: deliveries on their way do not count as
-// ready.
+// moves in flight, and once the quiet lasts the mode decides whether the
+// pass is done.
 func (c *consumer) idle() {
 	r := c.r
-	if c.cancelled || c.quiet() < r.idleAfter() {
+	if c.cancelled || c.quiet() < r.mode.idleAfter() {
 		return
 	}
 	r.flush()
 	quiet := c.quiet()
-	if quiet < r.idleAfter() {
+	if quiet < r.mode.idleAfter() {
 		return // the flush acknowledged moves: the broker may send more
 	}
-	if !r.p.UntilEmpty && !r.takesNoMore() && quiet < time.Second {
-		return
-	}
-	ready, consumers, err := r.peekQueue()
-	switch {
-	case err != nil:
-		r.fail(err)
-	case ready == 0 && r.p.UntilEmpty:
-		c.drain(max(consumers-1, 0)) // the others, besides this consumer
-		return
-	case ready == 0:
-		if !r.p.UntilEmpty && !r.takesNoMore() && r.res.Stopped == "" {
-			r.res.Stopped = fmt.Sprintf("the queue ran out of ready messages after %d of %d (consumed or expired elsewhere)", r.taken(), r.limit)
-		}
-	case quiet > time.Minute:
-		r.res.Stopped = "no delivery for a minute although the queue has ready messages"
-	default:
-		return
-	}
-	r.exhausted = true
-	if !r.p.UntilEmpty {
-		c.cancel() // a move until empty just ends: its channel closes
-	}
+	r.mode.quiet(c, quiet)
 }
 
 // drain starts the check that a move until empty is drained, once the
@@ -186,29 +152,13 @@ func (c *consumer) idle() {
 // taking its deliveries until they end, and checkDrained then asks the
 // queue again.
 //
-// Channel.Cancel with noWait false returns once basic.cancel-ok came, and
-// a channel's frames come in order: every basic.deliver the broker sent
-// the consumer came before it. amqp091-go (v1.16.0) reads a connection's
-// frames on one goroutine, which hands each delivery over to the
-// consumer's buffer goroutine (consumers.send, an unbuffered send into an
-// unbounded queue) before it reads the next frame; Cancel then closes the
-// buffer's input (consumers.cancel), and the buffer goroutine passes on
-// every delivery it holds before it closes the delivery channel
-// (consumers.buffer). So the channel yields every delivery sent before
-// cancel-ok, then closes. Meanwhile confirms never block the reader: their
-// buffer holds a window and one more.
-//
-// RabbitMQ (3.10 as 4.x) sends no delivery to a consumer after its
-// cancel-ok. A classic queue process sends cancel-ok to the channel
-// process after the deliveries it sent it (rabbit_amqqueue_process,
-// basic_cancel), and the channel writes both in that order. A quorum
-// queue's channel forgets the consumer as it handles basic.cancel
-// (rabbit_fifo_client:cancel_checkout) and returns to the queue, instead
-// of sending them, the deliveries for it still in its mailbox
-// (rabbit_fifo_client:handle_delivery, rabbitmq-server#3729): see
-// settledReady for those. Nor does a cancel requeue the deliveries the
-// consumer holds: they stay with the channel, to be acked; a quorum queue
-// counts the consumer until they are settled (TestCancelKeepsDeliveries).
+// It relies on two promises. amqp091-go's Cancel (noWait false) returns
+// once basic.cancel-ok came, and the consumer's delivery channel yields
+// every delivery that came before it, then closes. RabbitMQ (3.10 as 4.x)
+// sends no delivery after cancel-ok: a quorum queue returns to the queue
+// the deliveries still on their way instead (rabbitmq-server#3729; see
+// settledReady), and a cancel requeues none of those the consumer holds
+// (TestCancelKeepsDeliveries).
 func (c *consumer) drain(others int) {
 	c.draining, c.others = true, others
 	c.cancel()

@@ -91,7 +91,7 @@ type Result = opsdata.Result
 // duplicates.
 func (p Pass) Run(ctx context.Context, conn *amqp.Connection) (Result, error) {
 	p = p.withDefaults()
-	r := &run{p: p, conn: conn, res: Result{Queue: p.Queue, Target: p.Target}}
+	r := &run{p: p, mode: modeOf(p), conn: conn, res: Result{Queue: p.Queue, Target: p.Target}}
 	if p.Target != "" && p.Target == p.Queue {
 		return r.res, fmt.Errorf("cannot move messages of queue %q to itself", p.Queue)
 	}

@@ -3,25 +3,15 @@ package move
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// How long a consumer goes without a delivery before a pass settles its
-// moves and asks the queue for more. A scan waits longer: its end is
-// known (its limit). A move until empty asks sooner, since the answer
-// only tells it when to check that it is drained, which takes a round
-// trip and proves it (see consumer.drain).
-const (
-	scanIdle  = 250 * time.Millisecond
-	drainIdle = 50 * time.Millisecond
-)
-
 // run is the state of one Run.
 type run struct {
 	p    Pass
+	mode mode
 	ch   *amqp.Channel
 	conn *amqp.Connection
 	// conf publishes and acknowledges the moves; nil for a read-only pass.
@@ -60,15 +50,10 @@ func (r *run) open() error {
 		return p.QueueError(p.Queue, err)
 	}
 	r.res.Depth, r.consumer = q.Messages, q.Consumers
-	r.limit = q.Messages
-	switch {
-	case r.limit == 0:
+	if q.Messages == 0 {
 		return nil
-	case p.UntilEmpty:
-		r.limit = math.MaxInt
-	case p.Scan > 0 && p.Scan < r.limit:
-		r.limit = p.Scan
 	}
+	r.limit = r.mode.limit(p, q.Messages)
 	if p.Target != "" {
 		r.conf, err = newConfirmer(ch, p.Queue, p.Target, p.Window)
 		if err != nil {
@@ -87,13 +72,10 @@ func (r *run) open() error {
 	return nil
 }
 
-// acked counts n more moves acknowledged; a move until empty reports its
-// progress there, since its messages are all moves.
+// acked counts n more moves acknowledged.
 func (r *run) acked(n int) {
 	r.res.Moved += n
-	if r.p.UntilEmpty {
-		r.progress()
-	}
+	r.mode.acked(r)
 	r.lastAck = time.Now()
 }
 
@@ -107,7 +89,7 @@ func (r *run) stopping() bool {
 // only the head would move it behind the rest. A move until empty stops at
 // once: it leaves nothing in place.
 func (r *run) halted() bool {
-	return r.dead || r.exhausted || (r.stopping() && (r.p.InPlaceRequeue || r.p.UntilEmpty))
+	return r.dead || r.exhausted || (r.stopping() && (r.p.InPlaceRequeue || r.mode.stopsAtOnce()))
 }
 
 func (r *run) taken() int { return r.res.Scanned + r.res.Unexamined }
@@ -135,13 +117,6 @@ func (r *run) scan(ctx context.Context) {
 // takesNoMore reports whether the pass takes nothing more from its
 // current consumer.
 func (r *run) takesNoMore() bool { return r.taken() >= r.limit || r.halted() }
-
-func (r *run) idleAfter() time.Duration {
-	if r.p.UntilEmpty {
-		return drainIdle
-	}
-	return scanIdle
-}
 
 // outstanding counts the moves in flight: published, not yet acked or
 // given up.
@@ -189,9 +164,7 @@ func (r *run) examine(d *amqp.Delivery) {
 			r.res.Stopped = fmt.Sprintf("moved the limit of %d messages", r.p.MaxMoves)
 		}
 	}
-	if !r.p.UntilEmpty {
-		r.progress()
-	}
+	r.mode.examined(r)
 }
 
 func (r *run) progress() {

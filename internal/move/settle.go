@@ -91,11 +91,7 @@ func (r *run) finish(ctx context.Context) {
 		r.res.Warnings = append(r.res.Warnings, "the channel closed before the end of the pass: the broker requeued the messages it held, possibly out of order")
 		return
 	}
-	if r.p.UntilEmpty {
-		r.ch.Close()
-		return
-	}
-	r.requeue(fctx)
+	r.mode.settle(fctx, r)
 	r.ch.Close()
 }
 
