@@ -46,18 +46,24 @@ func (r *runner) phases(ctx context.Context, steps []plan.Change) error {
 }
 
 // phase runs one phase's changes with bounded concurrency (one at a time
-// when the phase is not Concurrent). After the first
-// failure no new change starts; those in flight finish.
+// when the phase is not Concurrent). After the first failure no new change
+// starts; those in flight finish.
 func (r *runner) phase(ctx context.Context, steps []plan.Change) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	work := make(chan plan.Change)
 	var (
-		wg       sync.WaitGroup
-		errMu    sync.Mutex
-		errs     []error
-		failures atomic.Int64
+		wg    sync.WaitGroup
+		errMu sync.Mutex
+		errs  []error
 	)
+	fail := func(err error) {
+		errMu.Lock()
+		defer errMu.Unlock()
+		if errs = append(errs, err); len(errs) == 1 {
+			cancel()
+		}
+	}
 	n := min(r.opts.Concurrency, len(steps))
 	if !steps[0].Phase().Concurrent() {
 		n = 1
@@ -66,21 +72,7 @@ func (r *runner) phase(ctx context.Context, steps []plan.Change) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for c := range work {
-				if err := r.exec(ctx, c); err != nil {
-					if failures.Add(1) == 1 {
-						cancel()
-					}
-					errMu.Lock()
-					errs = append(errs, err)
-					errMu.Unlock()
-					continue
-				}
-				r.mu.Lock()
-				r.done = append(r.done, c)
-				r.mu.Unlock()
-				r.report(c.Phase().String(), int(r.count.Add(1)))
-			}
+			r.work(ctx, work, fail)
 		}()
 	}
 feed:
@@ -99,8 +91,28 @@ feed:
 		}
 		return nil
 	}
-	// The first failure is the cause; the others are usually the
-	// interruption it caused, or the same problem again.
+	return firstCause(errs)
+}
+
+// work makes the changes it receives until work closes, handing each
+// failure to fail.
+func (r *runner) work(ctx context.Context, work <-chan plan.Change, fail func(error)) {
+	for c := range work {
+		if err := r.exec(ctx, c); err != nil {
+			fail(err)
+			continue
+		}
+		r.mu.Lock()
+		r.done = append(r.done, c)
+		r.mu.Unlock()
+		r.report(c.Phase().String(), int(r.count.Add(1)))
+	}
+}
+
+// firstCause is the error of a phase's failures: the first that is not
+// the interruption the first failure caused (the others are usually that
+// interruption, or the same problem again), and how many more failed.
+func firstCause(errs []error) error {
 	first := errs[0]
 	for _, e := range errs {
 		if !errors.Is(e, context.Canceled) {
@@ -108,7 +120,7 @@ feed:
 			break
 		}
 	}
-	if more := int(failures.Load()) - 1; more > 0 {
+	if more := len(errs) - 1; more > 0 {
 		return fmt.Errorf("%w (and %d more failed changes)", first, more)
 	}
 	return first

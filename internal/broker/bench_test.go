@@ -168,7 +168,7 @@ func BenchmarkPlanApply(b *testing.B) {
 	// The same apply through the management API.
 	httpVhost := bk.NewVhost(b)
 	lh := connect(b, bk, httpVhost)
-	lh.s.HTTPWrites = true
+	lh.s.UseHTTPWrites()
 	dh := benchSpec(b, httpVhost, queues)
 	var httpApply time.Duration
 	{

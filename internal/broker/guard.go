@@ -213,11 +213,5 @@ func (s *Session) DeleteQueue(ctx context.Context, q topology.Queue, ifEmpty boo
 // deleteQueue deletes q with or without the broker's if-empty; a missing
 // queue is success.
 func (s *Session) deleteQueue(ctx context.Context, q topology.Queue, ifEmpty bool) error {
-	if s.HTTPWrites {
-		return s.Client.DeleteQueue(ctx, q, ifEmpty)
-	}
-	return ignoreNotFound(s.withChannel(ctx, q.Vhost, func(ch *amqp.Channel) error {
-		_, err := ch.QueueDelete(q.Name, false, ifEmpty, false)
-		return err
-	}))
+	return s.objects.DeleteQueue(ctx, q, ifEmpty)
 }

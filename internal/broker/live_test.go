@@ -850,7 +850,7 @@ func TestSessionErrors(t *testing.T) {
 func TestHTTPWrites(t *testing.T) {
 	t.Parallel()
 	l := newLive(t)
-	l.s.HTTPWrites = true
+	l.s.UseHTTPWrites()
 	const specFmt = "version: 1\nlayout: per-attempt\nexchanges: [{name: biz, type: headers}]\nqueues:\n" +
 		"  - name: work\n    bindings: [{exchange: biz, arguments: {x-match: any, kind: work}}]\n    retry: {delays: [%s]}\n%s"
 	before := spec.Expand(parseFor(t, "a.yaml", []byte(fmt.Sprintf(specFmt, "1s, 2s", "  - {name: extra, type: quorum}\n")), l.vhost))

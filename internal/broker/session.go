@@ -11,22 +11,21 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/rmqtopo/rmqtopo/internal/definitions"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 // Session is a Client plus the AMQP connections of one apply: the lock
 // connection of each locked vhost, and a pool of channels per vhost for
-// writes. It implements target.Target and target.Locker. Close releases everything, locks
-// included; so does the death of the process, because the broker deletes
+// writes. It implements target.Target and target.Locker. Close releases
+// everything, locks included; so does the death of the process, because the broker deletes
 // an exclusive queue with its connection.
 type Session struct {
 	*Client
 	amqpURL *url.URL
 	display string // AMQP URL without credentials or vhost
-	// HTTPWrites sends exchange, queue and binding writes through the
-	// management API instead of AMQP. Slower; kept to measure the two.
-	HTTPWrites bool
+	// objects declares and deletes exchanges, queues and bindings: over
+	// AMQP, or the management API (UseHTTPWrites).
+	objects objectWriter
 	// MigrateHook, if set, is called after each step of MigrateQueue with
 	// the queue, the step (StepTemp...) and, during a move, the messages
 	// moved so far. The CLI reports progress with it; tests interrupt a
@@ -52,7 +51,9 @@ func (c *Client) NewSession(ctx context.Context) (*Session, error) {
 		return nil, fmt.Errorf("AMQP URL: %w", err)
 	}
 	d := url.URL{Scheme: u.Scheme, Host: u.Host}
-	return &Session{Client: c, amqpURL: u, display: d.String(), vhosts: map[string]*vhostConn{}}, nil
+	s := &Session{Client: c, amqpURL: u, display: d.String(), vhosts: map[string]*vhostConn{}}
+	s.objects = amqpObjects{s}
+	return s, nil
 }
 
 // AMQPDisplay is the AMQP URL as shown to people: no credentials.
@@ -139,62 +140,44 @@ func CloseConn(c *amqp.Connection) error {
 	return fmt.Errorf("close the connection: %w", err)
 }
 
+// UseHTTPWrites sends the session's exchange, queue and binding writes
+// through the management API instead of AMQP: slower, kept to measure the
+// two (docs/benchmarks.md).
+func (s *Session) UseHTTPWrites() { s.objects = s.Client }
+
+// objectWriter declares and deletes exchanges, queues and bindings; a
+// Client does it through the management API, amqpObjects over AMQP.
+type objectWriter interface {
+	DeclareExchange(ctx context.Context, e topology.Exchange) error
+	DeclareQueue(ctx context.Context, q topology.Queue) error
+	Bind(ctx context.Context, b topology.Binding) error
+	Unbind(ctx context.Context, b topology.Binding) error
+	DeleteExchange(ctx context.Context, vhost, name string) error
+	DeleteQueue(ctx context.Context, q topology.Queue, ifEmpty bool) error
+}
+
 // DeclareExchange declares e; an identical exchange is success, a
 // different one ErrInequivalent.
 func (s *Session) DeclareExchange(ctx context.Context, e topology.Exchange) error {
-	if s.HTTPWrites {
-		return s.Client.DeclareExchange(ctx, e)
-	}
-	return s.withChannel(ctx, e.Vhost, func(ch *amqp.Channel) error {
-		return ch.ExchangeDeclare(e.Name, e.Type, e.Durable, e.AutoDelete, e.Internal, false, AMQPTable(e.Arguments))
-	})
+	return s.objects.DeclareExchange(ctx, e)
 }
 
 // DeclareQueue declares q; an identical queue is success, a different one
 // ErrInequivalent.
 func (s *Session) DeclareQueue(ctx context.Context, q topology.Queue) error {
-	if s.HTTPWrites {
-		return s.Client.DeclareQueue(ctx, q)
-	}
-	return s.withChannel(ctx, q.Vhost, func(ch *amqp.Channel) error {
-		_, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, false, false, AMQPTable(definitions.DeclareArgs(q)))
-		return err
-	})
+	return s.objects.DeclareQueue(ctx, q)
 }
 
 // Bind creates b; an existing identical binding is success.
-func (s *Session) Bind(ctx context.Context, b topology.Binding) error {
-	if s.HTTPWrites {
-		return s.Client.Bind(ctx, b)
-	}
-	return s.withChannel(ctx, b.Vhost, func(ch *amqp.Channel) error {
-		if b.DestinationType == topology.DestExchange {
-			return ch.ExchangeBind(b.Destination, b.RoutingKey, b.Source, false, AMQPTable(b.Arguments))
-		}
-		return ch.QueueBind(b.Destination, b.RoutingKey, b.Source, false, AMQPTable(b.Arguments))
-	})
-}
+func (s *Session) Bind(ctx context.Context, b topology.Binding) error { return s.objects.Bind(ctx, b) }
 
 // Unbind deletes b; a missing binding, source or destination is success.
 func (s *Session) Unbind(ctx context.Context, b topology.Binding) error {
-	if s.HTTPWrites {
-		return s.Client.Unbind(ctx, b)
-	}
-	return ignoreNotFound(s.withChannel(ctx, b.Vhost, func(ch *amqp.Channel) error {
-		if b.DestinationType == topology.DestExchange {
-			return ch.ExchangeUnbind(b.Destination, b.RoutingKey, b.Source, false, AMQPTable(b.Arguments))
-		}
-		return ch.QueueUnbind(b.Destination, b.RoutingKey, b.Source, AMQPTable(b.Arguments))
-	}))
+	return s.objects.Unbind(ctx, b)
 }
 
 // DeleteExchange deletes an exchange with its bindings; a missing one is
 // success.
 func (s *Session) DeleteExchange(ctx context.Context, vhost, name string) error {
-	if s.HTTPWrites {
-		return s.Client.DeleteExchange(ctx, vhost, name)
-	}
-	return ignoreNotFound(s.withChannel(ctx, vhost, func(ch *amqp.Channel) error {
-		return ch.ExchangeDelete(name, false, false)
-	}))
+	return s.objects.DeleteExchange(ctx, vhost, name)
 }
