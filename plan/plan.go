@@ -11,8 +11,8 @@ import (
 // incompatible change to the JSON shape.
 const FormatVersion = 1
 
-// Action is what happens to one object. It is a byte, not its name: a
-// large plan has a million of them. Text and JSON show the name.
+// Action is what happens to one object. It is a byte, not its name, so
+// that a Change stays small; text and JSON show the name.
 type Action uint8
 
 const (
@@ -69,10 +69,10 @@ type Object struct {
 }
 
 // Change is one planned change. What only some changes carry (a reason,
-// counts, ownership) is in Details, nil on the rest: a large plan is
-// mostly creates of new objects, and a million Changes with room for all
-// of it took 300 MB. Read those fields through the methods of the same
-// name, which see a nil Details as the zero one; JSON shows them in place.
+// counts, ownership) is in Details, nil on the rest, so that the common
+// change, a create, stays small. Read those fields through the methods of
+// the same name, which see a nil Details as the zero one; JSON shows them
+// in place.
 type Change struct {
 	Action  Action           `json:"action"`
 	Address topology.Address `json:"address"`
