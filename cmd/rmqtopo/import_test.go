@@ -116,3 +116,36 @@ func body(spec string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestOnlineImportLevelsWithReturnQueue: a vhost with a ladder, a levels
+// queue, a return-queue queue and a queue that is both imports with every
+// queue recognised and its policy's attributes kept; the imported spec
+// plans no changes.
+func TestOnlineImportLevelsWithReturnQueue(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	applied := o.spec(t, "levels.yaml", `levels: {resolution: 1s, max: 1h}
+queues:
+  - {name: email.send, type: quorum, delivery_limit: 5, retry: {exponential: {initial: 1s, factor: 2, attempts: 4, jitter: full}}, layout: levels}
+  - {name: sms.send, type: classic, message_ttl: 1h, retry: {fixed: {delay: 3s, attempts: 3}}, return_queue: true}
+  - {name: push.send, type: quorum, delivery_limit: 7, message_ttl: 30m, retry: {fixed: {delay: 2s, attempts: 2}}, layout: levels, return_queue: true}
+`)
+	o.must(t, 0, "apply", "--auto-approve", applied)
+	imported := filepath.Join(o.dir, "imported.yaml")
+	_, stderr, code := rmqtopo(t, "", append([]string{"import", "--vhost", o.vhost, "-o", imported}, o.conn()...)...)
+	if code != 0 || strings.Contains(stderr, "not imported:") || !strings.Contains(stderr, ": 3 queues with retry topology recognised") {
+		t.Fatalf("import: exit %d\n%s", code, stderr)
+	}
+	data, _ := os.ReadFile(imported)
+	for _, s := range []string{"levels: {resolution: 1s, max: 1h}", "delivery_limit: 5", "delivery_limit: 7", "message_ttl: 1h", "message_ttl: 30m", "return_queue: true"} {
+		if !strings.Contains(string(data), s) {
+			t.Errorf("the imported spec lacks %q:\n%s", s, data)
+		}
+	}
+	if strings.Contains(string(data), "raw: true") {
+		t.Errorf("the imported spec writes objects raw:\n%s", data)
+	}
+	if out := o.must(t, 0, "plan", "--detailed-exitcode", imported); !strings.Contains(out, "No changes.") {
+		t.Errorf("plan of the imported spec:\n%s", out)
+	}
+}

@@ -77,9 +77,10 @@ func ladderMax(c contract.Ladder) time.Duration {
 }
 
 // deliveryBinding is the binding the ladder's delivery exchange has to
-// every queue a spec declares.
-func (ld *ladder) deliveryBinding(vhost, queue string) topology.Binding {
-	return topology.Binding{Vhost: vhost, Source: ld.l.DeliveryExchange(), Destination: queue,
+// every queue a spec declares: to the queue itself, or to its return
+// queue (dest) when the queue has one; the pattern is the queue's.
+func (ld *ladder) deliveryBinding(vhost, queue, dest string) topology.Binding {
+	return topology.Binding{Vhost: vhost, Source: ld.l.DeliveryExchange(), Destination: dest,
 		DestinationType: topology.DestQueue, RoutingKey: ld.l.DeliveryPattern(queue)}
 }
 
@@ -128,7 +129,8 @@ func attemptOf(b topology.Binding) (int, bool) {
 
 // ladderShared is what the spec's ladder generates beyond any queue: its
 // own objects and the delivery exchange's bindings to the queues of the
-// vhost. Empty without a ladder.
+// vhost, or to their return queues. Empty without a ladder. Which queue
+// keeps its return queue is decided later; ladderFits checks the choice.
 func (m *model) ladderShared() map[topology.Address]bool {
 	out := map[topology.Address]bool{}
 	ld := m.l.ladder
@@ -139,37 +141,51 @@ func (m *model) ladderShared() map[topology.Address]bool {
 		out[a] = true
 	}
 	for _, q := range m.l.t.Queues {
-		b := ld.deliveryBinding(m.l.vhost, q.Name)
-		if _, ok := m.l.bindings[b.Addr()]; ok && !m.dropped(q.Addr()) {
-			out[b.Addr()] = true
+		if m.dropped(q.Addr()) {
+			continue
+		}
+		for _, dest := range []string{q.Name, contract.ReturnQueue(q.Name)} {
+			b := ld.deliveryBinding(m.l.vhost, q.Name, dest)
+			if _, ok := m.l.bindings[b.Addr()]; ok && !m.dropped(topology.Address{Kind: topology.KindQueue, Vhost: m.l.vhost, Name: dest}) {
+				out[b.Addr()] = true
+			}
 		}
 	}
 	return out
 }
 
 // ladderFits reports whether a spec with the ladder expands to what the
-// vhost holds, given what the spec generates: every queue it declares has
-// its delivery binding, every delivery binding goes to a declared queue,
-// and nothing the spec does not generate refers to the ladder.
-func (m *model) ladderFits(gen map[topology.Address]bool) bool {
+// vhost holds, given what the spec generates and the queues it
+// recognised: the delivery exchange's bindings are exactly one for every
+// queue the spec declares (to its return queue when it has one), and
+// nothing else the spec does not generate refers to the ladder.
+func (m *model) ladderFits(gen map[topology.Address]bool, cands map[string]*candidate) bool {
 	ld := m.l.ladder
-	for _, b := range m.l.t.Bindings {
-		a := b.Addr()
-		if gen[a] || m.dropped(a) {
-			if b.Source == ld.l.DeliveryExchange() && gen[destAddr(b)] {
-				return false // a queue the spec generates cannot be bound
-			}
-			continue
-		}
-		if ld.objects[exchangeAddr(b.Vhost, b.Source)] || ld.objects[destAddr(b)] {
-			return false
-		}
-	}
+	want := map[topology.Address]bool{}
 	for _, q := range m.l.t.Queues {
 		if gen[q.Addr()] || m.dropped(q.Addr()) {
 			continue
 		}
-		if _, ok := m.l.bindings[ld.deliveryBinding(m.l.vhost, q.Name).Addr()]; !ok {
+		dest := q.Name
+		if c := cands[q.Name]; c != nil {
+			dest = spec.ReturnTo(c.q)
+		}
+		a := ld.deliveryBinding(m.l.vhost, q.Name, dest).Addr()
+		if _, ok := m.l.bindings[a]; !ok {
+			return false
+		}
+		want[a] = true
+	}
+	for _, b := range m.l.t.Bindings {
+		a := b.Addr()
+		switch {
+		case m.dropped(a):
+		case b.Source == ld.l.DeliveryExchange():
+			if !want[a] {
+				return false // the spec would not bind this, or not this way
+			}
+		case gen[a]:
+		case ld.objects[exchangeAddr(b.Vhost, b.Source)] || ld.objects[destAddr(b)]:
 			return false
 		}
 	}

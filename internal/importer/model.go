@@ -68,7 +68,7 @@ func (m *model) build() {
 	}
 	m.shared = m.ladderShared()
 	gen := m.resolve(cands, m.shared)
-	if l.ladder != nil && !m.ladderFits(gen) {
+	if l.ladder != nil && !m.ladderFits(gen, cands) {
 		// A spec with the ladder would not expand to the vhost: write
 		// the ladder and its queues raw.
 		l.ladder = nil
