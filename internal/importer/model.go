@@ -31,6 +31,8 @@ type model struct {
 	shared map[topology.Address]bool
 	// retired holds the objects of other ladders, left out (in drop).
 	retired []topology.Address
+	// specs are the specs the vhost's ownership records name, sorted.
+	specs []string
 }
 
 type exchangeObj struct {
