@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -40,7 +41,7 @@ func (l *live) findLadder() *ladder {
 		seen[c] = true
 		lv := spec.Levels{Resolution: c.Resolution, Max: ladderMax(c)}
 		g := spec.Expand(&spec.File{Spec: spec.Spec{Version: spec.Version, Vhost: l.vhost, WaitQueueType: l.specWaitQueueType(), Levels: &lv}})
-		if objects, ok := l.holds(g); ok {
+		if objects, miss := l.holds(g); miss == "" {
 			found = append(found, &ladder{l: c, levels: lv, objects: objects})
 		}
 	}
@@ -154,12 +155,13 @@ func (m *model) ladderShared() map[topology.Address]bool {
 	return out
 }
 
-// ladderFits reports whether a spec with the ladder expands to what the
+// ladderFits says why a spec with the ladder would not expand to what the
 // vhost holds, given what the spec generates and the queues it
-// recognised: the delivery exchange's bindings are exactly one for every
-// queue the spec declares (to its return queue when it has one), and
-// nothing else the spec does not generate refers to the ladder.
-func (m *model) ladderFits(gen map[topology.Address]bool, cands map[string]*candidate) bool {
+// recognised, "" when it would: the delivery exchange's bindings are
+// exactly one for every queue the spec declares (to its return queue when
+// it has one), and nothing else the spec does not generate refers to the
+// ladder.
+func (m *model) ladderFits(gen map[topology.Address]bool, cands map[string]*candidate) string {
 	ld := m.l.ladder
 	want := map[topology.Address]bool{}
 	for _, q := range m.l.t.Queues {
@@ -172,7 +174,7 @@ func (m *model) ladderFits(gen map[topology.Address]bool, cands map[string]*cand
 		}
 		a := ld.deliveryBinding(m.l.vhost, q.Name, dest).Addr()
 		if _, ok := m.l.bindings[a]; !ok {
-			return false
+			return fmt.Sprintf("it does not deliver to queue %q (the vhost has no %s)", q.Name, a)
 		}
 		want[a] = true
 	}
@@ -182,14 +184,14 @@ func (m *model) ladderFits(gen map[topology.Address]bool, cands map[string]*cand
 		case m.dropped(a):
 		case b.Source == ld.l.DeliveryExchange():
 			if !want[a] {
-				return false // the spec would not bind this, or not this way
+				return fmt.Sprintf("a spec with it would not declare %s", a)
 			}
 		case gen[a]:
 		case ld.objects[exchangeAddr(b.Vhost, b.Source)] || ld.objects[destAddr(b)]:
-			return false
+			return fmt.Sprintf("%s, which a spec with it would not declare, refers to it", a)
 		}
 	}
-	return true
+	return ""
 }
 
 func exchangeAddr(vhost, name string) topology.Address {

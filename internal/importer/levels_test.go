@@ -102,6 +102,13 @@ func TestImportLevelsRetiredOrRaw(t *testing.T) {
 	if diff := cmp.Diff(want, skippedManaged(res)); diff != "" {
 		t.Errorf("no delivery binding to b: skipped (-want +got):\n%s", diff)
 	}
+	// The reason says which queue it is for, why that is raw, and what
+	// the spec loses.
+	for _, w := range []string{`queue "a" is written raw`, `delay ladder is written raw: it does not deliver to queue "b"`, "message-ttl=3600000"} {
+		if !strings.Contains(res.Skipped[0].Reason, w) {
+			t.Errorf("the reason lacks %q: %s", w, res.Skipped[0].Reason)
+		}
+	}
 	if res.Recognised != 0 || strings.Contains(string(res.YAML), "levels: {resolution: 1s") {
 		t.Errorf("want the 1s ladder and a raw:\n%s", res.YAML)
 	}
