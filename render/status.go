@@ -76,13 +76,7 @@ func statusTables(w io.Writer, s statusdata.Report, p planPalette) error {
 
 // statusRow writes one queue's row of a table.
 func statusRow(tw io.Writer, q statusdata.QueueStatus, p planPalette) {
-	role := q.Role
-	if q.Role == statusdata.RoleWait {
-		role = fmt.Sprintf("wait %s (%s %s)", q.Delay, english.Plural(len(q.Retries), "retry", "retries"), joinInts(q.Retries))
-		if q.Shared {
-			role += ", shared"
-		}
-	}
+	role := waitRole(q)
 	var flags []string
 	for _, f := range q.Flags {
 		code := "33" // yellow
@@ -97,6 +91,29 @@ func statusRow(tw io.Writer, q statusdata.QueueStatus, p planPalette) {
 	}
 	fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", q.Name, role, q.Messages, q.Ready, q.Unacked,
 		q.Consumers, rate(q.PublishRate), rate(q.DeliverRate), strings.Join(flags, " "))
+}
+
+// waitRole describes a queue's role; a wait queue's with its delay and the
+// retries that wait in it, or, for a level of a delay ladder, its level
+// and how soon what waits there is due.
+func waitRole(q statusdata.QueueStatus) string {
+	var role string
+	switch {
+	case q.Role != statusdata.RoleWait:
+		return q.Role
+	case q.Level != nil:
+		role = fmt.Sprintf("ladder level %d: wait %s, due within %s", *q.Level, q.Delay, q.DueWithin)
+	case len(q.Retries) == 0 && q.Delay != "":
+		role = "wait " + q.Delay
+	case len(q.Retries) == 0:
+		role = "wait"
+	default:
+		role = fmt.Sprintf("wait %s (%s %s)", q.Delay, english.Plural(len(q.Retries), "retry", "retries"), joinInts(q.Retries))
+	}
+	if q.Shared {
+		role += ", shared"
+	}
+	return role
 }
 
 // statusSummary says in one line what the status found.

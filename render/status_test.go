@@ -74,6 +74,25 @@ func statusHeld() statusdata.Report {
 	}
 }
 
+// statusLevels has a queue of the levels layout, whose rows are the
+// ladder's levels with no retry numbers.
+func statusLevels() statusdata.Report {
+	level := func(k int) *int { return &k }
+	return statusdata.Report{
+		FormatVersion: statusdata.FormatVersion,
+		DriftChecked:  true,
+		Queues: []statusdata.WorkQueueStatus{
+			{Vhost: "v", File: "levels.yaml", Queue: "email.send", Queues: []statusdata.QueueStatus{
+				{Name: "email.send", Role: statusdata.RoleWork, Present: true, Consumers: 1},
+				{Name: "rmqtopo.levels.100ms.10.q9.51200ms", Role: statusdata.RoleWait, Delay: "51200ms", Level: level(9), DueWithin: "1m42.3s", Shared: true, Present: true, Messages: 2, Ready: 2},
+				{Name: "rmqtopo.levels.100ms.10.q0.100ms", Role: statusdata.RoleWait, Delay: "100ms", Level: level(0), DueWithin: "100ms", Shared: true, Present: true},
+				{Name: "email.send.dlq", Role: statusdata.RoleDLQ, Present: true},
+			}},
+		},
+		Summary: statusdata.Summary{MessagesInRetries: 2},
+	}
+}
+
 // statusEmpty is a spec without queues, its drift checked: there is none.
 func statusEmpty() statusdata.Report {
 	return statusdata.Report{FormatVersion: statusdata.FormatVersion, DriftChecked: true}
@@ -82,9 +101,10 @@ func statusEmpty() statusdata.Report {
 // TestStatusGolden: the status views as text, coloured text and JSON.
 func TestStatusGolden(t *testing.T) {
 	for name, st := range map[string]statusdata.Report{
-		"drift": statusDrift(),
-		"held":  statusHeld(),
-		"empty": statusEmpty(),
+		"drift":  statusDrift(),
+		"held":   statusHeld(),
+		"empty":  statusEmpty(),
+		"levels": statusLevels(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			var text, color, js bytes.Buffer

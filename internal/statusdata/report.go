@@ -60,6 +60,13 @@ type QueueStatus struct {
 	// contract.HeaderAttempt "2").
 	Delay   string `json:"delay,omitempty"`
 	Retries []int  `json:"retries,omitempty"`
+	// Level is, for a level queue of a delay ladder (the levels layout),
+	// its level k: it holds a message for Delay = resolution × 2^k when
+	// bit k of the message's delay is set, so no fixed retry waits in it
+	// and Retries is empty. DueWithin bounds when a message in it is due:
+	// this level's TTL plus every lower one's, (2^(k+1) − 1) × resolution.
+	Level     *int   `json:"level,omitempty"`
+	DueWithin string `json:"due_within,omitempty"`
 	// Shared is set on a wait queue other work queues of the vhost also use,
 	// whose counts are therefore theirs too.
 	Shared   bool  `json:"shared,omitempty"`
