@@ -62,6 +62,7 @@ func statusTables(w io.Writer, s statusdata.Report, p planPalette) error {
 			}
 		}
 	}
+	drainingTables(tw, s, p)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -72,6 +73,21 @@ func statusTables(w io.Writer, s statusdata.Report, p planPalette) error {
 		}
 	}
 	return nil
+}
+
+// drainingTables writes, per vhost, the retired wait queues kept while
+// they drain, in the columns of the work queues' tables.
+func drainingTables(tw io.Writer, s statusdata.Report, p planPalette) {
+	for i, q := range s.Draining {
+		if i == 0 || q.Vhost != s.Draining[i-1].Vhost {
+			if i > 0 || len(s.Queues) > 0 {
+				fmt.Fprintln(tw)
+			}
+			fmt.Fprintf(tw, "retired wait queues draining (vhost %s): no queue of the spec uses them; a later apply deletes each once empty\n", q.Vhost)
+			fmt.Fprintln(tw, "  QUEUE\tROLE\tMESSAGES\tREADY\tUNACKED\tCONSUMERS\tIN/S\tOUT/S\tFLAGS")
+		}
+		statusRow(tw, q.QueueStatus, p)
+	}
 }
 
 // statusRow writes one queue's row of a table.
@@ -142,6 +158,10 @@ func statusSummary(s statusdata.Report, p planPalette) string {
 	}
 	if sum.RetriesWaiting > 0 {
 		parts = append(parts, fmt.Sprintf("%d %s waiting in return queues", sum.RetriesWaiting, english.Plural(int(sum.RetriesWaiting), "retry", "retries")))
+	}
+	if sum.RetiredDraining > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s draining in %d retired wait %s", sum.RetiredMessages, english.Plural(int(sum.RetiredMessages), "message", "messages"),
+			sum.RetiredDraining, english.Plural(sum.RetiredDraining, "queue", "queues")))
 	}
 	if sum.Migrations > 0 {
 		parts = append(parts, p.wrap("33", fmt.Sprintf("%d %s in progress (rmqtopo apply finishes it)", sum.Migrations, english.Plural(sum.Migrations, "migration", "migrations"))))

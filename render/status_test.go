@@ -75,7 +75,8 @@ func statusHeld() statusdata.Report {
 }
 
 // statusLevels has a queue of the levels layout, whose rows are the
-// ladder's levels with no retry numbers.
+// ladder's levels with no retry numbers, and retired wait queues still
+// draining in two vhosts: a shared one and a level of a retired ladder.
 func statusLevels() statusdata.Report {
 	level := func(k int) *int { return &k }
 	return statusdata.Report{
@@ -89,7 +90,13 @@ func statusLevels() statusdata.Report {
 				{Name: "email.send.dlq", Role: statusdata.RoleDLQ, Present: true},
 			}},
 		},
-		Summary: statusdata.Summary{MessagesInRetries: 2},
+		Draining: []statusdata.DrainingQueue{
+			{Vhost: "v", QueueStatus: statusdata.QueueStatus{Name: "rmqtopo.wait.30s", Role: statusdata.RoleWait, Delay: "30s", Present: true, Messages: 3, Ready: 3,
+				Flags: []string{statusdata.FlagDraining}}},
+			{Vhost: "w", QueueStatus: statusdata.QueueStatus{Name: "rmqtopo.levels.1s.6.q5.32s", Role: statusdata.RoleWait, Delay: "32s", Level: level(5), DueWithin: "1m3s",
+				Present: true, Messages: 1, Ready: 1, Flags: []string{statusdata.FlagDraining}}},
+		},
+		Summary: statusdata.Summary{MessagesInRetries: 2, RetiredDraining: 2, RetiredMessages: 4},
 	}
 }
 

@@ -46,6 +46,11 @@ const (
 	// contract.ReturnQueueHandover before it moves on to the back of its work
 	// queue.
 	FlagReturnNotServed = "return-not-served"
+	// FlagDraining marks a retired wait queue: no queue of the specs uses
+	// it any more, but it still holds retries in flight, which expire
+	// back into their work queue by themselves; a later apply deletes it
+	// once it is empty (plan's info RT004).
+	FlagDraining = "retired-draining"
 )
 
 // FormatVersion is the version of Report's JSON form.
@@ -114,6 +119,10 @@ type Report struct {
 	// Drift lists the exchanges, bindings, policies and vhosts that differ
 	// from the spec; queues carry their own.
 	Drift []DriftItem `json:"drift,omitempty"`
+	// Draining lists the retired wait queues kept while they drain
+	// (FlagDraining), as plan finds them; read with the drift, so empty
+	// when DriftChecked is false.
+	Draining []DrainingQueue `json:"retired_draining,omitempty"`
 	// HeldMargin is how long status re-read the wait queues that held
 	// dead-letters (status --exit-code); empty when it did not.
 	HeldMargin string  `json:"held_margin,omitempty"`
@@ -142,6 +151,16 @@ type Summary struct {
 	// RetriesWaiting counts the ready messages of return queues: retries
 	// whose delay is over, waiting to be picked up (RoleReturn).
 	RetriesWaiting int64 `json:"retries_waiting,omitempty"`
+	// RetiredDraining counts the retired wait queues still draining, and
+	// RetiredMessages the messages they hold: retries in flight.
+	RetiredDraining int   `json:"retired_wait_queues_draining,omitempty"`
+	RetiredMessages int64 `json:"messages_in_retired_wait_queues,omitempty"`
+}
+
+// DrainingQueue is a retired wait queue of a vhost, kept while it drains.
+type DrainingQueue struct {
+	Vhost string `json:"vhost"`
+	QueueStatus
 }
 
 // DLQHasMessages reports whether any DLQ of the status holds messages.
