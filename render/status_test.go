@@ -100,6 +100,29 @@ func statusLevels() statusdata.Report {
 	}
 }
 
+// statusDelayed is read from RabbitMQ 4.3: its quorum queues count the
+// messages their delayed retry holds back (a work queue with retries
+// waiting inside it), its classic queue does not, and one queue is
+// missing.
+func statusDelayed() statusdata.Report {
+	n := func(v int64) *int64 { return &v }
+	return statusdata.Report{
+		FormatVersion: statusdata.FormatVersion,
+		DriftChecked:  true,
+		Queues: []statusdata.WorkQueueStatus{
+			{Vhost: "v", File: "native.yaml", Queue: "orders", Queues: []statusdata.QueueStatus{
+				{Name: "orders", Role: statusdata.RoleWork, Present: true, Messages: 7, Ready: 3, Unacked: 1, Delayed: n(3), Consumers: 1},
+				{Name: "orders.dlq", Role: statusdata.RoleDLQ, Present: true, Delayed: n(0)},
+			}},
+			{Vhost: "v", File: "native.yaml", Queue: "audit", Queues: []statusdata.QueueStatus{
+				{Name: "audit", Role: statusdata.RoleWork, Present: true, Consumers: 1},
+				{Name: "audit.dlq", Role: statusdata.RoleDLQ, Flags: []string{statusdata.FlagMissing, statusdata.FlagDrift}, Drift: []string{"create"}},
+			}},
+		},
+		Summary: statusdata.Summary{MissingQueues: 1, DriftedObjects: 1, RetriesDelayed: 3},
+	}
+}
+
 // statusEmpty is a spec without queues, its drift checked: there is none.
 func statusEmpty() statusdata.Report {
 	return statusdata.Report{FormatVersion: statusdata.FormatVersion, DriftChecked: true}
@@ -108,10 +131,11 @@ func statusEmpty() statusdata.Report {
 // TestStatusGolden: the status views as text, coloured text and JSON.
 func TestStatusGolden(t *testing.T) {
 	for name, st := range map[string]statusdata.Report{
-		"drift":  statusDrift(),
-		"held":   statusHeld(),
-		"empty":  statusEmpty(),
-		"levels": statusLevels(),
+		"drift":   statusDrift(),
+		"held":    statusHeld(),
+		"empty":   statusEmpty(),
+		"levels":  statusLevels(),
+		"delayed": statusDelayed(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			var text, color, js bytes.Buffer

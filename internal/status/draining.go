@@ -22,6 +22,7 @@ func (b *builder) draining(c plan.Change) DrainingQueue {
 		row.Present = true
 		row.Messages, row.Ready, row.Unacked = info.Messages, info.Ready, info.Unacked
 		row.Consumers, row.PublishRate, row.DeliverRate = info.Consumers, info.PublishRate, info.DeliverRate
+		row.Delayed = info.Delayed
 	} else if n := c.Messages(); n != nil {
 		row.Present, row.Messages = true, *n
 	}

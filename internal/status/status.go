@@ -149,6 +149,7 @@ func (b *builder) fill(vhost string, row QueueStatus) QueueStatus {
 		row.Messages, row.Ready, row.Unacked = info.Messages, info.Ready, info.Unacked
 		row.Consumers, row.PublishRate, row.DeliverRate = info.Consumers, info.PublishRate, info.DeliverRate
 		held = info.DeadLettersHeld()
+		row.Delayed = info.Delayed
 	}
 	row.Drift = b.drift[k]
 	first := !b.counted[k]
@@ -181,6 +182,9 @@ func (b *builder) fill(vhost string, row QueueStatus) QueueStatus {
 	case row.Role == RoleMigration:
 		row.Flags = append(row.Flags, FlagMigrating)
 		sum.Migrations++
+	}
+	if row.Role == RoleWork && row.Delayed != nil {
+		sum.RetriesDelayed += *row.Delayed
 	}
 	if len(row.Drift) > 0 {
 		row.Flags = append(row.Flags, FlagDrift)

@@ -83,6 +83,11 @@ type QueueStatus struct {
 	// (broker.QueueInfo.DeadLettersHeld: messages_dlx, or the messages
 	// counted but neither ready nor delivered).
 	Held int64 `json:"dead_letters_held,omitempty"`
+	// Delayed is, where the broker counts it (quorum queues from RabbitMQ
+	// 4.3), the returned deliveries the queue itself holds back until
+	// their delay is over (its delayed retry, x-delayed-retry-type): on a
+	// work queue, retries waiting inside it. Nil where it is not counted.
+	Delayed *int64 `json:"messages_delayed,omitempty"`
 	// Stuck is, for a wait queue flagged FlagStuck, the dead-letters it
 	// held at the last reading of the held margin.
 	Stuck       int64    `json:"dead_letters_stuck,omitempty"`
@@ -151,6 +156,9 @@ type Summary struct {
 	// RetriesWaiting counts the ready messages of return queues: retries
 	// whose delay is over, waiting to be picked up (RoleReturn).
 	RetriesWaiting int64 `json:"retries_waiting,omitempty"`
+	// RetriesDelayed counts the retries waiting inside work queues, held
+	// back by the broker's delayed retry (QueueStatus.Delayed).
+	RetriesDelayed int64 `json:"retries_delayed_in_queues,omitempty"`
 	// RetiredDraining counts the retired wait queues still draining, and
 	// RetiredMessages the messages they hold: retries in flight.
 	RetiredDraining int   `json:"retired_wait_queues_draining,omitempty"`
