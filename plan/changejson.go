@@ -51,7 +51,7 @@ type changeEncoder struct {
 func (c Change) JSON() ChangeJSON {
 	j := ChangeJSON{Action: c.Action, Address: c.Address, Before: c.Before, After: c.After}
 	if d := c.Details; d != nil {
-		j.Reason, j.Messages, j.Consumers, j.Owner = d.Reason, d.Messages, d.Consumers, d.Owner
+		j.Reason, j.Messages, j.Consumers, j.Owner = reasonsText(d.Reasons), d.Messages, d.Consumers, d.Owner
 		j.Conflict, j.Pinned, j.InPolicy = d.Conflict, d.Pinned, d.InPolicy
 		j.Resumes, j.MayDelete = d.Why == WhyResumes, d.Why == WhyMayDelete
 		j.LeftBehind, j.Draining = d.Why == WhyLeftBehind, d.Why == WhyDraining
@@ -95,7 +95,7 @@ func (c *Change) UnmarshalJSON(data []byte) error {
 	}
 	jsonDecoders.Put(d)
 	*c = Change{Action: j.Action, Address: j.Address, Before: j.Before, After: j.After}
-	det := Details{Reason: j.Reason, Messages: j.Messages, Consumers: j.Consumers, Owner: j.Owner,
+	det := Details{Reasons: reasonsOf(j.Reason), Messages: j.Messages, Consumers: j.Consumers, Owner: j.Owner,
 		Conflict: j.Conflict, Pinned: j.Pinned, InPolicy: j.InPolicy}
 	for _, w := range []struct {
 		set bool
@@ -106,7 +106,7 @@ func (c *Change) UnmarshalJSON(data []byte) error {
 		}
 	}
 	// A change without details reads as it was written: without Details.
-	if det.Why != WhyNone || det.Reason != "" || det.Messages != nil || det.Consumers != nil || det.Owner != "" ||
+	if det.Why != WhyNone || det.Reasons != nil || det.Messages != nil || det.Consumers != nil || det.Owner != "" ||
 		det.Conflict != nil || det.Pinned != nil || det.InPolicy != nil {
 		c.Details = &det
 	}

@@ -83,9 +83,10 @@ type Change struct {
 
 // Details are the fields of a Change that most changes leave empty.
 type Details struct {
-	// Reason explains the action for humans, e.g. "queue argument
-	// x-message-ttl is immutable" or "not in spec". Display only.
-	Reason string `json:"reason,omitempty"`
+	// Reasons say why the change is what it is, e.g. that a queue
+	// argument is immutable or that the object left the spec; plans show
+	// them as one sentence (Change.Reason).
+	Reasons []Reason
 	// Messages is the number of messages in a queue that the change deletes
 	// (replace or delete), as read from the broker; nil when unknown.
 	Messages *int64 `json:"messages,omitempty"`
@@ -133,8 +134,11 @@ func (c *Change) d() *Details {
 // noDetails is what a Change without Details reads as; never written.
 var noDetails Details
 
-// Reason is Details.Reason, or "" without Details.
-func (c Change) Reason() string { return c.d().Reason }
+// Reasons is Details.Reasons, or nil without Details.
+func (c Change) Reasons() []Reason { return c.d().Reasons }
+
+// Reason is the sentence of c's Reasons, parts joined by "; ", or "".
+func (c Change) Reason() string { return reasonsText(c.d().Reasons) }
 
 // Messages is Details.Messages, or nil without Details.
 func (c Change) Messages() *int64 { return c.d().Messages }
