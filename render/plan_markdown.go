@@ -26,19 +26,19 @@ const MarkdownLimit = 60000
 // the whole stays within MarkdownLimit; the rest are counted at the end,
 // with where to see them.
 func PlanMarkdown(w io.Writer, p plan.Plan, diags []plan.Diagnostic) error {
-	doc := newPlanDocument(p, diags)
+	doc := plan.NewDocument(p, diags)
 	var out strings.Builder
 	writeMarkdownSummary(&out, doc)
-	if doc.hasChanges() {
+	if doc.HasChanges() {
 		writeMarkdownGroups(&out, groupChanges(p.Changes), len(doc.Changes), MarkdownLimit)
 	}
 	_, err := io.WriteString(w, out.String())
 	return err
 }
 
-func writeMarkdownSummary(out *strings.Builder, doc planDocument) {
+func writeMarkdownSummary(out *strings.Builder, doc plan.Document) {
 	s := doc.Summary
-	if !doc.hasChanges() {
+	if !doc.HasChanges() {
 		out.WriteString("### rmqtopo plan: no changes\n\nThe broker matches the spec.\n\n")
 	} else {
 		fmt.Fprintf(out, "### rmqtopo plan: %d to create, %d to update, %d to replace, %d to delete%s\n\n",

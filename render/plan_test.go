@@ -235,13 +235,7 @@ func TestPlanJSONShape(t *testing.T) {
 			if err := render.PlanJSON(&buf, c.plan, c.diags); err != nil {
 				t.Fatal(err)
 			}
-			var doc struct {
-				FormatVersion int               `json:"format_version"`
-				RabbitMQ      *plan.Judged      `json:"rabbitmq"`
-				Changes       []plan.Change     `json:"changes"`
-				Diagnostics   []plan.Diagnostic `json:"diagnostics"`
-				Summary       plan.ActionCounts `json:"summary"`
-			}
+			var doc plan.Document
 			dec := json.NewDecoder(&buf)
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&doc); err != nil {

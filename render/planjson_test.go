@@ -39,7 +39,7 @@ func TestPlanJSONStreamed(t *testing.T) {
 		enc := json.NewEncoder(&want)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(newPlanDocument(tc.p, tc.diags)); err != nil {
+		if err := enc.Encode(plan.NewDocument(tc.p, tc.diags)); err != nil {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer
