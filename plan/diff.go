@@ -174,7 +174,7 @@ func (d *differ) plan() Plan {
 		if pa, pb := a.Phase(), b.Phase(); pa != pb {
 			return pa < pb
 		}
-		return a.Address.Less(b.Address)
+		return compareAddresses(a.Address, b.Address) < 0
 	})
 	changes := d.changes
 	if changes == nil {
