@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/plan"
 )
@@ -48,8 +49,9 @@ func writeMarkdownSummary(out *strings.Builder, doc plan.Document) {
 		out.WriteString(mdEscape(doc.RabbitMQ.String()) + ".\n\n")
 	}
 	var destructive []plan.Change
+	rerouted := reroutedBindings(doc.Changes)
 	for _, c := range doc.Changes {
-		if c.Action == plan.Replace || c.Action == plan.Delete {
+		if (c.Action == plan.Replace || c.Action == plan.Delete) && !routineDelete(c, rerouted) {
 			destructive = append(destructive, c)
 		}
 	}
@@ -97,6 +99,41 @@ func writeMarkdownSummary(out *strings.Builder, doc plan.Document) {
 			out.WriteString("\n")
 		}
 	}
+}
+
+// route is what a binding routes, without where to: a binding deleted
+// while one with the same route is created only moves that route.
+type route struct{ vhost, source, key string }
+
+// reroutedBindings are the routes of the bindings the changes create.
+func reroutedBindings(changes []plan.Change) map[route]bool {
+	out := map[route]bool{}
+	for _, c := range changes {
+		if c.Action == plan.Create && c.After != nil && c.After.Binding != nil {
+			out[route{c.Address.Vhost, c.After.Binding.Source, c.Address.Key}] = true
+		}
+	}
+	return out
+}
+
+// routineDelete reports whether deleting c destroys nothing a reader must
+// weigh, so that the summary leaves it out of the destructive changes:
+// a binding whose route the plan re-creates to another destination (a
+// retry binding moving to a new wait queue), or an empty wait queue
+// without consumers that the spec no longer uses. The changes by queue
+// still show it.
+func routineDelete(c plan.Change, rerouted map[route]bool) bool {
+	if c.Action != plan.Delete || c.Before == nil {
+		return false
+	}
+	switch {
+	case c.Before.Binding != nil:
+		return rerouted[route{c.Address.Vhost, c.Before.Binding.Source, c.Address.Key}]
+	case c.Before.Queue != nil:
+		m, n := c.Messages(), c.Consumers()
+		return contract.IsWaitQueue(c.Address.Name) && m != nil && *m == 0 && n != nil && *n == 0
+	}
+	return false
 }
 
 // mdReasons is a change's reason and the messages it puts at stake.

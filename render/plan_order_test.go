@@ -3,6 +3,7 @@ package render_test
 import (
 	"bytes"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -43,6 +44,49 @@ func TestPlanViewsShareOneOrder(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s plan's order of queues (-want +got):\n%s\n%s", name, diff, b.String())
+		}
+	}
+}
+
+// TestMarkdownRoutineIsNotDestructive: a delay change's binding swap and
+// its empty retired wait queue are not headlined as destructive; a delete
+// that destroys messages still is.
+func TestMarkdownRoutineIsNotDestructive(t *testing.T) {
+	wait := func(name string) topology.Queue {
+		return topology.Queue{Vhost: "/", Name: name, Durable: true, Arguments: topology.Args{"x-message-ttl": int64(3000)}}
+	}
+	retry := topology.Exchange{Vhost: "/", Name: "sms.send.retry", Type: "headers", Durable: true}
+	bindTo := func(q string) topology.Binding {
+		return topology.Binding{Vhost: "/", Source: retry.Name, Destination: q, DestinationType: topology.DestQueue,
+			Arguments: topology.Args{"x-match": "all", "rmqtopo-attempt": "2"}}
+	}
+	work := topology.Queue{Vhost: "/", Name: "sms.send", Durable: true, Arguments: topology.Args{}}
+	old := topology.Topology{Vhosts: []string{"/"}, Exchanges: []topology.Exchange{retry},
+		Queues: []topology.Queue{work, wait("rmqtopo.wait.3s")}, Bindings: []topology.Binding{bindTo("rmqtopo.wait.3s")}}
+	next := topology.Topology{Vhosts: []string{"/"}, Exchanges: []topology.Exchange{retry},
+		Queues: []topology.Queue{work, wait("rmqtopo.wait.5s")}, Bindings: []topology.Binding{bindTo("rmqtopo.wait.5s")}}
+	owned := map[topology.Address]bool{}
+	for _, q := range old.Queues {
+		owned[q.Addr()] = true
+	}
+	owned[old.Bindings[0].Addr()] = true
+	gone := topology.Address{Kind: topology.KindQueue, Vhost: "/", Name: "rmqtopo.wait.3s"}
+	for _, tc := range []struct {
+		messages    int64
+		destructive bool
+	}{{0, false}, {4, true}} {
+		p := plan.DiffTopology(old, next, plan.Options{Owned: owned, Prune: true, IsWaitQueue: func(string) bool { return false },
+			Messages: map[topology.Address]int64{gone: tc.messages}, Consumers: map[topology.Address]int64{gone: 0}})
+		var b bytes.Buffer
+		if err := render.PlanMarkdown(&b, p, nil); err != nil {
+			t.Fatal(err)
+		}
+		summary, _, _ := strings.Cut(b.String(), "**Changes by queue**")
+		if got := strings.Contains(summary, "**Destructive changes**"); got != tc.destructive {
+			t.Errorf("%d messages in the retired wait queue: destructive changes listed %t, want %t:\n%s", tc.messages, got, tc.destructive, summary)
+		}
+		if strings.Contains(summary, "delete binding") {
+			t.Errorf("the re-pointed retry binding is listed as destructive:\n%s", summary)
 		}
 	}
 }
