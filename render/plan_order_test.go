@@ -90,3 +90,43 @@ func TestMarkdownRoutineIsNotDestructive(t *testing.T) {
 		}
 	}
 }
+
+// TestMermaidReturnQueue: a shared wait queue of a queue with a return
+// queue hands its retries back through the return queue, and the diagram
+// draws that path, not one straight back to the work queue.
+func TestMermaidReturnQueue(t *testing.T) {
+	q := func(name string, args topology.Args) topology.Queue {
+		return topology.Queue{Vhost: "/", Name: name, Durable: true, Arguments: args}
+	}
+	top := topology.Topology{Vhosts: []string{"/"},
+		Exchanges: []topology.Exchange{{Vhost: "/", Name: "sms.send.retry", Type: "headers", Durable: true}},
+		Queues: []topology.Queue{
+			q("sms.send", nil),
+			q("sms.send.return", topology.Args{"x-message-ttl": int64(5000), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": "sms.send"}),
+			q("rmqtopo.wait.3s", topology.Args{"x-message-ttl": int64(3000), "x-dead-letter-exchange": ""}),
+		},
+		Bindings: []topology.Binding{{Vhost: "/", Source: "sms.send.retry", Destination: "rmqtopo.wait.3s", DestinationType: topology.DestQueue,
+			Arguments: topology.Args{"x-match": "all", "rmqtopo-attempt": "2"}}},
+	}
+	var b bytes.Buffer
+	if err := render.Mermaid(&b, top); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, m := range regexp.MustCompile(`(\w+)\[\("([^"]+)"\)\]`).FindAllStringSubmatch(b.String(), -1) {
+		ids[m[2]] = m[1]
+	}
+	wait, work, ret := ids["rmqtopo.wait.3s"], ids["sms.send"], ids["sms.send.return"]
+	if wait == "" || work == "" || ret == "" {
+		t.Fatalf("nodes not found in:\n%s", b.String())
+	}
+	edge := func(from, to string) bool {
+		return regexp.MustCompile(`(?m)^\s*` + from + ` -\.?->(\|[^|]*\|)? ` + to + `$`).MatchString(b.String())
+	}
+	if edge(wait, work) {
+		t.Errorf("diagram draws rmqtopo.wait.3s -> sms.send:\n%s", b.String())
+	}
+	if !edge(wait, ret) || !edge(ret, work) {
+		t.Errorf("diagram lacks rmqtopo.wait.3s -> sms.send.return -> sms.send:\n%s", b.String())
+	}
+}
