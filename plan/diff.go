@@ -115,6 +115,9 @@ type differ struct {
 	// replaced holds the exchanges and queues this plan deletes and
 	// re-creates; their bindings vanish with them.
 	replaced map[topology.Address]bool
+	// leftBehind holds the queues kept although they left the spec (no
+	// prune); their bindings are kept with them (keepsRoute).
+	leftBehind map[topology.Address]bool
 	// policies are the policies in force after the plan (policy.go).
 	policies *policyView
 	// legacy holds the queues kept in an earlier rmqtopo's shape, with
@@ -341,6 +344,10 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 			// Not pruned, so kept; said, because messages there are
 			// stranded: nothing the spec declares reads the queue.
 			d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Reasons: []Reason{{Kind: ReasonLeftBehind}}, Messages: n, Why: WhyLeftBehind}})
+			if d.leftBehind == nil {
+				d.leftBehind = map[topology.Address]bool{}
+			}
+			d.leftBehind[a] = true
 		}
 	}
 }
@@ -377,9 +384,10 @@ func (d *differ) diffBindings(live, desired topology.Topology) {
 		_, ok := slices.BinarySearchFunc(wanted, a, func(w addressed, a topology.Address) int { return w.a.Compare(a) })
 		return ok
 	}
+	routes := d.wantedRoutes(wanted)
 	for _, a := range sortedKeysExcept(liveBy, isWanted) {
 		b := liveBy[a]
-		if d.replacedEndpoint(b) != "" || !d.vhosts[a.Vhost] {
+		if d.replacedEndpoint(b) != "" || !d.vhosts[a.Vhost] || d.keepsRoute(a, b, routes) {
 			continue
 		}
 		source := sourceAddr(b)
@@ -399,6 +407,32 @@ func (d *differ) diffBindings(live, desired topology.Topology) {
 			d.add(Change{Action: Delete, Address: a, Before: &Object{Binding: &b}, Details: &Details{Reasons: notInSpec()}})
 		}
 	}
+}
+
+// route is what a binding routes, without where to: its vhost, source
+// and key (destination type, routing key, arguments).
+type route struct{ vhost, source, key string }
+
+// wantedRoutes are the routes of the wanted bindings, only when some
+// queue is left behind (keepsRoute reads them).
+func (d *differ) wantedRoutes(wanted []addressed) map[route]bool {
+	if len(d.leftBehind) == 0 {
+		return nil
+	}
+	out := map[route]bool{}
+	for _, w := range wanted {
+		out[route{w.a.Vhost, w.b.Source, w.a.Key}] = true
+	}
+	return out
+}
+
+// keepsRoute reports whether binding b, at a, stays because its queue is
+// left behind: a queue kept without prune keeps what routes to it, so that
+// no publish becomes unroutable because a queue left the spec. A route
+// the spec now gives to another destination (a renamed queue) moves
+// there instead, and b goes.
+func (d *differ) keepsRoute(a topology.Address, b topology.Binding, routes map[route]bool) bool {
+	return b.DestinationType == topology.DestQueue && d.leftBehind[destinationAddr(b)] && !routes[route{a.Vhost, b.Source, a.Key}]
 }
 
 // addressed is a binding with its address, which is all of it in another
