@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -172,12 +173,11 @@ func (d *differ) conflict(a topology.Address, digest string) []string {
 }
 
 func (d *differ) plan() Plan {
-	sort.SliceStable(d.changes, func(i, j int) bool {
-		a, b := d.changes[i], d.changes[j]
+	slices.SortStableFunc(d.changes, func(a, b Change) int {
 		if pa, pb := a.Phase(), b.Phase(); pa != pb {
-			return pa < pb
+			return cmp.Compare(pa, pb)
 		}
-		return compareAddresses(a.Address, b.Address) < 0
+		return compareAddresses(a.Address, b.Address)
 	})
 	changes := d.changes
 	if changes == nil {
