@@ -131,13 +131,3 @@ func reasonsOf(text string) []Reason {
 	}
 	return []Reason{{Kind: ReasonText, Text: text}}
 }
-
-// HasReason reports whether one of c's reasons is of kind k.
-func (c Change) HasReason(k ReasonKind) bool {
-	for _, r := range c.Reasons() {
-		if r.Kind == k {
-			return true
-		}
-	}
-	return false
-}
