@@ -174,9 +174,17 @@ func TestOnlineImportNamesTheRecordedSpec(t *testing.T) {
 	if out := o.must(t, 0, "plan", "--detailed-exitcode", imported); !strings.Contains(out, "No changes.") {
 		t.Errorf("plan of the imported spec:\n%s", out)
 	}
-	export := filepath.Join(o.dir, "export.json")
-	os.WriteFile(export, o.api(t, http.MethodGet, "/api/definitions/"+url.PathEscape(o.vhost), ""), 0o644)
-	if stdout, stderr, code := rmqtopo(t, "", "import", "--definitions", export, "--vhost", o.vhost); code != 0 || body(stdout) != body(string(data)) {
+	// The export names the spec too where it carries the record: 3.10.8's
+	// does; 4.3.6's leaves every internal exchange out, the records
+	// included (seen live), and then gives no name.
+	export := o.api(t, http.MethodGet, "/api/definitions/"+url.PathEscape(o.vhost), "")
+	exportPath := filepath.Join(o.dir, "export.json")
+	os.WriteFile(exportPath, export, 0o644)
+	want := body(string(data))
+	if !strings.Contains(string(export), "rmqtopo.owner.shop.") {
+		want = strings.Replace(want, "name: shop\n", "", 1)
+	}
+	if stdout, stderr, code := rmqtopo(t, "", "import", "--definitions", exportPath, "--vhost", o.vhost); code != 0 || body(stdout) != want {
 		t.Errorf("import of the export: exit %d\n%s\n%s", code, stderr, stdout)
 	}
 	less := strings.Replace(string(data), "  - name: audit\n    raw: true\n", "", 1)
