@@ -91,7 +91,17 @@ func TestOnlineImportRabbitMQDefinitions(t *testing.T) {
 			}
 			spec := filepath.Join(o.dir, "imported.yaml")
 			os.WriteFile(spec, []byte(vhostLine.ReplaceAllString(stdout, "vhost: "+quote(o.vhost))), 0o644)
-			o.must(t, 0, "apply", "--auto-approve", spec)
+			out, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", spec}, o.conn()...)...)
+			if code == 1 && removedFeatures.MatchString(out) && strings.Contains(stderr, "nothing was written") {
+				// These files are of RabbitMQ 3.x: classic mirroring (ha-*),
+				// x-queue-mode and transient queues, which 4.0 and 4.3
+				// removed or deny. The plan refuses them before any write;
+				// the rest of the round trip needs a broker that takes them.
+				t.Skipf("RabbitMQ %s refuses what this 3.x file holds, before any write:\n%s", o.b.Version(t), removedFeatures.FindAllString(out, -1))
+			}
+			if code != 0 {
+				t.Fatalf("apply: exit %d\n%s\n%s", code, out, stderr)
+			}
 			if out := o.must(t, 0, "plan", "--detailed-exitcode", spec); !strings.Contains(out, "No changes.") {
 				t.Errorf("plan after apply:\n%s", out)
 			}
@@ -107,6 +117,11 @@ func TestOnlineImportRabbitMQDefinitions(t *testing.T) {
 		})
 	}
 }
+
+// removedFeatures are the plan's codes for what a RabbitMQ release no
+// longer accepts (docs/plan-apply.md): a policy key (RT009), x-queue-mode
+// (RT103), a transient queue (RT104).
+var removedFeatures = regexp.MustCompile(`error\[RT(009|103|104)\]`)
 
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
 
