@@ -99,10 +99,10 @@ func Import(in Input) (*Result, error) {
 		}
 		var es spec.Errors
 		if !errors.As(err, &es) || round >= maxRounds {
-			return nil, fmt.Errorf("import: the written spec does not load: %w", err)
+			return nil, fmt.Errorf("the written spec does not load: %w", err)
 		}
 		if !m.fix(es) {
-			return nil, fmt.Errorf("import: the written spec does not load, and no object can be left out to fix it: %w", err)
+			return nil, fmt.Errorf("the written spec does not load, and no object can be left out to fix it: %w", err)
 		}
 	}
 }
@@ -115,7 +115,7 @@ func (m *model) result(data []byte, f *spec.File) (*Result, error) {
 	// their shape, which the comparison must grant too.
 	got := plan.KeepLegacy(want, spec.Expand(f))
 	if !reflect.DeepEqual(normal(want), normal(got)) {
-		return nil, fmt.Errorf("import: the written spec does not reproduce vhost %q: %s", m.l.vhost, firstDifference(want, got))
+		return nil, fmt.Errorf("the written spec does not reproduce vhost %q: %s", m.l.vhost, firstDifference(want, got))
 	}
 	sk := m.sortedSkipped()
 	n := 0
