@@ -167,7 +167,7 @@ func checkExchange(conn *amqp.Connection, name, kind, what string) error {
 	if err := ch.ExchangeDeclarePassive(name, kind, true, false, false, false, nil); err != nil {
 		var aerr *amqp.Error
 		if errors.As(err, &aerr) && aerr.Code == amqp.NotFound {
-			return fmt.Errorf("retry: %s has no exchange %q: run `rmqtopo apply` with a spec whose levels match", what, name)
+			return fmt.Errorf("retry: %s has no exchange %q: the ladder given does not match the spec's levels (resolution and max), or run `rmqtopo apply`: %w", what, name, errTopology)
 		}
 		return fmt.Errorf("retry: checking exchange %q of %s: %w", name, what, err)
 	}
