@@ -19,11 +19,6 @@ const DefaultPrefetch = 10
 // MaxPrefetch is the largest prefetch: AMQP's prefetch-count is 16 bits.
 const MaxPrefetch = 65535
 
-// WithPrefetch sets Consume's consumer prefetch, which is also the number
-// of handlers it runs in parallel: each unacked delivery has a handler
-// (default DefaultPrefetch). CheckPrefetch says which values Consume takes.
-func WithPrefetch(n int) Option { return func(o *options) { o.prefetch = n } }
-
 // CheckPrefetch returns an error unless n is a prefetch Consume accepts,
 // 1 to MaxPrefetch. (0, which AMQP reads as no limit, would mean as many
 // handlers as deliveries.) It is the one rule, for Consume and for
@@ -33,19 +28,6 @@ func CheckPrefetch(n int) error {
 		return fmt.Errorf("prefetch %d: must be from 1 to %d", n, MaxPrefetch)
 	}
 	return nil
-}
-
-// WithShutdownGrace sets how long Consume lets running handlers go on
-// after its context is cancelled before it cancels their context too
-// (default 0: at once). A handler that then returns its context's error
-// has its delivery requeued unchanged.
-func WithShutdownGrace(d time.Duration) Option { return func(o *options) { o.grace = max(d, 0) } }
-
-// WithReconnectBackoff sets Consume's wait before reconnecting: it starts
-// at lo and doubles up to hi after each failed attempt, with jitter
-// (default 100ms to 10s).
-func WithReconnectBackoff(lo, hi time.Duration) Option {
-	return func(o *options) { o.backoffMin, o.backoffMax = max(lo, time.Millisecond), max(hi, lo) }
 }
 
 // Dialer opens a new connection to the broker, for Consume's first start
@@ -87,11 +69,11 @@ func DialURL(url string, config amqp.Config) Dialer {
 // connection is lost is delivered again (Redelivered set), including one
 // whose retry or dead-letter copy the broker had already confirmed, which
 // then exists twice. Handlers must be idempotent.
-func Consume(ctx context.Context, dial Dialer, queue string, h Handler, opts ...Option) error {
+func Consume(ctx context.Context, dial Dialer, queue string, h Handler, opts ...ConsumeOption) error {
 	if dial == nil || queue == "" || h == nil {
 		return errors.New("retry: Consume needs a dialer, a queue and a handler")
 	}
-	c := &consumer{queue: queue, h: h, o: newOptions(opts)}
+	c := &consumer{queue: queue, h: h, o: newConsumeOptions(opts)}
 	if err := CheckPrefetch(c.o.prefetch); err != nil {
 		return fmt.Errorf("retry: %w", err)
 	}
@@ -102,7 +84,7 @@ func Consume(ctx context.Context, dial Dialer, queue string, h Handler, opts ...
 type consumer struct {
 	queue string
 	h     Handler
-	o     options
+	o     consumeOptions
 	log   *slog.Logger
 }
 
@@ -139,7 +121,7 @@ func (c *consumer) session(ctx context.Context, dial Dialer, reconnect bool) (co
 	}
 	defer conn.Close()
 	lost := conn.NotifyClose(make(chan *amqp.Error, 1))
-	r, err := newRetrier(conn, c.queue, c.o)
+	r, err := newRetrier(conn, c.queue, c.o.options)
 	if err != nil {
 		return false, err
 	}
@@ -149,7 +131,7 @@ func (c *consumer) session(ctx context.Context, dial Dialer, reconnect bool) (co
 		return false, err
 	}
 	defer ch.Close()
-	c.log.Info("retry: consuming", "prefetch", c.o.prefetch, "return_queue", r.back)
+	c.log.Info("retry: consuming", "prefetch", c.o.prefetch, "return_queue", r.route.back)
 	c.o.obs.Connected(c.queue, reconnect)
 	return true, c.serve(ctx, ch, deliveries, r, lost)
 }

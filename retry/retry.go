@@ -137,70 +137,14 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
 
-// Option configures a Retrier, and Consume.
-type Option func(*options)
-
-type options struct {
-	log            *slog.Logger
-	obs            multiObserver
-	confirmTimeout time.Duration
-	levels         *levels // WithLevels (delay.go)
-	// Consume only.
-	prefetch               int
-	grace                  time.Duration
-	backoffMin, backoffMax time.Duration
-}
-
-func newOptions(opts []Option) options {
-	o := options{
-		log:            slog.Default(),
-		confirmTimeout: 30 * time.Second,
-		prefetch:       DefaultPrefetch,
-		backoffMin:     100 * time.Millisecond,
-		backoffMax:     10 * time.Second,
-	}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o
-}
-
-// WithLogger sets the logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if l != nil {
-			o.log = l
-		}
-	}
-}
-
-// WithObserver adds an observer of settlements, copies and confirmations
-// (see Observer). Given several times, every observer is told, in order.
-func WithObserver(obs Observer) Option {
-	return func(o *options) {
-		if obs != nil {
-			o.obs = append(o.obs, obs)
-		}
-	}
-}
-
-// WithConfirmTimeout bounds the wait for the broker's confirmation of a
-// copy, publishing it again after nacks included (default 30s). On timeout
-// the original is nacked with requeue.
-func WithConfirmTimeout(d time.Duration) Option { return func(o *options) { o.confirmTimeout = d } }
-
-// Retrier settles the deliveries of one work queue.
+// Retrier settles the deliveries of one work queue: it carries out what
+// its route decides (decide.go) over its connection.
 type Retrier struct {
-	queue string
+	route route
 	log   *slog.Logger
 	obs   multiObserver
 	pub   *publisher
 	now   func() time.Time
-	// levels, if set, routes delayed retries through a delay ladder.
-	levels *levels
-	// back is the work queue's return queue, "" if it has none: retries
-	// through a shared wait queue are published with it as routing key.
-	back string
 }
 
 // New returns a Retrier for the deliveries of queue, publishing over conn.
@@ -230,13 +174,11 @@ func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error
 	}
 	pending := func(delta int) { o.obs.ConfirmsPending(queue, delta) }
 	return &Retrier{
-		queue:  queue,
-		log:    o.log.With("queue", queue),
-		obs:    o.obs,
-		pub:    newPublisher(conn, o.log, o.confirmTimeout, pending),
-		now:    time.Now,
-		levels: o.levels,
-		back:   back,
+		route: route{queue: queue, back: back, levels: o.levels},
+		log:   o.log.With("queue", queue),
+		obs:   o.obs,
+		pub:   newPublisher(conn, o.log, o.confirmTimeout, pending),
+		now:   time.Now,
 	}, nil
 }
 
