@@ -55,9 +55,10 @@ func DialURL(url string, config amqp.Config) Dialer {
 // is waiting: delayed retries then reach a handler when their delay is
 // over, not after the work queue's backlog.
 //
-// Only bad arguments (see CheckPrefetch) and a missing topology at the
-// first start are returned as errors (a service pointed at a queue that
-// `rmqtopo apply` never provisioned); afterwards, and for every connection
+// Only bad arguments (see CheckPrefetch), and at the first start a
+// missing topology (a service pointed at a queue that `rmqtopo apply`
+// never provisioned) or options that do not fit the queue's layout (see
+// New), are returned as errors; afterwards, and for every connection
 // error, Consume logs and retries.
 //
 // When ctx is cancelled, Consume cancels its consumer, requeues deliveries
@@ -96,7 +97,7 @@ func (c *consumer) loop(ctx context.Context, dial Dialer) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !started && !consumed && errors.Is(err, errTopology) {
+		if !started && !consumed && fatalAtStart(err) {
 			return err
 		}
 		started = started || consumed

@@ -123,18 +123,6 @@ func WithLevels(ladder contract.Ladder, backoff Backoff) Option {
 	return func(o *options) { o.levels = &levels{ladder: ladder, backoff: backoff} }
 }
 
-// check passively declares the ladder's entry exchange.
-func (l *levels) check(conn *amqp.Connection, queue string) error {
-	if l == nil {
-		return nil
-	}
-	if l.backoff == nil {
-		return errors.New("retry: WithLevels needs a backoff")
-	}
-	return checkExchange(conn, l.ladder.EntryExchange(), "topic",
-		fmt.Sprintf("the delay ladder of queue %q", queue))
-}
-
 // checkExchange passively declares an exchange on a channel of its own (a
 // failed passive declare closes its channel).
 func checkExchange(conn *amqp.Connection, name, kind, what string) error {

@@ -151,6 +151,9 @@ type Retrier struct {
 // It first checks, with passive declares on a throwaway channel, that the
 // queue's retry exchange, dead-letter exchange and DLQ exist, and fails
 // with an error saying to run `rmqtopo apply` if not. It declares nothing.
+// It also refuses options that do not fit the queue's layout: a queue
+// whose delayed retries go through the delay ladder
+// (contract.LevelsMarker) needs WithLevels, and any other refuses it.
 // If the queue has a return queue (contract.ReturnQueue), retries through
 // a shared wait queue are published with its name as routing key, so they
 // come back into it.
@@ -169,7 +172,7 @@ func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error
 	if err != nil {
 		return nil, err
 	}
-	if err := o.levels.check(conn, queue); err != nil {
+	if err := checkLevels(conn, queue, o.levels); err != nil {
 		return nil, err
 	}
 	pending := func(delta int) { o.obs.ConfirmsPending(queue, delta) }
