@@ -25,6 +25,14 @@ const (
 	// moveDeadLetter publishes the copy to the dead-letter exchange, and
 	// acks the delivery once the broker confirmed it.
 	moveDeadLetter
+	// moveReject returns the delivery of a native queue to it as failed
+	// (AMQP 0.9.1 basic.reject with requeue): the broker counts it and
+	// holds it for the queue's own delay, min(min × count, max).
+	moveReject
+	// moveModify returns the delivery of a native queue to it as failed
+	// over AMQP 1.0 (the modified outcome, delivery-failed), held until
+	// deliverAt (contract.AnnotationDeliveryTime).
+	moveModify
 )
 
 // decision is how one delivery is settled: the move, and for a copy where
@@ -38,6 +46,9 @@ type decision struct {
 	next     int             // of the copy, for moveRetry
 	reason   string          // for moveDeadLetter: a contract.Reason* value
 	cause    error           // the handler's error
+	// deliverAt is when the broker delivers a moveModify's delivery
+	// again.
+	deliverAt time.Time
 }
 
 // route is what a Retrier knows of its queue's topology: all a decision
@@ -46,6 +57,11 @@ type route struct {
 	queue  string
 	back   string  // the return queue, "" if none
 	levels *levels // the delay ladder (WithLevels), nil if none
+	// native is the schedule of a queue of the native layout, which
+	// retries inside itself; nil for the other layouts.
+	native *contract.Native
+	// draw picks a jittered delay from 0 to d; nil draws uniformly.
+	draw func(d time.Duration) time.Duration
 }
 
 // decide settles d by its handler's result herr: nil acks; cancelled (the
@@ -53,6 +69,9 @@ type route struct {
 // errors.Is ErrReject dead-letters with ReasonRejected; any other error
 // retries (see retry).
 func (rt route) decide(d *amqp.Delivery, herr error, cancelled bool, now time.Time) decision {
+	if rt.native != nil {
+		return rt.decideNative(d, herr, cancelled, now)
+	}
 	attempt, _ := Attempt(*d)
 	switch {
 	case herr == nil:

@@ -127,3 +127,68 @@ func TestDecideExhausted(t *testing.T) {
 		t.Errorf("the DLQ copy's attempt %v; want the delivery's own, 3", got.msg.Headers[contract.HeaderAttempt])
 	}
 }
+
+// TestDecideNative checks the settle decision on a native queue, which
+// delays retries inside itself: the broker's delivery count numbers the
+// attempts, a schedule the broker expresses rejects, any other is held
+// until its time over AMQP 1.0, and the last attempt and a permanent
+// failure go to the DLQ at once.
+func TestDecideNative(t *testing.T) {
+	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	s := time.Second
+	linear := contract.Native{Route: contract.RouteReject, Delays: []time.Duration{s, 2 * s, 3 * s, 3 * s}, DeliveryLimit: 4}
+	expo := contract.Native{Route: contract.RouteModified, Delays: []time.Duration{s, 2 * s, 4 * s}, DeliveryLimit: 3}
+	jittered := expo
+	jittered.Jitter = true
+	half := func(d time.Duration) time.Duration { return d / 2 }
+	count := func(n any) amqp.Table { return amqp.Table{contract.HeaderDeliveryCount: n} }
+	failed := errors.New("boom")
+	cases := []struct {
+		name    string
+		native  contract.Native
+		headers amqp.Table
+		herr    error
+		want    decision
+	}{
+		{"ack", linear, nil, nil, decision{move: moveAck, attempt: 1}},
+		{"shutdown", expo, count(int64(1)), context.Canceled, decision{move: moveRequeue, attempt: 2}},
+		{"linear: first failure rejects", linear, nil, failed, decision{move: moveReject, attempt: 1, next: 2}},
+		{"linear: a RetryAfter takes the queue's delay", linear, count(int64(2)), RetryAfter(time.Minute), decision{move: moveReject, attempt: 3, next: 4}},
+		{"linear: the last attempt is exhausted", linear, count(int64(4)), failed,
+			decision{move: moveDeadLetter, exchange: "q.dlx", key: "q", attempt: 5, reason: contract.ReasonExhausted}},
+		{"modified: the schedule's delay", expo, count(int32(1)), failed,
+			decision{move: moveModify, attempt: 2, next: 3, deliverAt: now.Add(2 * s)}},
+		{"modified: RetryAfter", expo, nil, RetryAfter(1500 * time.Millisecond),
+			decision{move: moveModify, attempt: 1, next: 2, deliverAt: now.Add(1500 * time.Millisecond)}},
+		{"modified: jitter", jittered, count(int64(2)), failed,
+			decision{move: moveModify, attempt: 3, next: 4, deliverAt: now.Add(2 * s)}},
+		{"modified: exhausted", expo, count(int64(3)), failed,
+			decision{move: moveDeadLetter, exchange: "q.dlx", key: "q", attempt: 4, reason: contract.ReasonExhausted}},
+		{"permanent at once", expo, nil, Permanent(failed),
+			decision{move: moveDeadLetter, exchange: "q.dlx", key: "q", attempt: 1, reason: contract.ReasonRejected}},
+		{"a stray attempt header is not the count", linear, amqp.Table{contract.HeaderAttempt: "7"}, failed,
+			decision{move: moveReject, attempt: 1, next: 2}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n := c.native
+			rt := route{queue: "q", native: &n, draw: half}
+			h := amqp.Table{"trace": "t1"}
+			for k, v := range c.headers {
+				h[k] = v
+			}
+			d := amqp.Delivery{Headers: h, MessageId: "m", Exchange: "biz"}
+			got := rt.decide(&d, c.herr, errors.Is(c.herr, context.Canceled), now)
+			if !sameDecision(got, c.want) || !got.deliverAt.Equal(c.want.deliverAt) {
+				t.Fatalf("decision %+v; want %+v", got, c.want)
+			}
+			if got.move != moveDeadLetter {
+				return
+			}
+			checkCopy(t, got, contract.AttemptValue(c.want.attempt), now)
+			if _, ok := got.msg.Headers[contract.HeaderDeliveryCount]; ok {
+				t.Error("the DLQ copy keeps the broker's delivery count")
+			}
+		})
+	}
+}

@@ -65,8 +65,39 @@ func (r *Retrier) carryOut(ctx context.Context, d amqp.Delivery, dec decision) r
 		return r.requeueUnchanged(d, dec)
 	case moveRetry:
 		return r.retry(ctx, d, dec)
+	case moveReject, moveModify:
+		return r.returnFailed(d, dec)
 	}
 	return r.deadLetter(ctx, d, dec)
+}
+
+// modifier is the acknowledger of a delivery received over AMQP 1.0,
+// which can return it to its queue as failed, held until a time.
+type modifier interface {
+	Modify(deliverAt time.Time) error
+}
+
+// returnFailed gives a delivery of a native queue back to it as failed,
+// so that the broker counts it and holds it for its delay: by
+// basic.reject with requeue (the queue's own delay), or by the modified
+// outcome held until dec.deliverAt. If that fails, the broker delivers it
+// again when its channel or link closes: the attempt is not lost.
+func (r *Retrier) returnFailed(d amqp.Delivery, dec decision) result {
+	var err error
+	if m, ok := d.Acknowledger.(modifier); ok && dec.move == moveModify {
+		err = m.Modify(dec.deliverAt)
+	} else if dec.move == moveModify {
+		// New refuses such a Retrier; requeue rather than hold the delivery.
+		return r.requeue(d, fmt.Errorf("retry: message %q came over AMQP 0.9.1, which cannot hold it until a time", d.MessageId))
+	} else {
+		err = d.Reject(true)
+	}
+	if err != nil {
+		return result{outcome: Requeued, err: fmt.Errorf("retry: returning message %q to its queue for attempt %d: %w", d.MessageId, dec.next, err)}
+	}
+	r.obs.Retried(r.route.queue, dec.next)
+	r.log.Debug("retry: message returned to its queue for a retry", "message_id", d.MessageId, "attempt", dec.attempt, "next_attempt", dec.next, "error", errorText(dec.cause))
+	return result{outcome: Retried}
 }
 
 // cancelled reports whether a handler's error is its own context being
