@@ -11,6 +11,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
 )
 
 // DefaultPrefetch is Consume's prefetch unless WithPrefetch says otherwise.
@@ -37,7 +39,7 @@ type Dialer func(ctx context.Context) (*amqp.Connection, error)
 // DialURL returns a Dialer that dials url with config (name the
 // connection in config.Properties to find it in the management UI).
 func DialURL(url string, config amqp.Config) Dialer {
-	return func(context.Context) (*amqp.Connection, error) { return amqp.DialConfig(url, config) }
+	return func(context.Context) (*amqp.Connection, error) { return dialRemembered(url, config) }
 }
 
 // Consume consumes queue with h until ctx is cancelled, and returns nil
@@ -127,14 +129,18 @@ func (c *consumer) session(ctx context.Context, dial Dialer, reconnect bool) (co
 		return false, err
 	}
 	defer r.Close()
-	ch, deliveries, err := c.subscribe(conn, r)
+	subscribe := c.subscribe
+	if n := r.route.native; n != nil && n.Route == contract.RouteModified {
+		subscribe = c.subscribe10
+	}
+	deliveries, closeFeed, err := subscribe(conn, r)
 	if err != nil {
 		return false, err
 	}
-	defer ch.Close()
-	c.log.Info("retry: consuming", "prefetch", c.o.prefetch, "return_queue", r.route.back)
+	defer closeFeed()
+	c.log.Info("retry: consuming", "prefetch", c.o.prefetch, "return_queue", r.route.back, "native", r.route.native != nil)
 	c.o.obs.Connected(c.queue, reconnect)
-	return true, c.serve(ctx, ch, deliveries, r, lost)
+	return true, c.serve(ctx, deliveries, r, lost)
 }
 
 // consumerTag names Consume's consumer on its channel.
@@ -142,29 +148,41 @@ const consumerTag = "rmqtopo-retry"
 
 // subscribe consumes the work queue, and its return queue if it has one,
 // on one channel, each consumer with its own prefetch (global=false
-// applies to the consumers started after it).
-func (c *consumer) subscribe(conn *amqp.Connection, r *Retrier) (*amqp.Channel, feed, error) {
+// applies to the consumers started after it). It returns the feed and
+// what closes it.
+func (c *consumer) subscribe(conn *amqp.Connection, r *Retrier) (feed, func(), error) {
 	ch, err := conn.Channel()
 	if err != nil {
-		return nil, feed{}, fmt.Errorf("retry: opening the consumer channel: %w", err)
+		return feed{}, nil, fmt.Errorf("retry: opening the consumer channel: %w", err)
 	}
+	fail := func(err error) (feed, func(), error) { ch.Close(); return feed{}, nil, err }
 	ret, err := c.consumeReturn(ch, r)
 	if err != nil {
-		return nil, feed{}, err
+		return fail(err)
 	}
 	if err := ch.Qos(c.o.prefetch, 0, false); err != nil {
-		return nil, feed{}, fmt.Errorf("retry: setting the prefetch: %w", err)
+		return fail(fmt.Errorf("retry: setting the prefetch: %w", err))
 	}
 	deliveries, err := ch.Consume(c.queue, consumerTag, false, false, false, false, nil)
 	if err != nil {
-		return nil, feed{}, fmt.Errorf("retry: consuming %q: %w", c.queue, err)
+		return fail(fmt.Errorf("retry: consuming %q: %w", c.queue, err))
 	}
-	return ch, feed{ret: ret, work: deliveries}, nil
+	stop := func() {
+		if err := ch.Cancel(consumerTag, false); err != nil {
+			c.log.Warn("retry: cancelling the consumer", "error", err)
+		}
+		if ret != nil {
+			if err := ch.Cancel(returnTag, false); err != nil {
+				c.log.Warn("retry: cancelling the return queue's consumer", "error", err)
+			}
+		}
+	}
+	return feed{ret: ret, work: deliveries, stop: stop}, func() { ch.Close() }, nil
 }
 
 // serve runs the handlers on deliveries until the consumer ends (an error)
 // or ctx is cancelled (nil, once every handler settled).
-func (c *consumer) serve(ctx context.Context, ch *amqp.Channel, deliveries feed, r *Retrier, lost <-chan *amqp.Error) error {
+func (c *consumer) serve(ctx context.Context, deliveries feed, r *Retrier, lost <-chan *amqp.Error) error {
 	hctx, cancel := c.handlerContext(ctx)
 	defer cancel()
 	var stopping atomic.Bool
@@ -190,14 +208,7 @@ func (c *consumer) serve(ctx context.Context, ch *amqp.Channel, deliveries feed,
 	case <-ctx.Done():
 		stopping.Store(true)
 		c.log.Info("retry: stopping: cancelling the consumer and settling in-flight deliveries", "grace", c.o.grace)
-		if err := ch.Cancel(consumerTag, false); err != nil {
-			c.log.Warn("retry: cancelling the consumer", "error", err)
-		}
-		if deliveries.ret != nil {
-			if err := ch.Cancel(returnTag, false); err != nil {
-				c.log.Warn("retry: cancelling the return queue's consumer", "error", err)
-			}
-		}
+		deliveries.stop()
 		<-finished
 		return nil
 	}

@@ -76,6 +76,16 @@ func (rt route) drawDelay(d time.Duration) time.Duration {
 	return rand.N(d + 1)
 }
 
+// attemptOf is the attempt number of d on this route: the broker's count
+// on a native queue, contract.HeaderAttempt elsewhere (ok false if
+// malformed).
+func (rt route) attemptOf(d *amqp.Delivery) (int, bool) {
+	if rt.native != nil {
+		return nativeAttempt(d), true
+	}
+	return Attempt(*d)
+}
+
 // nativeAttempt is the attempt number of a delivery of a native queue:
 // the broker's delivery count (contract.HeaderDeliveryCount, absent on a
 // first delivery) plus one.

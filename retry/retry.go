@@ -57,6 +57,12 @@
 // the broker or the network closes that channel, the next publish opens a
 // new one.
 //
+// A queue of the native layout (RabbitMQ 4.3.1+) has no retry exchange:
+// it delays its retries itself. The helper reads its schedule from its
+// arguments over AMQP 1.0 and returns a failed delivery to it, by
+// basic.reject where the broker computes the schedule, else over AMQP 1.0
+// with the modified outcome held until its time (see decideNative).
+//
 // A Retrier publishes with the connection it is given; it does not reconnect
 // a closed connection. Consume does, with a new Retrier on each connection.
 package retry
@@ -164,20 +170,22 @@ func New(conn *amqp.Connection, queue string, opts ...Option) (*Retrier, error) 
 	if queue == "" {
 		return nil, errors.New("retry: empty queue name")
 	}
-	return newRetrier(conn, queue, newOptions(opts))
+	r, err := newRetrier(conn, queue, newOptions(opts))
+	if err == nil && r.route.native != nil && r.route.native.Route == contract.RouteModified {
+		r.Close()
+		return nil, fmt.Errorf("retry: queue %q holds each retry until a time of the helper's choosing, which needs its deliveries over AMQP 1.0: consume it with Consume: %w", queue, errMisfit)
+	}
+	return r, err
 }
 
 func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error) {
-	back, err := checkTopology(conn, queue)
+	rt, err := findRoute(conn, queue, o.levels)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkLevels(conn, queue, o.levels); err != nil {
 		return nil, err
 	}
 	pending := func(delta int) { o.obs.ConfirmsPending(queue, delta) }
 	return &Retrier{
-		route: route{queue: queue, back: back, levels: o.levels},
+		route: rt,
 		log:   o.log.With("queue", queue),
 		obs:   o.obs,
 		pub:   newPublisher(conn, o.log, o.confirmTimeout, pending),
@@ -185,12 +193,56 @@ func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error
 	}, nil
 }
 
+// findRoute finds how queue retries: through its retry exchange (and a
+// return queue, or the delay ladder of l), or, for a queue without one,
+// inside itself (the native layout, read over AMQP 1.0).
+func findRoute(conn *amqp.Connection, queue string, l *levels) (route, error) {
+	retryX := contract.RetryExchange(queue)
+	hasRetry, err := exchangeExists(conn, retryX)
+	if err != nil {
+		return route{}, fmt.Errorf("retry: checking the exchange %q of queue %q: %w", retryX, queue, err)
+	}
+	if !hasRetry {
+		return nativeRoute(conn, queue, l)
+	}
+	back, err := checkTopology(conn, queue)
+	if err != nil {
+		return route{}, err
+	}
+	if err := checkLevels(conn, queue, l); err != nil {
+		return route{}, err
+	}
+	return route{queue: queue, back: back, levels: l}, nil
+}
+
+// nativeRoute is the route of a queue without a retry exchange: native,
+// or a topology that is missing.
+func nativeRoute(conn *amqp.Connection, queue string, l *levels) (route, error) {
+	n, err := readNative(conn, queue)
+	if n == nil {
+		why := ""
+		if err != nil {
+			why = fmt.Sprintf(" (nor could its arguments be read over AMQP 1.0 to find a native queue: %v)", err)
+		}
+		return route{}, fmt.Errorf("retry: queue %q has no exchange %q%s: run `rmqtopo apply` with its spec to provision the retry topology: %w",
+			queue, contract.RetryExchange(queue), why, errTopology)
+	}
+	if l != nil {
+		return route{}, fmt.Errorf("retry: queue %q retries inside itself (layout native): drop retry.WithLevels: %w", queue, errMisfit)
+	}
+	if _, err := checkTopology(conn, queue); err != nil {
+		return route{}, err
+	}
+	return route{queue: queue, native: n}, nil
+}
+
 // errTopology marks a missing retry topology: a configuration error, not a
 // lost connection.
 var errTopology = errors.New("retry topology missing")
 
-// checkTopology passively declares what the helper publishes to, and
-// returns the queue's return queue, or "" if it has none. A failed
+// checkTopology passively declares the dead-letter exchange and queue the
+// helper publishes to, and returns the queue's return queue, or "" if it
+// has none. A failed
 // passive declare closes its channel, which is why it gets one of its own.
 func checkTopology(conn *amqp.Connection, queue string) (back string, err error) {
 	ch, err := conn.Channel()
@@ -205,13 +257,9 @@ func checkTopology(conn *amqp.Connection, queue string) (back string, err error)
 		}
 		return fmt.Errorf("retry: checking the %s %q of queue %q (is the topology provisioned? run `rmqtopo apply`): %w", kind, name, queue, err)
 	}
-	for _, e := range []struct{ name, kind string }{
-		{contract.RetryExchange(queue), "headers"},
-		{contract.DeadLetterExchange(queue), "fanout"},
-	} {
-		if err := ch.ExchangeDeclarePassive(e.name, e.kind, true, false, false, false, nil); err != nil {
-			return "", missing("exchange", e.name, err)
-		}
+	dlx := contract.DeadLetterExchange(queue)
+	if err := ch.ExchangeDeclarePassive(dlx, "fanout", true, false, false, false, nil); err != nil {
+		return "", missing("exchange", dlx, err)
 	}
 	dlq := contract.DeadLetterQueue(queue)
 	if _, err := ch.QueueDeclarePassive(dlq, true, false, false, false, nil); err != nil {

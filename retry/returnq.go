@@ -32,7 +32,12 @@ const returnTag = "rmqtopo-retry-return"
 // queue's (retries whose delay is over) whenever one is waiting, else the
 // work queue's. Each handler has its own copy, as next forgets a closed
 // channel.
-type feed struct{ ret, work <-chan amqp.Delivery }
+type feed struct {
+	ret, work <-chan amqp.Delivery
+	// stop ends the consumers: both channels are closed once the
+	// deliveries the broker sent meanwhile are in them.
+	stop func()
+}
 
 // next returns the next delivery, preferring the return queue; ok is
 // false once both consumers have ended.

@@ -110,7 +110,7 @@ func cancelled(ctx context.Context, err error) bool {
 // report tells the observers about a settled delivery and returns its
 // outcome.
 func (r *Retrier) report(d amqp.Delivery, res result, took time.Duration) (Outcome, error) {
-	attempt, _ := Attempt(d)
+	attempt, _ := r.route.attemptOf(&d)
 	r.obs.Settled(Settlement{
 		Queue: r.route.queue, MessageID: d.MessageId, Attempt: attempt,
 		Outcome: res.outcome, Reason: res.reason, Handled: took, Err: res.err,
