@@ -24,7 +24,7 @@ import (
 func nativeEnv(tb testing.TB, delays []time.Duration, jitter bool) *env {
 	tb.Helper()
 	b := brokertest.Get(tb)
-	if v := b.Version(tb); v < contract.NativeSince || strings.HasPrefix(v, "3.") {
+	if v := b.Version(tb); !atLeast(v, contract.NativeSince) {
 		tb.Skipf("RabbitMQ %s: the native layout needs %s (RMQTOPO_TEST_RABBITMQ=4.3)", v, contract.NativeSince)
 	}
 	vhost := b.NewVhost(tb)
@@ -53,6 +53,22 @@ func nativeEnv(tb testing.TB, delays []time.Duration, jitter bool) *env {
 		}
 	}
 	return &env{b: b, vhost: vhost, conn: conn}
+}
+
+// atLeast reports whether version v ("4.3.6") is at least min ("4.3.1").
+func atLeast(v, min string) bool {
+	a, b := strings.Split(v, "."), strings.Split(min, ".")
+	for i := range b {
+		var x, y int
+		if i < len(a) {
+			fmt.Sscan(a[i], &x)
+		}
+		fmt.Sscan(b[i], &y)
+		if x != y {
+			return x > y
+		}
+	}
+	return true
 }
 
 // arrivals records when each message's handler ran, per attempt.
@@ -280,5 +296,33 @@ func TestNativeSurvivesClosedConnection(t *testing.T) {
 				t.Errorf("the DLQ holds %d messages; each failed only once", d)
 			}
 		})
+	}
+}
+
+// TestConsumeMissingTopologyIsNotNative: a queue with no retry exchange
+// whose arguments name no native schedule (here: a plain quorum queue) is
+// a missing topology at the first start, on every broker: 3.x speaks no
+// AMQP 1.0 on its AMQP port, 4.x answers with the queue's arguments.
+func TestConsumeMissingTopologyIsNotNative(t *testing.T) {
+	t.Parallel()
+	b := brokertest.Get(t)
+	vhost := b.NewVhost(t)
+	ch, err := b.Dial(t, vhost).Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare(workQueue, true, false, false, false, amqp.Table{"x-queue-type": "quorum"}); err != nil {
+		t.Fatal(err)
+	}
+	// A guard: one dial, a passive declare and one AMQP 1.0 request.
+	ctx, cancel := context.WithTimeout(context.Background(), waitguard.For(3*time.Second))
+	defer cancel()
+	err = retry.Consume(ctx, retry.DialURL(b.AMQPURLFor(vhost), amqp.Config{}), workQueue,
+		func(context.Context, amqp.Delivery) error { return nil }, retry.WithLogger(testLogger(t)))
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("Consume ran until its context ended (%v)", err)
+	case err == nil || !strings.Contains(err.Error(), "retry topology missing") || !strings.Contains(err.Error(), contract.RetryExchange(workQueue)):
+		t.Errorf("Consume: %v; want retry topology missing, naming %q", err, contract.RetryExchange(workQueue))
 	}
 }
