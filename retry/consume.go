@@ -183,7 +183,7 @@ func (c *consumer) subscribe(conn *amqp.Connection, r *Retrier) (feed, func(), e
 // serve runs the handlers on deliveries until the consumer ends (an error)
 // or ctx is cancelled (nil, once every handler settled).
 func (c *consumer) serve(ctx context.Context, deliveries feed, r *Retrier, lost <-chan *amqp.Error) error {
-	hctx, cancel := c.handlerContext(ctx)
+	hctx, graceThenCancel, cancel := c.handlerContext(ctx)
 	defer cancel()
 	var stopping atomic.Bool
 	var wg sync.WaitGroup
@@ -209,6 +209,9 @@ func (c *consumer) serve(ctx context.Context, deliveries feed, r *Retrier, lost 
 		stopping.Store(true)
 		c.log.Info("retry: stopping: cancelling the consumer and settling in-flight deliveries", "grace", c.o.grace)
 		deliveries.stop()
+		// Only now: a handler cancelled before the consumer was requeues
+		// its delivery to a consumer that may take it again.
+		graceThenCancel()
 		<-finished
 		return nil
 	}
@@ -236,19 +239,20 @@ func (c *consumer) process(ctx context.Context, r *Retrier, d amqp.Delivery, wg 
 	wg.Go(func() { _, _ = r.settle(ctx, d, err, took) })
 }
 
-// handlerContext is the handlers' context: it keeps ctx's values and is
-// cancelled the grace period after ctx.
-func (c *consumer) handlerContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, func() {
-		if c.o.grace > 0 {
-			t := time.AfterFunc(c.o.grace, cancel)
-			context.AfterFunc(hctx, func() { t.Stop() })
+// handlerContext is the handlers' context: it keeps ctx's values, and
+// graceThenCancel cancels it after the grace period (serve calls it once
+// its consumer is cancelled); cancel cancels it at once.
+func (c *consumer) handlerContext(ctx context.Context) (hctx context.Context, graceThenCancel, cancel context.CancelFunc) {
+	hctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+	graceThenCancel = func() {
+		if c.o.grace <= 0 {
+			cancel()
 			return
 		}
-		cancel()
-	})
-	return hctx, func() { stop(); cancel() }
+		t := time.AfterFunc(c.o.grace, cancel)
+		context.AfterFunc(hctx, func() { t.Stop() })
+	}
+	return hctx, graceThenCancel, cancel
 }
 
 // lostReason says why the deliveries stopped while ctx was live.
