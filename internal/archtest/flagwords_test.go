@@ -26,7 +26,6 @@ var flagsAllowed = []string{"cmd/", "examples/", "internal/brokertest/", "intern
 var flagsPending = map[string]bool{
 	"internal/status/read.go": true, // --no-drift, --held-margin
 	"plan/version.go":         true, // --rabbitmq-version
-	"render/plan_markdown.go": true, // plan --out
 }
 
 // TestFlagsOnlyInCmd: a library names no flag of the CLI in a string
