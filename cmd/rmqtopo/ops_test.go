@@ -22,6 +22,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/status"
 	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/ops"
+	"github.com/rmqtopo/rmqtopo/spec"
 )
 
 // runCLI runs the CLI in-process the way main does.
@@ -40,12 +41,36 @@ func args(b *brokertest.Broker, a ...string) []string { return append(a, connArg
 
 func declareQueue(t *testing.T, conn *amqp.Connection, name, typ string) {
 	t.Helper()
+	declareArgs(t, conn, name, amqp.Table{"x-queue-type": typ})
+}
+
+// declareDLQ declares a DLQ as rmqtopo's specs declare theirs, on every
+// RabbitMQ version: a quorum one with the delivery limit
+// spec.DeadEndDeliveryLimit, which the dlq commands need (see
+// ops.CheckLeaveSafe; TestDLQCommandsRefuseLowDeliveryLimit shows why).
+func declareDLQ(t *testing.T, conn *amqp.Connection, name, typ string) {
+	t.Helper()
+	declareArgs(t, conn, name, dlqArgs(typ))
+}
+
+// dlqArgs are the arguments of a DLQ of type typ, as rmqtopo's specs
+// declare it.
+func dlqArgs(typ string) amqp.Table {
+	args := amqp.Table{"x-queue-type": typ}
+	if typ == "quorum" {
+		args["x-delivery-limit"] = int64(spec.DeadEndDeliveryLimit)
+	}
+	return args
+}
+
+func declareArgs(t *testing.T, conn *amqp.Connection, name string, args amqp.Table) {
+	t.Helper()
 	ch, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ch.Close()
-	if _, err := ch.QueueDeclare(name, true, false, false, false, amqp.Table{"x-queue-type": typ}); err != nil {
+	if _, err := ch.QueueDeclare(name, true, false, false, false, args); err != nil {
 		t.Fatalf("declaring %q: %v", name, err)
 	}
 }
@@ -207,7 +232,7 @@ func TestDLQShowCommand(t *testing.T) {
 		t.Run(typ, func(t *testing.T) {
 			vhost := b.NewVhost(t)
 			conn := b.Dial(t, vhost)
-			declareQueue(t, conn, "orders.dlq", typ)
+			declareDLQ(t, conn, "orders.dlq", typ)
 			ids := publishN(t, conn, "orders.dlq", "m", 8, func(i int) amqp.Table {
 				return amqp.Table{contract.HeaderAttempt: "4", contract.HeaderLastError: fmt.Sprintf("timeout %d", i),
 					contract.HeaderOriginalRoutingKey: "order.created", contract.HeaderFirstFailure: "2024-05-01T10:00:00Z"}
@@ -260,7 +285,7 @@ func TestDLQReplayCommand(t *testing.T) {
 	vhost := b.NewVhost(t)
 	conn := b.Dial(t, vhost)
 	declareQueue(t, conn, "orders", "classic")
-	declareQueue(t, conn, "orders.dlq", "quorum")
+	declareDLQ(t, conn, "orders.dlq", "quorum")
 	ids := publishN(t, conn, "orders.dlq", "m", 10, func(i int) amqp.Table {
 		h := deaths(1)
 		h[contract.HeaderAttempt] = "3"
@@ -297,7 +322,7 @@ func TestDLQSweepCommand(t *testing.T) {
 	vhost := b.NewVhost(t)
 	conn := b.Dial(t, vhost)
 	declareQueue(t, conn, "dlq.a", "classic")
-	declareQueue(t, conn, "dlq.b", "quorum")
+	declareDLQ(t, conn, "dlq.b", "quorum")
 	declareQueue(t, conn, "keep", "classic")
 	counts := func(i int) amqp.Table {
 		switch i % 4 {
@@ -463,7 +488,7 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			vhost := b.NewVhost(t)
 			conn := b.Dial(t, vhost)
-			declareQueue(t, conn, tt.source, tt.typ)
+			declareDLQ(t, conn, tt.source, tt.typ)
 			declareQueue(t, conn, tt.target, "classic")
 			// Every tenth message stays: it is not dead enough for the sweep.
 			ids := publishN(t, conn, tt.source, "m", n, func(i int) amqp.Table {
