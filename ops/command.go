@@ -196,7 +196,7 @@ func Sweep(ctx context.Context, b Broker, r SweepRequest) ([]Result, error) {
 		}
 	}
 	if !r.DryRun {
-		fmt.Fprintln(r.Log, "sweep keeps every header as it was")
+		fmt.Fprintln(r.Log, "sweep keeps every header as it was, but the broker's delivery counts (x-delivery-count, x-acquired-count)")
 	}
 	for _, res := range results {
 		warn(r.Log, res)
