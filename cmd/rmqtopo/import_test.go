@@ -8,8 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // TestOnlineImportRoundTrips applies every example to a vhost of a real
@@ -66,45 +64,6 @@ func TestPlanRabbitMQVersion(t *testing.T) {
 	stdout, stderr, code = rmqtopo(t, "", "plan", "--against", "empty", "--rabbitmq-version", "3.13.7", path)
 	if code != 0 || strings.Contains(stdout, "RT103") || strings.Contains(stdout, "RT101") || !strings.Contains(stdout, "info[RT105]") {
 		t.Errorf("3.13: exit %d\n%s%s", code, stdout, stderr)
-	}
-}
-
-// TestOnlineImportRabbitMQDefinitions imports vhosts of RabbitMQ's own
-// definitions test files, applies each imported spec to a vhost of a real
-// broker, and plans it again: no changes. Then a live import of that vhost
-// gives the spec back, with the name of the spec applied.
-func TestOnlineImportRabbitMQDefinitions(t *testing.T) {
-	t.Parallel()
-	cases := []struct{ file, vhost string }{
-		{"case1.json", "/"}, {"case3.json", "/"}, {"case4.json", "/"}, {"case9b.json", "/"},
-		{"case9b.json", "bunny_testbed"}, {"case14.json", "/"}, {"failing_case21.json", "/"},
-	}
-	vhostLine := regexp.MustCompile(`(?m)^vhost:.*$`)
-	for _, c := range cases {
-		t.Run(c.file+":"+c.vhost, func(t *testing.T) {
-			t.Parallel()
-			o := newOnline(t)
-			src := filepath.Join("..", "..", "internal", "importer", "testdata", "rabbitmq", c.file)
-			stdout, stderr, code := rmqtopo(t, "", "import", "--definitions", src, "--vhost", c.vhost)
-			if code != 0 {
-				t.Fatalf("import: exit %d\n%s", code, stderr)
-			}
-			spec := filepath.Join(o.dir, "imported.yaml")
-			os.WriteFile(spec, []byte(vhostLine.ReplaceAllString(stdout, "vhost: "+quote(o.vhost))), 0o644)
-			o.must(t, 0, "apply", "--auto-approve", spec)
-			if out := o.must(t, 0, "plan", "--detailed-exitcode", spec); !strings.Contains(out, "No changes.") {
-				t.Errorf("plan after apply:\n%s", out)
-			}
-			live, stderr, code := rmqtopo(t, "", append([]string{"import", "--vhost", o.vhost}, o.conn()...)...)
-			if code != 0 {
-				t.Fatalf("live import: exit %d\n%s", code, stderr)
-			}
-			// The live vhost holds the record of the spec applied, named after its file.
-			want := strings.Replace(stdout, "version: 1\n", "version: 1\nname: imported\n", 1)
-			if diff := cmp.Diff(body(want), body(live)); diff != "" {
-				t.Errorf("live import differs from the file's (-want +got):\n%s", diff)
-			}
-		})
 	}
 }
 
