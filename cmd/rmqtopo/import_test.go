@@ -133,10 +133,20 @@ func TestOnlineImportNamesTheRecordedSpec(t *testing.T) {
 	if out := o.must(t, 0, "plan", "--detailed-exitcode", imported); !strings.Contains(out, "No changes.") {
 		t.Errorf("plan of the imported spec:\n%s", out)
 	}
-	export := filepath.Join(o.dir, "export.json")
-	os.WriteFile(export, o.api(t, http.MethodGet, "/api/definitions/"+url.PathEscape(o.vhost), ""), 0o644)
-	if stdout, stderr, code := rmqtopo(t, "", "import", "--definitions", export, "--vhost", o.vhost); code != 0 || body(stdout) != body(string(data)) {
-		t.Errorf("import of the export: exit %d\n%s\n%s", code, stderr, stdout)
+	// The export names the spec too where it carries the record: 3.10.8's
+	// does; 4.3.6's leaves every internal exchange out, the records
+	// included (seen live), and then gives no name.
+	export := o.api(t, http.MethodGet, "/api/definitions/"+url.PathEscape(o.vhost), "")
+	exportPath := filepath.Join(o.dir, "export.json")
+	os.WriteFile(exportPath, export, 0o644)
+	want := body(string(data))
+	recorded := strings.Contains(string(export), "rmqtopo.owner.shop.")
+	if !recorded {
+		want = strings.Replace(want, "name: shop\n", "", 1)
+	}
+	stdout, stderr, code := rmqtopo(t, "", "import", "--definitions", exportPath, "--vhost", o.vhost)
+	if code != 0 || body(stdout) != want || recorded == strings.Contains(stderr, "no ownership record") {
+		t.Errorf("import of the export (record in it: %v): exit %d\n%s\n%s", recorded, code, stderr, stdout)
 	}
 	less := strings.Replace(string(data), "  - name: audit\n    raw: true\n", "", 1)
 	if less == string(data) {
@@ -149,7 +159,7 @@ func TestOnlineImportNamesTheRecordedSpec(t *testing.T) {
 
 	other := o.spec(t, "other.yaml", "name: billing\nqueues:\n  - {name: invoices, raw: true}\n")
 	o.must(t, 0, "apply", "--auto-approve", other)
-	stdout, stderr, code := rmqtopo(t, "", append([]string{"import", "--vhost", o.vhost}, o.conn()...)...)
+	stdout, stderr, code = rmqtopo(t, "", append([]string{"import", "--vhost", o.vhost}, o.conn()...)...)
 	if code != 0 || strings.Contains(stdout, "\nname:") || !strings.Contains(stderr, `2 specs ("billing", "shop")`) || !strings.Contains(stdout, `2 specs ("billing", "shop")`) {
 		t.Errorf("two records: exit %d\n%s\n%s", code, stderr, stdout)
 	}
