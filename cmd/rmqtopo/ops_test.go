@@ -402,7 +402,7 @@ func TestOpsErrors(t *testing.T) {
 	if version, err := topology.ParseVersion(b.Version(t)); err != nil {
 		t.Fatal(err)
 	} else if version.AtLeast(4, 3) {
-		denied = fmt.Sprintf(`permission denied for user %q: not authorised to access the vhost (HTTP 404 "Not Found": RabbitMQ 4.3 hides a vhost from a user without permissions on it)`, user)
+		denied = fmt.Sprintf(`permission denied for user %q: User not authorised to access virtual host (HTTP 404: the broker hides a vhost from a user without permission on it)`, user)
 	}
 	badConfig := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(badConfig, []byte(`{"pattern": "x", "max_death": 3}`), 0o644)

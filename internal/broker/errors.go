@@ -116,13 +116,14 @@ func (c *Client) httpError(status int, code, reason string) error {
 		}
 	case status == 404 && code == "not_found" && reason == "Not Found":
 		// RabbitMQ 4.3 answers a request on a vhost the user has no
-		// permissions on with 404 and this body, not 401 as before, so as
-		// not to tell that the vhost exists; a missing vhost or object is
-		// "Object Not Found" in every release
-		// (rabbit_web_dispatch_access_control:user_matches_vhost/2 in 4.3.6;
-		// 3.10.8 and 4.0.5 answer 401; seen live on all three).
+		// permissions on with this 404, not 401 "User not authorised to
+		// access virtual host" as 3.10 and 4.0 do, so as not to tell that
+		// the vhost exists; a missing vhost or object is "Object Not Found"
+		// in every release (rabbit_web_dispatch_access_control:
+		// user_matches_vhost/2 in 4.3.6; live probes of 3.10.8, 4.0.5 and
+		// 4.3.6).
 		e.Kind = ErrPermission
-		e.Msg = fmt.Sprintf("permission denied for user %q: not authorised to access the vhost (HTTP 404 \"Not Found\": RabbitMQ 4.3 hides a vhost from a user without permissions on it)", c.user)
+		e.Msg = fmt.Sprintf("permission denied for user %q: User not authorised to access virtual host (HTTP 404: the broker hides a vhost from a user without permission on it)", c.user)
 	case reason == "vhost_not_found" || strings.Contains(reason, "no_such_vhost"):
 		e.Kind = ErrVhostNotFound
 		e.Msg = fmt.Sprintf("vhost not found (HTTP %d)", status)
