@@ -122,11 +122,24 @@ const (
 const MaxErrorBytes = 1024
 
 // DeathHeaders reports whether a header belongs to the broker's
-// dead-lettering bookkeeping and must be stripped before a client
-// republishes a message (see the package doc on cycles).
+// dead-lettering bookkeeping, or is one of its per-delivery counts
+// (DeliveryHeaders), and must be stripped before a client republishes a
+// message for another cycle (see the package doc on cycles).
 func DeathHeaders(name string) bool {
 	return name == "x-death" || strings.HasPrefix(name, "x-first-death-") ||
-		strings.HasPrefix(name, "x-last-death-") || name == "x-delivery-count"
+		strings.HasPrefix(name, "x-last-death-") || DeliveryHeaders(name)
+}
+
+// DeliveryHeaders reports whether a header is one the broker sets on each
+// delivery from a quorum queue, counting that queue's deliveries of the
+// message: x-delivery-count (failed deliveries; before RabbitMQ 4.3 every
+// requeue) and x-acquired-count (every delivery, from 4.3). They describe
+// a delivery, not the message, so no copy of a message carries them: the
+// broker counts a copy afresh whatever it carries, yet shows a copied count
+// as is on the copy's first delivery (and a copied x-acquired-count for
+// ever on 3.x), which would misreport it (seen on 3.10.8, 4.0.5, 4.3.6).
+func DeliveryHeaders(name string) bool {
+	return name == "x-delivery-count" || name == "x-acquired-count"
 }
 
 // RetryExchange names the headers exchange a service publishes a failed

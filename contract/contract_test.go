@@ -82,10 +82,17 @@ func TestHeadersAvoidBrokerNamespace(t *testing.T) {
 func TestDeathHeaders(t *testing.T) {
 	for h, want := range map[string]bool{
 		"x-death": true, "x-first-death-queue": true, "x-last-death-reason": true, "x-delivery-count": true,
-		"x-match": false, "traceparent": false, HeaderAttempt: false,
+		"x-acquired-count": true, "x-match": false, "traceparent": false, HeaderAttempt: false,
 	} {
 		if got := DeathHeaders(h); got != want {
 			t.Errorf("DeathHeaders(%q) = %v, want %v", h, got, want)
+		}
+	}
+	for h, want := range map[string]bool{
+		"x-delivery-count": true, "x-acquired-count": true, "x-death": false, "x-first-death-queue": false, HeaderAttempt: false,
+	} {
+		if got := DeliveryHeaders(h); got != want {
+			t.Errorf("DeliveryHeaders(%q) = %v, want %v", h, got, want)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/internal/progress"
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 // The dead-letter commands, each one call: connect, check the queues,
@@ -22,9 +23,9 @@ import (
 
 // session is what one command holds open.
 type session struct {
-	b     Broker
-	conn  *amqp.Connection
-	major int // the broker's major version
+	b       Broker
+	conn    *amqp.Connection
+	version topology.Version // the broker's
 }
 
 func open(ctx context.Context, b Broker, vhost string, window int, purpose string) (*session, error) {
@@ -33,7 +34,7 @@ func open(ctx context.Context, b Broker, vhost string, window int, purpose strin
 	}
 	s := &session{b: b}
 	var err error
-	if s.major, err = b.Major(ctx); err != nil {
+	if s.version, err = b.Version(ctx); err != nil {
 		return nil, err
 	}
 	if s.conn, err = b.Dial(ctx, vhost, purpose); err != nil {
@@ -54,7 +55,7 @@ func (s *session) leaving(ctx context.Context, vhost, name string) (Queue, error
 	if err != nil {
 		return Queue{}, err
 	}
-	return q, CheckLeaveSafe(q, s.major)
+	return q, CheckLeaveSafe(q, s.version)
 }
 
 // ShowRequest says which queue ShowQueue reads.
@@ -81,7 +82,7 @@ func ShowQueue(ctx context.Context, b Broker, r ShowRequest) (Shown, error) {
 	if !InPlaceRequeue(q.Type) && q.Ready > int64(r.Limit) {
 		fmt.Fprintf(r.Log, "reading all %d messages of %s queue %q to leave them in order\n", q.Ready, q.Type, r.Queue)
 	}
-	note := LookingIsDelivery(q)
+	note := LookingIsDelivery(q, s.version)
 	if note != "" {
 		fmt.Fprintln(r.Log, note)
 	}
@@ -128,7 +129,7 @@ func ReplayQueue(ctx context.Context, b Broker, r ReplayRequest) ([]Result, erro
 		verb = "dry run: nothing moves; counting what would replay"
 	}
 	fmt.Fprintf(r.Log, "%s from %s to %s\n", verb, r.Queue, target)
-	if note := LookingIsDelivery(q); note != "" && r.DryRun {
+	if note := LookingIsDelivery(q, s.version); note != "" && r.DryRun {
 		fmt.Fprintln(r.Log, note)
 	}
 	p := passProgress(r.Log)
@@ -195,7 +196,7 @@ func Sweep(ctx context.Context, b Broker, r SweepRequest) ([]Result, error) {
 		}
 	}
 	if !r.DryRun {
-		fmt.Fprintln(r.Log, "sweep keeps every header as it was")
+		fmt.Fprintln(r.Log, "sweep keeps every header as it was, but the broker's delivery counts (x-delivery-count, x-acquired-count)")
 	}
 	for _, res := range results {
 		warn(r.Log, res)
@@ -218,7 +219,7 @@ func (s *session) sources(ctx context.Context, r SweepRequest) ([]SweepSource, e
 		return nil, fmt.Errorf("vhost %q: %w", r.Vhost, err)
 	}
 	for _, src := range sources {
-		if err := CheckLeaveSafe(src.Queue, s.major); err != nil {
+		if err := CheckLeaveSafe(src.Queue, s.version); err != nil {
 			return nil, err
 		}
 	}

@@ -38,9 +38,10 @@
 //     consumer's requeues applied, and closes its channel only once the
 //     queue stopped counting its consumers, which it does when every ack
 //     and requeue is settled.
-//   - Every requeue counts as a delivery on a quorum queue (x-delivery-count
-//     grows and the redelivered flag is set). CheckLeaveSafe refuses quorum
-//     queues whose delivery limit could drop messages.
+//   - Every requeue is a redelivery: the redelivered flag is set, and a
+//     quorum queue counts it, in x-delivery-count before RabbitMQ 4.3 and in
+//     x-acquired-count from 4.3. CheckLeaveSafe refuses quorum queues whose
+//     delivery limit could make a requeue drop messages.
 //
 // Memory is bounded by the window (the consumer prefetch): when a consumer
 // holds a full window of messages left in place, it is cancelled, its

@@ -81,9 +81,9 @@ func helperDeadLetter(t *testing.T, conn *amqp.Connection, id string, app amqp.T
 
 // TestHelperDLQ replays and sweeps the retry helper's own DLQ: x-death is
 // absent there, so deaths come from rmqtopo's headers; a dry run moves
-// nothing; sweep keeps every header and replay every header but the
-// attempt, the reason and the broker's dead-lettering headers, and says
-// which it dropped.
+// nothing; sweep keeps every header but the broker's delivery counts, and
+// replay every header but the attempt, the reason and the broker's
+// dead-lettering headers, and says which it dropped.
 func TestHelperDLQ(t *testing.T) {
 	b := brokertest.Get(t)
 	vhost := b.NewVhost(t)
@@ -114,8 +114,8 @@ func TestHelperDLQ(t *testing.T) {
 		t.Fatalf("sweep: %+v, %v; want 1 moved, no header reset", res, err)
 	}
 	swept := brokertest.Drain(t, conn, "orders.parking-lot", 1, 10*time.Second)
-	want := withoutDeliveryCount(helperHeaders("again", replayed, contract.ReasonRejected, 1))
-	if diff := cmp.Diff(want, withoutDeliveryCount(swept[0].Headers)); diff != "" {
+	want := helperHeaders("again", replayed, contract.ReasonRejected, 1)
+	if diff := cmp.Diff(want, firstDelivery(t, swept[0].Headers)); diff != "" {
 		t.Errorf("swept headers (-want +got):\n%s", diff)
 	}
 
@@ -133,8 +133,9 @@ func TestHelperDLQ(t *testing.T) {
 	if err != nil || res.Moved != 2 {
 		t.Fatalf("replay: %+v, %v; want 2 moved", res, err)
 	}
-	// The dry run's requeue gave the quorum DLQ's messages an
-	// x-delivery-count; replay drops it with the rest of the broker's.
+	// The dry runs' requeues gave the quorum DLQ's messages a delivery
+	// count (x-delivery-count before RabbitMQ 4.3, x-acquired-count from
+	// 4.3); replay drops it with the rest of the broker's headers.
 	for _, h := range []string{contract.HeaderAttempt, contract.HeaderDeadLetterReason} {
 		if !slices.Contains(res.ResetHeaders, h) {
 			t.Errorf("replay reset %v, not %s", res.ResetHeaders, h)
@@ -149,7 +150,7 @@ func TestHelperDLQ(t *testing.T) {
 		delete(want, contract.HeaderDeadLetterReason)
 		want[contract.HeaderReplayCount] = "1"
 		want[contract.HeaderReplayedAt] = "2026-02-03T04:05:06Z"
-		if diff := cmp.Diff(want, withoutDeliveryCount(d.Headers)); diff != "" {
+		if diff := cmp.Diff(want, firstDelivery(t, d.Headers)); diff != "" {
 			t.Errorf("replayed headers of %s (-want +got):\n%s", d.MessageId, diff)
 		}
 	}
@@ -173,14 +174,19 @@ func helperHeaders(id string, app amqp.Table, reason string, attempt int) amqp.T
 	return h
 }
 
-// withoutDeliveryCount drops the x-delivery-count a quorum queue adds to
-// a message it delivered before (the dry run): the broker's, not the
-// message's.
-func withoutDeliveryCount(h amqp.Table) amqp.Table {
+// firstDelivery checks that the delivery counts of a copy's headers
+// (contract.DeliveryHeaders) are those of a first delivery, 0 or absent
+// (3.10 sets x-delivery-count 0 on it): none was carried over from the
+// source, which had delivered the message before. It returns the headers
+// without them.
+func firstDelivery(t *testing.T, h amqp.Table) amqp.Table {
+	t.Helper()
 	out := amqp.Table{}
 	for k, v := range h {
-		if k != "x-delivery-count" {
+		if !contract.DeliveryHeaders(k) {
 			out[k] = v
+		} else if n, ok := asInt(v); !ok || n != 0 {
+			t.Errorf("a copy's first delivery has %s %v: carried over from its source", k, v)
 		}
 	}
 	return out

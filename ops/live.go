@@ -8,13 +8,14 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 // Broker is where the dead-letter commands (Show, ReplayQueue, Sweep)
 // read what they need to know of queues and open their AMQP connections.
 type Broker interface {
-	// Major is the broker's major version (see CheckLeaveSafe).
-	Major(ctx context.Context) (int, error)
+	// Version is the broker's RabbitMQ version (see CheckLeaveSafe).
+	Version(ctx context.Context) (topology.Version, error)
 	// Queue reads one queue of vhost, Queues all of them; a missing queue
 	// or vhost is an error that wraps ErrNotFound.
 	Queue(ctx context.Context, vhost, name string) (Queue, error)
@@ -40,9 +41,8 @@ type live struct {
 	opened func(*broker.Session)
 }
 
-func (l *live) Major(ctx context.Context) (int, error) {
-	v, err := l.client.Version(ctx)
-	return v.Major, err
+func (l *live) Version(ctx context.Context) (topology.Version, error) {
+	return l.client.Version(ctx)
 }
 
 func (l *live) Queue(ctx context.Context, vhost, name string) (Queue, error) {
@@ -75,7 +75,7 @@ func (l *live) Dial(ctx context.Context, vhost, purpose string) (*amqp.Connectio
 
 // queueOf is a queue of the management API's listing as ops takes it.
 func queueOf(q broker.QueueInfo) Queue {
-	return Queue{Name: q.Name, Type: q.Type, Ready: q.Ready, DeliveryLimit: q.DeliveryLimit()}
+	return Queue{Name: q.Name, Type: q.Type, Ready: q.Ready, DeliveryLimits: q.DeliveryLimits()}
 }
 
 // found marks the management API's "no such queue or vhost" as

@@ -9,6 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 func intp(n int) *int       { return &n }
@@ -183,21 +184,42 @@ func TestCheckSweepTargets(t *testing.T) {
 }
 
 func TestCheckLeaveSafe(t *testing.T) {
+	v310, v40, v43 := topology.Version{Major: 3, Minor: 10, Patch: 8}, topology.Version{Major: 4, Minor: 0, Patch: 5}, topology.Version{Major: 4, Minor: 3, Patch: 6}
+	quorum := func(limits ...int64) Queue { return Queue{Name: "q", Type: "quorum", DeliveryLimits: limits} }
 	for _, tt := range []struct {
-		q     Queue
-		major int
-		ok    bool
+		q       Queue
+		v       topology.Version
+		refused string // the limit the refusal names; "" for none
 	}{
-		{Queue{Name: "c", Type: "classic"}, 4, true},
-		{Queue{Name: "q", Type: "quorum"}, 3, true},  // 3.x: no default limit
-		{Queue{Name: "q", Type: "quorum"}, 4, false}, // 4.x: 20 by default
-		{Queue{Name: "q", Type: "quorum", DeliveryLimit: 1_000_000}, 4, true},
-		{Queue{Name: "q", Type: "quorum", DeliveryLimit: 20}, 3, false},
-		{Queue{Name: "q", Type: "quorum", DeliveryLimit: 5}, 3, false},
+		{Queue{Name: "c", Type: "classic"}, v40, ""},
+		{quorum(), v310, ""},                    // 3.x: no default limit
+		{quorum(), v40, "of 20"},                // 4.x: 20 by default
+		{quorum(), v43, "of 20"},                // 4.3: a nack does not count, but a carried count past 20 drops
+		{quorum(), topology.Version{}, "of 20"}, // unknown: judged like 4.0
+		{quorum(1_000_000), v40, ""},
+		{quorum(1_000_000), v43, ""},
+		{quorum(20), v310, "of 20"},
+		{quorum(5), v310, "of 5"},
+		{quorum(5000, 2000), v310, ""}, // the lower of argument and policy
+		{quorum(5000, 200), v43, "of 200"},
+		{quorum(-1), v310, "of -1"}, // 3.10.8 drops at the first requeue
+		{quorum(0), v310, "of 0"},
+		{quorum(-1), v40, ""},       // 4.x: no limit
+		{quorum(-1, 1000), v43, ""}, // a negative one loses to the other
+		{quorum(-1, 50), v40, "of 50"},
+		{quorum(0), v40, "of 0"},
 	} {
-		err := CheckLeaveSafe(tt.q, tt.major)
-		if (err == nil) != tt.ok {
-			t.Errorf("CheckLeaveSafe(%+v, %d) = %v, want ok=%v", tt.q, tt.major, err, tt.ok)
+		err := CheckLeaveSafe(tt.q, tt.v)
+		if tt.refused == "" && err != nil || tt.refused != "" && (err == nil || !strings.Contains(err.Error(), "delivery limit "+tt.refused+":")) {
+			t.Errorf("CheckLeaveSafe(%v, %s) = %v, want refused %q", tt.q.DeliveryLimits, tt.v, err, tt.refused)
 		}
+	}
+	// The reason is the version's: a read counts before 4.3; from 4.3 the
+	// danger is a count brought along by dead-lettering.
+	if err := CheckLeaveSafe(quorum(), v40); err == nil || !strings.Contains(err.Error(), "every message rmqtopo reads and leaves in place counts one delivery") {
+		t.Errorf("on 4.0: %v", err)
+	}
+	if err := CheckLeaveSafe(quorum(), v43); err == nil || !strings.Contains(err.Error(), "keeps its delivery count") {
+		t.Errorf("on 4.3: %v", err)
 	}
 }

@@ -52,7 +52,7 @@ func MoveQueue(ctx context.Context, b Broker, r MoveRequest) ([]Result, error) {
 		return nil, err
 	}
 	if r.DryRun || r.Limit > 0 {
-		if err := CheckLeaveSafe(q, s.major); err != nil {
+		if err := CheckLeaveSafe(q, s.version); err != nil {
 			return nil, err
 		}
 	}
@@ -66,7 +66,7 @@ func MoveQueue(ctx context.Context, b Broker, r MoveRequest) ([]Result, error) {
 		verb = "dry run: nothing moves; counting what would move"
 	}
 	fmt.Fprintf(r.Log, "%s %s into %s\n", verb, r.Queue, r.To)
-	if note := LookingIsDelivery(q); note != "" && r.DryRun {
+	if note := LookingIsDelivery(q, s.version); note != "" && r.DryRun {
 		fmt.Fprintln(r.Log, note)
 	}
 	p := passProgress(r.Log)
@@ -83,7 +83,7 @@ func MoveQueue(ctx context.Context, b Broker, r MoveRequest) ([]Result, error) {
 	p.Stop()
 	res.Target = r.To
 	if !r.DryRun {
-		fmt.Fprintln(r.Log, "move keeps every header as it was")
+		fmt.Fprintln(r.Log, "move keeps every header as it was, but the broker's delivery counts (x-delivery-count, x-acquired-count)")
 	}
 	warn(r.Log, res)
 	return []Result{res}, err

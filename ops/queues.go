@@ -1,6 +1,11 @@
 package ops
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/rmqtopo/rmqtopo/topology"
+)
 
 // Queue is a queue as the operations need to know it, from the management
 // API's listing: the caller fills it (ops never reads queue listings
@@ -11,33 +16,78 @@ type Queue struct {
 	Type string
 	// Ready is the queue's ready messages, by the broker's statistics.
 	Ready int64
-	// DeliveryLimit is a quorum queue's delivery limit, the lower of its
-	// x-delivery-limit argument and its policy's, or 0 for none given.
-	DeliveryLimit int64
+	// DeliveryLimits are the delivery limits given to a quorum queue, by
+	// its x-delivery-limit argument and its policy's delivery-limit, as
+	// given; what they make depends on the broker's version (see
+	// CheckLeaveSafe).
+	DeliveryLimits []int64
 }
 
 // MinDeliveryLimit is the lowest delivery limit of a quorum queue that ops
-// leaves messages in. Every message a pass leaves in place is requeued,
-// which counts one delivery; past its limit a quorum queue dead-letters or
-// drops the message. rmqtopo's own DLQs set 1,000,000.
+// leaves messages in: far above any count a read gives or a dead-letter
+// brings along. rmqtopo's own DLQs and parking lots set 1,000,000
+// (spec.DeadEndDeliveryLimit).
 const MinDeliveryLimit = 1000
 
+// defaultDeliveryLimit is a quorum queue's delivery limit when neither an
+// argument nor a policy sets one, since RabbitMQ 4.0 (3.x has none).
+const defaultDeliveryLimit = 20
+
 // CheckLeaveSafe refuses a quorum queue whose delivery limit could make
-// requeues lose messages. brokerMajor is the broker's major version: since
-// 4.0 a quorum queue without a limit has one of 20.
-func CheckLeaveSafe(q Queue, brokerMajor int) error {
+// the requeues of a pass lose messages. Every message a pass leaves in
+// place is requeued (basic.nack), and past its limit a quorum queue
+// dead-letters or drops a requeued message. Why a requeue can pass the
+// limit depends on the broker's version v (an unknown version is judged
+// like 4.0, the strictest):
+//   - before 4.3, every requeue counts one delivery (seen on 3.10.8 and
+//     4.0.5), and from 4.0 a queue with no limit has one of 20;
+//   - from 4.3, basic.nack does not count (rabbitmq-server #15387; a lost
+//     connection still does), but a message dead-lettered from a quorum
+//     queue brings its delivery count along, so one that died of its
+//     delivery limit arrives one past it (21 with the default), and
+//     requeueing it drops it at once where the limit is lower (seen on
+//     4.3.6: a peek of a DLQ with the default limit dropped it).
+func CheckLeaveSafe(q Queue, v topology.Version) error {
+	limit, limited := effectiveLimit(q, v)
+	if !limited || limit >= MinDeliveryLimit {
+		return nil
+	}
+	why := "every message rmqtopo reads and leaves in place counts one delivery, and past the limit the broker dead-letters or drops it"
+	if v.AtLeast(4, 3) {
+		why = "a message dead-lettered from a quorum queue keeps its delivery count (one past that queue's limit when it died of it), and when rmqtopo puts a message whose count is past this queue's limit back in place, the broker dead-letters or drops it"
+	}
+	return fmt.Errorf("queue %q is a quorum queue with a delivery limit of %d: %s; raise it to at least %d (a policy with delivery-limit) first",
+		q.Name, limit, why, MinDeliveryLimit)
+}
+
+// effectiveLimit is the delivery limit of queue q on a broker of version
+// v, and false when it has none (other queue types have none). RabbitMQ
+// takes the lower of the limits given; on 3.x any given limit counts, one
+// below 1 dropping a message at its first requeue (seen on 3.10.8), while
+// from 4.0 a negative one means no limit and loses to any other, and a
+// queue given none has one of 20 (args_policy_lookup,
+// rabbit_quorum_queue.erl; seen on 4.0.5). An unknown version is judged
+// like 4.0.
+func effectiveLimit(q Queue, v topology.Version) (int64, bool) {
 	if q.Type != "quorum" {
-		return nil
+		return 0, false
 	}
-	limit := q.DeliveryLimit
-	if limit == 0 && brokerMajor >= 4 {
-		limit = 20
+	limited, limit := false, int64(0)
+	for _, n := range q.DeliveryLimits {
+		if n < 0 && v.Major != 3 {
+			continue
+		}
+		if !limited || n < limit {
+			limited, limit = true, n
+		}
 	}
-	if limit == 0 || limit >= MinDeliveryLimit {
-		return nil
+	switch {
+	case limited:
+		return limit, true
+	case v.Major == 3 || slices.ContainsFunc(q.DeliveryLimits, func(n int64) bool { return n < 0 }):
+		return 0, false
 	}
-	return fmt.Errorf("queue %q is a quorum queue with a delivery limit of %d: every message rmqtopo reads and leaves in place counts one delivery, and past the limit the broker dead-letters or drops it; raise it to at least %d (a policy with delivery-limit) first",
-		q.Name, limit, MinDeliveryLimit)
+	return defaultDeliveryLimit, true
 }
 
 // Glob reports whether name matches pattern, where * matches any run of
@@ -70,16 +120,22 @@ func Glob(pattern, name string) bool {
 	return pi == len(p)
 }
 
-// LookingIsDelivery says when reading a queue counts as a delivery: a
-// quorum queue counts every delivery of a message, requeued or not, in
-// its x-delivery-count and against its delivery limit. Classic queues
-// count nothing.
-func LookingIsDelivery(q Queue) string {
+// LookingIsDelivery says when reading a queue counts as a delivery of
+// its messages: a quorum queue counts every delivery, requeued or not, in
+// a header of each message it redelivers. Before RabbitMQ 4.3 that is
+// x-delivery-count, towards the queue's delivery limit; from 4.3 it is
+// x-acquired-count, and x-delivery-count grows only for failures
+// (basic.reject, a lost connection), which a read is not (rabbitmq-server
+// #15387; seen on 4.3.6). Classic queues count nothing.
+func LookingIsDelivery(q Queue, v topology.Version) string {
 	if q.Type != "quorum" {
 		return ""
 	}
+	if v.AtLeast(4, 3) {
+		return fmt.Sprintf("note: %q is a quorum queue: reading it is a delivery, so each message read gets x-acquired-count one higher (x-delivery-count stays as it was)", q.Name)
+	}
 	limit := ""
-	if n := q.DeliveryLimit; n > 0 {
+	if n, limited := effectiveLimit(q, v); limited {
 		limit = fmt.Sprintf(", towards its delivery limit of %d", n)
 	}
 	return fmt.Sprintf("note: %q is a quorum queue: reading it is a delivery, so each message read gets x-delivery-count one higher%s", q.Name, limit)

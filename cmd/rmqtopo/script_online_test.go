@@ -27,8 +27,11 @@ import (
 // like a pipeline's steps. Four commands of their own reach the broker
 // directly:
 //
-//	declare QUEUE classic|quorum          declare a durable queue, as
+//	declare QUEUE classic|quorum [dlq]    declare a durable queue, as
 //	                                      someone other than rmqtopo would
+//	                                      (with dlq: with the arguments
+//	                                      rmqtopo gives its DLQs, see
+//	                                      declareDLQ)
 //	publish QUEUE BODY [HEADER=VALUE...]  publish with confirms to QUEUE
 //	                                      through the default exchange
 //	depth QUEUE N                         QUEUE holds N ready messages, as
@@ -108,12 +111,16 @@ func substituteVhost(dir, vhost string) error {
 }
 
 func scriptDeclare(ts *testscript.TestScript, b *brokertest.Broker, neg bool, args []string) {
-	if neg || len(args) != 2 || (args[1] != "classic" && args[1] != "quorum") {
-		ts.Fatalf("usage: declare QUEUE classic|quorum")
+	if neg || len(args) < 2 || len(args) > 3 || (args[1] != "classic" && args[1] != "quorum") || (len(args) == 3 && args[2] != "dlq") {
+		ts.Fatalf("usage: declare QUEUE classic|quorum [dlq]")
 	}
 	ch, done := scriptChannel(ts, b)
 	defer done()
-	_, err := ch.QueueDeclare(args[0], true, false, false, false, amqp.Table{"x-queue-type": args[1]})
+	queueArgs := amqp.Table{"x-queue-type": args[1]}
+	if len(args) == 3 {
+		queueArgs = dlqArgs(args[1])
+	}
+	_, err := ch.QueueDeclare(args[0], true, false, false, false, queueArgs)
 	ts.Check(err)
 }
 

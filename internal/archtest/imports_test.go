@@ -84,14 +84,15 @@ func TestPlanDeps(t *testing.T) {
 
 // TestMoveDeps: internal/move is the one engine of message moves, shared by
 // ops and internal/broker, so it brings nothing but amqp091-go, the
-// standard library and the plain result it shares with the dlq commands
-// (internal/opsdata); it cannot import either of them.
+// standard library, the plain result it shares with the dlq commands
+// (internal/opsdata) and contract (which headers are the broker's); it
+// cannot import either of them.
 func TestMoveDeps(t *testing.T) {
 	for _, d := range deps(t, "internal/move") {
 		if !strings.Contains(strings.SplitN(d, "/", 2)[0], ".") {
 			continue // standard library
 		}
-		if d == module+"internal/move" || d == module+"internal/opsdata" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") ||
+		if d == module+"internal/move" || d == module+"internal/opsdata" || d == module+"contract" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") ||
 			strings.HasPrefix(d, "github.com/Azure/go-amqp") {
 			continue
 		}

@@ -45,17 +45,19 @@ func (q QueueInfo) DeadLettersHeld() int64 {
 	return max(q.Messages-q.Ready-q.Unacked, 0)
 }
 
-// DeliveryLimit returns the queue's delivery limit, the lower of its
-// x-delivery-limit argument and its policy's delivery-limit, or 0 for none.
-func (q QueueInfo) DeliveryLimit() int64 {
-	var limit int64
+// DeliveryLimits returns the delivery limits given to the queue, its
+// x-delivery-limit argument's and its policy's, as given: what they make
+// depends on the broker's version (a negative one is no limit from 4.0,
+// and drops a message at its first requeue on 3.x), which the caller
+// judges.
+func (q QueueInfo) DeliveryLimits() []int64 {
+	var limits []int64
 	for _, v := range []any{q.Arguments["x-delivery-limit"], q.PolicyLimits["delivery-limit"]} {
-		n, ok := jsonInt(v)
-		if ok && n >= 0 && (limit == 0 || n < limit) {
-			limit = n
+		if n, ok := jsonInt(v); ok {
+			limits = append(limits, n)
 		}
 	}
-	return limit
+	return limits
 }
 
 // jsonInt reads an integer the management API may send as a JSON number

@@ -3,10 +3,12 @@ package move
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/opsdata"
 )
 
@@ -130,10 +132,12 @@ func (p Pass) withDefaults() Pass {
 
 // Copy returns a persistent copy of a delivery's message: same body,
 // headers and properties. A user-id is dropped because the broker refuses
-// a publish whose user-id is not the publishing user's.
+// a publish whose user-id is not the publishing user's, and so are the
+// counts the broker set on the delivery (contract.DeliveryHeaders): they
+// are the source queue's, not the message's.
 func Copy(d *amqp.Delivery) amqp.Publishing {
 	return amqp.Publishing{
-		Headers:         d.Headers,
+		Headers:         withoutDeliveryHeaders(d.Headers),
 		ContentType:     d.ContentType,
 		ContentEncoding: d.ContentEncoding,
 		DeliveryMode:    amqp.Persistent,
@@ -147,4 +151,17 @@ func Copy(d *amqp.Delivery) amqp.Publishing {
 		AppId:           d.AppId,
 		Body:            d.Body,
 	}
+}
+
+// withoutDeliveryHeaders returns h without contract.DeliveryHeaders, h
+// itself when it has none.
+func withoutDeliveryHeaders(h amqp.Table) amqp.Table {
+	for name := range h {
+		if contract.DeliveryHeaders(name) {
+			out := maps.Clone(h)
+			maps.DeleteFunc(out, func(name string, _ any) bool { return contract.DeliveryHeaders(name) })
+			return out
+		}
+	}
+	return h
 }

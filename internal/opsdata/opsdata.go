@@ -14,7 +14,9 @@ type Shown struct {
 	Vhost string `json:"vhost"`
 	Queue string `json:"queue"`
 	Type  string `json:"type"`
-	// ReadIsDelivery: reading raised each message's x-delivery-count.
+	// ReadIsDelivery: reading was a counted delivery of each message read
+	// (a quorum queue's: x-delivery-count before RabbitMQ 4.3,
+	// x-acquired-count from 4.3).
 	ReadIsDelivery bool      `json:"read_is_delivery"`
 	Depth          int       `json:"depth"`
 	Messages       []Message `json:"messages"`
