@@ -42,7 +42,7 @@ func TestDLQCommandsRefuseLowDeliveryLimit(t *testing.T) {
 		if n := requeueUntilGone(t, conn, work, 20, reject); n != 11 {
 			t.Fatalf("the work queue %q delivered its poison message %d times, want 11 (limit 10)", work, n)
 		}
-		waitDepth(t, b, vhost, dlq, 1)
+		waitQueueDepth(t, b, vhost, dlq, 1)
 	}
 
 	for _, cmd := range [][]string{
@@ -138,7 +138,7 @@ func getSettled(ch *amqp.Channel, queue string) (amqp.Delivery, bool, error) {
 }
 
 // waitDepth waits until queue holds n ready messages.
-func waitDepth(t *testing.T, b *brokertest.Broker, vhost, queue string, n int) {
+func waitQueueDepth(t *testing.T, b *brokertest.Broker, vhost, queue string, n int) {
 	t.Helper()
 	for i := 0; b.QueueDepth(t, vhost, queue) != n; i++ {
 		if i == 100 {
