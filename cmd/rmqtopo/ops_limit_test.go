@@ -137,7 +137,7 @@ func getSettled(ch *amqp.Channel, queue string) (amqp.Delivery, bool, error) {
 	}
 }
 
-// waitDepth waits until queue holds n ready messages.
+// waitQueueDepth waits until queue holds n ready messages.
 func waitQueueDepth(t *testing.T, b *brokertest.Broker, vhost, queue string, n int) {
 	t.Helper()
 	for i := 0; b.QueueDepth(t, vhost, queue) != n; i++ {
