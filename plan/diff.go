@@ -149,14 +149,14 @@ func (d *differ) scope(desired topology.Topology) {
 
 func (d *differ) add(c Change) {
 	if c.Action == Delete {
-		c.Detail().Owner = d.opts.Owner[c.Address]
+		c.EditDetails().Owner = d.opts.Owner[c.Address]
 		if d.opts.Maybe[c.Address] {
-			c.Detail().Why = WhyMayDelete
-			c.Detail().Owner = "unknown: the source shows no ownership record; deleted only if this spec's record owns it"
+			c.EditDetails().Why = WhyMayDelete
+			c.EditDetails().Owner = "unknown: the source shows no ownership record; deleted only if this spec's record owns it"
 		}
 	}
 	if c.After != nil && len(d.opts.OthersWant[c.Address]) > 0 {
-		c.Detail().Conflict = d.conflict(c.Address, c.After.digest())
+		c.EditDetails().Conflict = d.conflict(c.Address, c.After.digest())
 	}
 	d.changes = append(d.changes, c)
 }

@@ -119,20 +119,20 @@ func (d *differ) migrate(inflight map[topology.Address]topology.Queue) {
 			if c.Action == Replace {
 				reason = c.Reason() + "; " + reason
 			}
-			c.Action, c.Detail().Reason, c.Detail().Why = Migrate, reason, WhyResumes
+			c.Action, c.EditDetails().Reason, c.EditDetails().Why = Migrate, reason, WhyResumes
 		case c.Action == Replace && d.opts.Migrate.chosen(a):
 			if why := whyNotMigratable(*c.Before.Queue, *c.After.Queue); why != "" {
-				c.Detail().Reason += "; " + why
+				c.EditDetails().Reason += "; " + why
 				continue
 			}
 			c.Action = Migrate
-			c.Detail().Reason += "; migrated: its messages are moved out and back with confirms"
+			c.EditDetails().Reason += "; migrated: its messages are moved out and back with confirms"
 		default:
 			continue
 		}
 		delete(d.replaced, a)
-		c.Detail().Messages = MigrationMessages(*c, d.opts.Messages)
-		c.Detail().Consumers = d.consumers(a)
+		c.EditDetails().Messages = MigrationMessages(*c, d.opts.Messages)
+		c.EditDetails().Consumers = d.consumers(a)
 	}
 	d.orphans(inflight, handled)
 }

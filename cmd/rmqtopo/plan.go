@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/definitions"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
 	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 type planCmd struct {
@@ -111,4 +113,18 @@ func renderPlan(e *env, format string, p plan.Plan, diags []plan.Diagnostic) err
 // --migrate for every queue, migrate: true per queue.
 func choices(files []*spec.File, prune, migrateAll bool) plan.Choices {
 	return plan.Choices{Specs: spec.Names(files), Prune: prune, Migrate: plan.Migration{All: migrateAll, Queues: spec.Migrations(files...)}}
+}
+
+// review runs plan.Review with client as the live broker (nil for none)
+// and prints its warning.
+func review(e *env, p *plan.Plan, st *topology.State, client *broker.Client, o plan.ReviewOptions) ([]plan.Diagnostic, error) {
+	if client != nil {
+		o.Broker = client
+	}
+	diags, warning, err := plan.Review(e.ctx, p, st, o)
+	if warning != nil {
+		// The only warning: the broker would not say its version.
+		fmt.Fprintf(e.stderr, "warning: %v (give --rabbitmq-version)\n", warning)
+	}
+	return flagwords.Diagnostics(diags), err
 }
