@@ -74,11 +74,16 @@ func (c *planCmd) Run(e *env) (err error) {
 	if err := renderPlan(e, c.Format, p, diags); err != nil {
 		return err
 	}
+	return c.finish(e, p, diags, func() *planfile.File { return planfile.New(brokerURL, st, specs, c.Prune, p, diags) })
+}
+
+// finish saves the plan (--out, as saved makes it) unless the broker
+// would refuse it, which no flag of apply accepts, and gives the
+// command's exit.
+func (c *planCmd) finish(e *env, p plan.Plan, diags []plan.Diagnostic, saved func() *planfile.File) error {
 	blocking := plan.Blocking(diags)
-	// A plan the broker would refuse is not worth saving: no flag of
-	// apply accepts it.
 	if c.Out != "" && len(plan.Refusals(blocking)) == 0 {
-		if err := planfile.New(brokerURL, st, specs, c.Prune, p, diags).Write(c.Out); err != nil {
+		if err := saved().Write(c.Out); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "Saved the plan to %s; apply it with: rmqtopo apply %s\n", c.Out, c.Out)
