@@ -115,18 +115,20 @@ func (d *differ) migrate(inflight map[topology.Address]topology.Queue) {
 		switch {
 		case resuming:
 			handled[a] = true
-			reason := fmt.Sprintf("resumes the migration in progress through queue %q", temp.Name)
+			resumes := Reason{Kind: ReasonResumes, Subject: temp.Name}
 			if c.Action == Replace {
-				reason = c.Reason() + "; " + reason
+				c.EditDetails().Reasons = append(c.EditDetails().Reasons, resumes)
+			} else {
+				c.EditDetails().Reasons = []Reason{resumes}
 			}
-			c.Action, c.EditDetails().Reason, c.EditDetails().Why = Migrate, reason, WhyResumes
+			c.Action, c.EditDetails().Why = Migrate, WhyResumes
 		case c.Action == Replace && d.opts.Migrate.chosen(a):
 			if why := whyNotMigratable(*c.Before.Queue, *c.After.Queue); why != "" {
-				c.EditDetails().Reason += "; " + why
+				c.EditDetails().Reasons = append(c.EditDetails().Reasons, Reason{Kind: ReasonNotMigratable, Text: why})
 				continue
 			}
 			c.Action = Migrate
-			c.EditDetails().Reason += "; migrated: its messages are moved out and back with confirms"
+			c.EditDetails().Reasons = append(c.EditDetails().Reasons, Reason{Kind: ReasonMigrated})
 		default:
 			continue
 		}
@@ -150,7 +152,7 @@ func (d *differ) orphans(inflight map[topology.Address]topology.Queue, handled m
 	sort.Slice(left, func(i, j int) bool { return left[i].Less(left[j]) })
 	for _, a := range left {
 		temp := inflight[a]
-		d.add(Change{Action: NoOp, Address: temp.Addr(), Before: &Object{Queue: &temp}, Details: &Details{Messages: d.messages(temp.Addr()), Reason: fmt.Sprintf("temporary queue of a migration of queue %q, which is not in the spec; left as it is", a.Name)}})
+		d.add(Change{Action: NoOp, Address: temp.Addr(), Before: &Object{Queue: &temp}, Details: &Details{Messages: d.messages(temp.Addr()), Reasons: []Reason{{Kind: ReasonMigrationOrphan, Subject: a.Name}}}})
 	}
 }
 

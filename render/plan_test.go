@@ -144,6 +144,12 @@ func planCases() []planCase {
 	add("schedule-change", cur, orders("2m", 120000), plan.Options{Owned: all, IsWaitQueue: isWaitQueue,
 		Messages: map[topology.Address]int64{queueAddr("orders.wait.3.1m"): 17}}, plan.CheckOptions{})
 
+	// The same change once the old wait queue is empty: routine, nothing
+	// destructive to headline.
+	add("schedule-change-empty", cur, orders("2m", 120000), plan.Options{Owned: all, IsWaitQueue: isWaitQueue,
+		Messages:  map[topology.Address]int64{queueAddr("orders.wait.3.1m"): 0},
+		Consumers: map[topology.Address]int64{queueAddr("orders.wait.3.1m"): 0}}, plan.CheckOptions{})
+
 	pruned := orders("1m", 60000)
 	pruned.Queues = pruned.Queues[:1] // orders only: no DLQ, no wait queues
 	pruned.Exchanges = []topology.Exchange{exchange("shop", "topic", nil)}
@@ -236,13 +242,7 @@ func TestPlanJSONShape(t *testing.T) {
 			if err := render.PlanJSON(&buf, c.plan, c.diags); err != nil {
 				t.Fatal(err)
 			}
-			var doc struct {
-				FormatVersion int               `json:"format_version"`
-				RabbitMQ      *plan.Judged      `json:"rabbitmq"`
-				Changes       []plan.Change     `json:"changes"`
-				Diagnostics   []plan.Diagnostic `json:"diagnostics"`
-				Summary       plan.ActionCounts `json:"summary"`
-			}
+			var doc plan.Document
 			dec := json.NewDecoder(&buf)
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&doc); err != nil {

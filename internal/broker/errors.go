@@ -95,13 +95,17 @@ func OneLine(s string) string {
 }
 
 // httpError classifies an HTTP answer >= 400. The management API answers
-// {"error": ..., "reason": ...}; 3.x uses 401 for missing permissions too,
-// so "Login failed" is what tells a bad password from a missing tag.
+// {"error": ..., "reason": ...}, and 401 for missing permissions too. A
+// refused login is error "not_authorized" (with a z) in every release,
+// with reason "Login failed" up to 3.12 and "Not_Authorized" since;
+// a missing tag or permission is "not_authorised" (with an s) with the
+// reason (rabbit_mgmt_util.erl in 3.10, rabbit_web_dispatch_access_control.erl
+// in 3.13 and 4.x: not_authenticated against not_authorised).
 func (c *Client) httpError(status int, code, reason string) error {
 	code, reason = OneLine(code), OneLine(reason)
 	e := &Error{Status: status}
 	switch {
-	case status == 401 && (reason == "Login failed" || reason == "" || code == ""):
+	case status == 401 && (code == "not_authorized" || reason == "Login failed" || reason == "Not_Authorized" || reason == "" || code == ""):
 		e.Kind = ErrAuth
 		e.Msg = fmt.Sprintf("authentication failed for user %q at %s (HTTP 401)", c.user, c.display)
 	case status == 401 || status == 403:

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
@@ -39,6 +40,9 @@ type Input struct {
 	// Skipped are objects the source holds that Topology cannot carry,
 	// found by the caller (see Extras).
 	Skipped []Skipped
+	// Records are the ownership records of the vhost: the specs rmqtopo
+	// applied there. One record names the imported spec.
+	Records []topology.Record
 }
 
 // Skipped is one object that the spec does not represent, and why.
@@ -59,6 +63,11 @@ type Result struct {
 	Skipped []Skipped
 	// Recognised counts the queues written with retry topology.
 	Recognised int
+	// Name is the spec's name as written: the spec of the vhost's one
+	// ownership record, "" when it has none or several.
+	Name string
+	// Specs are the specs the vhost's ownership records name, sorted.
+	Specs []string
 }
 
 // maxRounds bounds the validate-and-demote loop; each round removes at
@@ -72,6 +81,7 @@ const maxRounds = 1000
 func Import(in Input) (*Result, error) {
 	l := index(in.Topology, in.Vhost)
 	m := newModel(l, in.Skipped)
+	m.specs = recordedSpecs(in.Records, in.Vhost)
 	for round := 0; ; round++ {
 		data := m.yaml(in.Source)
 		f, err := spec.Parse("imported.yaml", data)
@@ -105,7 +115,30 @@ func (m *model) result(data []byte, f *spec.File) (*Result, error) {
 			n++
 		}
 	}
-	return &Result{YAML: data, File: f, Skipped: sk, Recognised: n}, nil
+	return &Result{YAML: data, File: f, Skipped: sk, Recognised: n, Name: m.name(), Specs: m.specs}, nil
+}
+
+// recordedSpecs are the distinct specs that records name in vhost, sorted.
+func recordedSpecs(records []topology.Record, vhost string) []string {
+	var out []string
+	for _, r := range records {
+		if r.Vhost == vhost && !slices.Contains(out, r.Spec) {
+			out = append(out, r.Spec)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// name is the spec's name: the one spec the vhost's ownership records
+// name, so that plan and apply of the imported spec act for the spec that
+// owns the vhost's objects, not for a new one named after the file. With
+// several, the imported spec describes them all and takes none's name.
+func (m *model) name() string {
+	if len(m.specs) == 1 {
+		return m.specs[0]
+	}
+	return ""
 }
 
 // normal makes empty and nil slices compare equal.
