@@ -65,8 +65,8 @@ func notInSpec() []Reason { return []Reason{{Kind: ReasonNotInSpec}} }
 // ("" and amq.*) are never touched.
 //
 // The plan's objects may share memory with desired's (its slices'
-// elements, their arguments): a plan of a million objects would otherwise
-// copy them all. Neither is changed afterwards.
+// elements, their arguments), so that planning copies no object; neither
+// is changed afterwards.
 func DiffTopology(live, desired topology.Topology, opts Options) Plan {
 	live, inflight := splitMigrations(live, desired)
 	desired, legacy := foldLegacy(live, desired, opts.Migrate.Queues)
@@ -77,8 +77,8 @@ func DiffTopology(live, desired topology.Topology, opts Options) Plan {
 		vhosts:   map[string]bool{},
 		policies: newPolicyView(live, desired, opts.OperatorPolicies),
 	}
-	// Most plans hold about one change per object; growing the slice by
-	// doubling copies a large plan's changes several times over.
+	// Most plans hold about one change per object: sized once for that,
+	// the slice never grows by copying.
 	d.changes = make([]Change, 0, max(objectCount(live), objectCount(desired)))
 	d.scope(desired)
 	d.diffVhosts(live, desired)
@@ -97,8 +97,7 @@ func DiffTopology(live, desired topology.Topology, opts Options) Plan {
 
 // ptr returns a pointer to a copy of v. The loops over desired objects
 // take a live object's address only for a change that shows it: taken in
-// place, the object would be copied to the heap on every iteration, a
-// million times for a plan against nothing.
+// place, the object would escape to the heap on every iteration.
 func ptr[T any](v T) *T { return &v }
 
 func objectCount(t topology.Topology) int {
@@ -122,8 +121,8 @@ type differ struct {
 	// the arguments they lack (legacy.go).
 	legacy  map[topology.Address][]string
 	changes []Change
-	// objects holds the plan's Objects in chunks: one allocation each
-	// would be a million small ones for a large plan.
+	// objects holds the plan's Objects in chunks: one allocation per
+	// chunk, not per object.
 	objects []Object
 }
 
@@ -229,7 +228,7 @@ func (d *differ) diffExchanges(live, desired topology.Topology) {
 		}
 	}
 	// Only deletes need the set, and only when something is live: against
-	// an empty broker it would be a million entries for nothing.
+	// an empty broker it would hold every desired object for nothing.
 	var wanted map[topology.Address]bool
 	if len(liveBy) > 0 {
 		wanted = make(map[topology.Address]bool, len(desired.Exchanges))

@@ -143,7 +143,7 @@ func FormatValue(v any, set bool) string {
 		return "unset"
 	}
 	// What json.Marshal writes for the common scalars, without its cost:
-	// a large plan shows millions of values.
+	// a plan shows a value per attribute.
 	switch x := v.(type) {
 	case string:
 		if topology.JSONPlain(x) {
