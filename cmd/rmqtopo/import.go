@@ -38,6 +38,9 @@ func (c *importCmd) Run(e *env) (err error) {
 	for _, s := range res.Skipped {
 		fmt.Fprintf(e.stderr, "not imported: %s\n", s)
 	}
+	if res.Unrecorded {
+		fmt.Fprintf(e.stderr, "note: vhost %q holds what rmqtopo applies, but the source has no ownership record (a RabbitMQ 4.3 definitions export leaves them out): the spec has no name; if a spec applied it, set name to that spec's, or import from the broker\n", c.Vhost)
+	}
 	if len(res.Specs) > 1 {
 		fmt.Fprintf(e.stderr, "note: vhost %q holds the ownership records of %d specs (%s); the spec describes all of it and has no name: split it into one spec per name before applying it\n",
 			c.Vhost, len(res.Specs), strings.Join(quoted(res.Specs), ", "))

@@ -91,7 +91,17 @@ func TestOnlineImportRabbitMQDefinitions(t *testing.T) {
 			}
 			spec := filepath.Join(o.dir, "imported.yaml")
 			os.WriteFile(spec, []byte(vhostLine.ReplaceAllString(stdout, "vhost: "+quote(o.vhost))), 0o644)
-			o.must(t, 0, "apply", "--auto-approve", spec)
+			out, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", spec}, o.conn()...)...)
+			if code == 1 && removedFeatures.MatchString(out) && strings.Contains(stderr, "nothing was written") {
+				// These files are of RabbitMQ 3.x: classic mirroring (ha-*),
+				// x-queue-mode and transient queues, which 4.0 and 4.3
+				// removed or deny. The plan refuses them before any write;
+				// the rest of the round trip needs a broker that takes them.
+				t.Skipf("RabbitMQ %s refuses what this 3.x file holds, before any write:\n%s", o.b.Version(t), removedFeatures.FindAllString(out, -1))
+			}
+			if code != 0 {
+				t.Fatalf("apply: exit %d\n%s\n%s", code, out, stderr)
+			}
 			if out := o.must(t, 0, "plan", "--detailed-exitcode", spec); !strings.Contains(out, "No changes.") {
 				t.Errorf("plan after apply:\n%s", out)
 			}
@@ -107,6 +117,11 @@ func TestOnlineImportRabbitMQDefinitions(t *testing.T) {
 		})
 	}
 }
+
+// removedFeatures are the plan's codes for what a RabbitMQ release no
+// longer accepts (docs/plan-apply.md): a policy key (RT009), x-queue-mode
+// (RT103), a transient queue (RT104).
+var removedFeatures = regexp.MustCompile(`error\[RT(009|103|104)\]`)
 
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
 
@@ -174,10 +189,20 @@ func TestOnlineImportNamesTheRecordedSpec(t *testing.T) {
 	if out := o.must(t, 0, "plan", "--detailed-exitcode", imported); !strings.Contains(out, "No changes.") {
 		t.Errorf("plan of the imported spec:\n%s", out)
 	}
-	export := filepath.Join(o.dir, "export.json")
-	os.WriteFile(export, o.api(t, http.MethodGet, "/api/definitions/"+url.PathEscape(o.vhost), ""), 0o644)
-	if stdout, stderr, code := rmqtopo(t, "", "import", "--definitions", export, "--vhost", o.vhost); code != 0 || body(stdout) != body(string(data)) {
-		t.Errorf("import of the export: exit %d\n%s\n%s", code, stderr, stdout)
+	// The export names the spec too where it carries the record: 3.10.8's
+	// does; 4.3.6's leaves every internal exchange out, the records
+	// included (seen live), and then gives no name.
+	export := o.api(t, http.MethodGet, "/api/definitions/"+url.PathEscape(o.vhost), "")
+	exportPath := filepath.Join(o.dir, "export.json")
+	os.WriteFile(exportPath, export, 0o644)
+	want := body(string(data))
+	recorded := strings.Contains(string(export), "rmqtopo.owner.shop.")
+	if !recorded {
+		want = strings.Replace(want, "name: shop\n", "", 1)
+	}
+	stdout, stderr, code := rmqtopo(t, "", "import", "--definitions", exportPath, "--vhost", o.vhost)
+	if code != 0 || body(stdout) != want || recorded == strings.Contains(stderr, "no ownership record") {
+		t.Errorf("import of the export (record in it: %v): exit %d\n%s\n%s", recorded, code, stderr, stdout)
 	}
 	less := strings.Replace(string(data), "  - name: audit\n    raw: true\n", "", 1)
 	if less == string(data) {
@@ -190,7 +215,7 @@ func TestOnlineImportNamesTheRecordedSpec(t *testing.T) {
 
 	other := o.spec(t, "other.yaml", "name: billing\nqueues:\n  - {name: invoices, raw: true}\n")
 	o.must(t, 0, "apply", "--auto-approve", other)
-	stdout, stderr, code := rmqtopo(t, "", append([]string{"import", "--vhost", o.vhost}, o.conn()...)...)
+	stdout, stderr, code = rmqtopo(t, "", append([]string{"import", "--vhost", o.vhost}, o.conn()...)...)
 	if code != 0 || strings.Contains(stdout, "\nname:") || !strings.Contains(stderr, `2 specs ("billing", "shop")`) || !strings.Contains(stdout, `2 specs ("billing", "shop")`) {
 		t.Errorf("two records: exit %d\n%s\n%s", code, stderr, stdout)
 	}

@@ -22,6 +22,9 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
+
+	"github.com/rmqtopo/rmqtopo/contract"
 
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
@@ -68,6 +71,12 @@ type Result struct {
 	Name string
 	// Specs are the specs the vhost's ownership records name, sorted.
 	Specs []string
+	// Unrecorded is set when the source holds no ownership record though
+	// the vhost holds what rmqtopo applies (its policies, a recognised
+	// retry topology):
+	// a definitions export of RabbitMQ 4.3, which leaves the records out
+	// with every internal exchange, so the spec's name is unknown.
+	Unrecorded bool
 }
 
 // maxRounds bounds the validate-and-demote loop; each round removes at
@@ -115,7 +124,7 @@ func (m *model) result(data []byte, f *spec.File) (*Result, error) {
 			n++
 		}
 	}
-	return &Result{YAML: data, File: f, Skipped: sk, Recognised: n, Name: m.name(), Specs: m.specs}, nil
+	return &Result{YAML: data, File: f, Skipped: sk, Recognised: n, Name: m.name(), Specs: m.specs, Unrecorded: m.unrecorded()}, nil
 }
 
 // recordedSpecs are the distinct specs that records name in vhost, sorted.
@@ -128,6 +137,25 @@ func recordedSpecs(records []topology.Record, vhost string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// unrecorded reports a vhost without an ownership record that holds
+// what rmqtopo applies: its policies, or a retry topology it recognised.
+func (m *model) unrecorded() bool {
+	if len(m.specs) > 0 {
+		return false
+	}
+	for _, o := range m.queues {
+		if o.cand != nil {
+			return true
+		}
+	}
+	for name := range m.l.policies {
+		if strings.HasPrefix(name, contract.ManagedPolicyPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // name is the spec's name: the one spec the vhost's ownership records

@@ -66,23 +66,7 @@ func newModel(l *live, given []Skipped) *model {
 // their bindings; every object no recognised queue generates, raw.
 func (m *model) build() {
 	l := m.l
-	cands := map[string]*candidate{}
-	m.why = map[string]string{}
-	for _, q := range l.t.Queues {
-		if m.dropped(q.Addr()) {
-			continue
-		}
-		if why, ok := m.forbid[q.Name]; ok {
-			m.why[q.Name] = "its retry block does not validate: " + why
-			continue
-		}
-		c, why := l.recognise(q)
-		if c != nil {
-			cands[q.Name] = c
-		} else {
-			m.why[q.Name] = why
-		}
-	}
+	cands := m.candidates()
 	m.shared = m.ladderShared()
 	gen := m.resolve(cands, m.shared)
 	if l.ladder != nil {
@@ -142,6 +126,28 @@ func (m *model) build() {
 	sort.SliceStable(m.exchanges, func(i, j int) bool { return naturalLess(m.exchanges[i].e.Name, m.exchanges[j].e.Name) })
 	sort.SliceStable(m.queues, func(i, j int) bool { return naturalLess(m.queues[i].q.Name, m.queues[j].q.Name) })
 	sort.SliceStable(m.policies, func(i, j int) bool { return naturalLess(m.policies[i].Name, m.policies[j].Name) })
+}
+
+// candidates recognises the retry topology of every queue not left out
+// or forbidden, and notes in m.why why a queue has none.
+func (m *model) candidates() map[string]*candidate {
+	cands := map[string]*candidate{}
+	m.why = map[string]string{}
+	for _, q := range m.l.t.Queues {
+		if m.dropped(q.Addr()) {
+			continue
+		}
+		if why, ok := m.forbid[q.Name]; ok {
+			m.why[q.Name] = "its retry block does not validate: " + why
+			continue
+		}
+		if c, why := m.l.recognise(q); c != nil {
+			cands[q.Name] = c
+		} else {
+			m.why[q.Name] = why
+		}
+	}
+	return cands
 }
 
 // unclaimedPolicyReason says which of rmqtopo's own policies is left out

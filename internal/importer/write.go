@@ -72,6 +72,10 @@ func (m *model) header(source string) string {
 		fmt.Sprintf("Imported by rmqtopo import from %s, vhost %q.", source, m.l.vhost),
 		"Planning this spec against the same source shows no changes.",
 	}
+	if m.unrecorded() {
+		lines = append(lines, "", "The vhost holds what rmqtopo applies, but the source no ownership record (a RabbitMQ",
+			"4.3 export leaves them out): if a spec applied it, set name to that spec's.")
+	}
 	if len(m.specs) > 1 {
 		lines = append(lines, "", fmt.Sprintf("The vhost holds the ownership records of %d specs (%s): this spec describes",
 			len(m.specs), quoteAll(m.specs)), "all of it and names none of them. Split it into one spec per name before applying it.")
