@@ -108,7 +108,7 @@ func renderPlan(e *env, format string, p plan.Plan, diags []plan.Diagnostic) err
 	case "json":
 		return render.PlanJSON(e.stdout, p, diags)
 	case "markdown":
-		return render.PlanMarkdown(e.stdout, p, diags)
+		return render.PlanMarkdown(e.stdout, p, diags, render.MarkdownOptions{SeeAll: flagwords.MarkdownSeeAll})
 	default:
 		return render.PlanText(e.stdout, p, diags, e.color)
 	}
