@@ -123,7 +123,7 @@ func replace(o any) plan.Change                    { return change(plan.Replace,
 func noop(o any) plan.Change                       { return change(plan.NoOp, o, o) }
 func zero() *int64                                 { n := int64(0); return &n }
 func msgs(n int64) *int64                          { return &n }
-func withMsgs(c plan.Change, n *int64) plan.Change { c.Detail().Messages = n; return c }
+func withMsgs(c plan.Change, n *int64) plan.Change { c.EditDetails().Messages = n; return c }
 
 func change(a plan.Action, before, after any) plan.Change {
 	obj := func(o any) (*plan.Object, topology.Address) {
@@ -274,7 +274,7 @@ func TestApplyRefusesBlockingPlan(t *testing.T) {
 		t.Errorf("calls = %q, want none", f.calls)
 	}
 	// Unknown counts are refused too.
-	p.Changes[0].Detail().Messages = nil
+	p.Changes[0].EditDetails().Messages = nil
 	if _, err := apply.Apply(context.Background(), f, p, checked(false)); err == nil {
 		t.Fatal("a replace with an unknown count was applied")
 	}

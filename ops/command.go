@@ -23,12 +23,12 @@ import (
 
 // session is what one command holds open.
 type session struct {
-	b       Broker
+	b       Endpoint
 	conn    *amqp.Connection
 	version topology.Version // the broker's
 }
 
-func open(ctx context.Context, b Broker, vhost string, window int, purpose string) (*session, error) {
+func open(ctx context.Context, b Endpoint, vhost string, window int, purpose string) (*session, error) {
 	if window < 1 || window > 65535 {
 		return nil, &WindowError{Window: window}
 	}
@@ -69,7 +69,7 @@ type ShowRequest struct {
 
 // ShowQueue reads the head of a queue without consuming or reordering it
 // (see Peek).
-func ShowQueue(ctx context.Context, b Broker, r ShowRequest) (Shown, error) {
+func ShowQueue(ctx context.Context, b Endpoint, r ShowRequest) (Shown, error) {
 	s, err := open(ctx, b, r.Vhost, r.Window, "dlq show")
 	if err != nil {
 		return Shown{}, err
@@ -105,7 +105,7 @@ type ReplayRequest struct {
 // ReplayQueue moves a DLQ's matching messages back to their work queue,
 // which must exist (see Replay). Like Sweep, it returns no results when
 // it failed before its pass began, else the pass's.
-func ReplayQueue(ctx context.Context, b Broker, r ReplayRequest) ([]Result, error) {
+func ReplayQueue(ctx context.Context, b Endpoint, r ReplayRequest) ([]Result, error) {
 	target, err := ReplayTarget(r.Queue, r.To)
 	if err != nil {
 		return nil, err
@@ -162,7 +162,7 @@ type SweepRequest struct {
 // match the pattern, source by source (see SweepQueue). It returns no
 // results (nil) when it failed before the first pass began; else the
 // results of the sources it swept, with the errors of those that failed.
-func Sweep(ctx context.Context, b Broker, r SweepRequest) ([]Result, error) {
+func Sweep(ctx context.Context, b Endpoint, r SweepRequest) ([]Result, error) {
 	s, err := open(ctx, b, r.Vhost, r.Window, "dlq sweep")
 	if err != nil {
 		return nil, err

@@ -11,9 +11,9 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// Broker is where the dead-letter commands (Show, ReplayQueue, Sweep)
+// Endpoint is where the dead-letter commands (Show, ReplayQueue, Sweep)
 // read what they need to know of queues and open their AMQP connections.
-type Broker interface {
+type Endpoint interface {
 	// Version is the broker's RabbitMQ version (see CheckLeaveSafe).
 	Version(ctx context.Context) (topology.Version, error)
 	// Queue reads one queue of vhost, Queues all of them; a missing queue
@@ -24,14 +24,14 @@ type Broker interface {
 	Dial(ctx context.Context, vhost, purpose string) (*amqp.Connection, error)
 }
 
-// ErrNotFound is a Broker's error for a missing queue or vhost.
+// ErrNotFound is an Endpoint's error for a missing queue or vhost.
 var ErrNotFound = errors.New("not found")
 
-// Live is the Broker of a management API client, which classifies its
+// Live is the Endpoint of a management API client, which classifies its
 // errors like plan and apply do. Its AMQP connections come from one
 // session, opened at the first Dial and handed to opened (the CLI scrubs
 // the session's secrets from its errors).
-func Live(client *broker.Client, opened func(*broker.Session)) Broker {
+func Live(client *broker.Client, opened func(*broker.Session)) Endpoint {
 	return &live{client: client, opened: opened}
 }
 

@@ -33,7 +33,7 @@ var ErrSameQueue = errors.New("a queue cannot be moved into itself")
 // only once the copy is confirmed (see Pass): a move that stops leaves the
 // rest in place, and moving again finishes it. Like ReplayQueue it returns
 // no results when it failed before its pass began, else the pass's.
-func MoveQueue(ctx context.Context, b Broker, r MoveRequest) ([]Result, error) {
+func MoveQueue(ctx context.Context, b Endpoint, r MoveRequest) ([]Result, error) {
 	if r.To == r.Queue {
 		return nil, fmt.Errorf("queue %q: %w", r.Queue, ErrSameQueue)
 	}

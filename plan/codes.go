@@ -139,13 +139,18 @@ func (e *BlockedError) count(f func(CodeInfo) bool) int {
 	return n
 }
 
+// AtRisk says how many changes put messages at risk, and their codes.
+func (e *BlockedError) AtRisk() string {
+	n := len(e.Diagnostics)
+	return fmt.Sprintf("%d %s messages at risk (%s)", n, english.Plural(n, "change puts", "changes put"), strings.Join(e.Codes(), ", "))
+}
+
 // Error is the refusal in one line.
 func (e *BlockedError) Error() string {
 	n, codes := len(e.Diagnostics), strings.Join(e.Codes(), ", ")
 	switch {
 	case e.OnlyAtRisk():
-		return fmt.Sprintf("%d %s messages at risk (%s); apply refuses unless destruction is allowed",
-			n, english.Plural(n, "change puts", "changes put"), codes)
+		return e.AtRisk() + "; apply refuses unless destruction is allowed"
 	case e.OnlyRefused():
 		return fmt.Sprintf("RabbitMQ would refuse %d %s of this plan (%s); nothing was written: fix the spec (see the errors above)",
 			n, english.Plural(n, "change", "changes"), codes)

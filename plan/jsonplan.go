@@ -44,7 +44,7 @@ func NewDocument(p Plan, diags []Diagnostic) Document {
 	}
 	switch {
 	case n == len(p.Changes) && n > 0:
-		doc.Changes = p.Changes // nothing to leave out: no copy of a large plan
+		doc.Changes = p.Changes // nothing to leave out: no copy of the plan
 	case n > 0:
 		doc.Changes = make([]Change, 0, n)
 		for _, c := range p.Changes {
@@ -81,8 +81,8 @@ type ChangeJSON struct {
 	InPolicy   []string         `json:"in_policy,omitempty"`
 }
 
-// jsonEncoders reuse a buffer and an encoder per change written: a plan
-// may have a million of them.
+// jsonEncoders reuse a buffer and an encoder per change written, rather
+// than make one for each.
 var jsonEncoders = sync.Pool{New: func() any {
 	e := &changeEncoder{}
 	e.enc = json.NewEncoder(&e.buf)

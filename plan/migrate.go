@@ -117,24 +117,24 @@ func (d *differ) migrate(inflight map[topology.Address]topology.Queue) {
 			handled[a] = true
 			resumes := Reason{Kind: ReasonResumes, Subject: temp.Name}
 			if c.Action == Replace {
-				c.Detail().Reasons = append(c.Detail().Reasons, resumes)
+				c.EditDetails().Reasons = append(c.EditDetails().Reasons, resumes)
 			} else {
-				c.Detail().Reasons = []Reason{resumes}
+				c.EditDetails().Reasons = []Reason{resumes}
 			}
-			c.Action, c.Detail().Why = Migrate, WhyResumes
+			c.Action, c.EditDetails().Why = Migrate, WhyResumes
 		case c.Action == Replace && d.opts.Migrate.chosen(a):
 			if why := whyNotMigratable(*c.Before.Queue, *c.After.Queue); why != "" {
-				c.Detail().Reasons = append(c.Detail().Reasons, Reason{Kind: ReasonNotMigratable, Text: why})
+				c.EditDetails().Reasons = append(c.EditDetails().Reasons, Reason{Kind: ReasonNotMigratable, Text: why})
 				continue
 			}
 			c.Action = Migrate
-			c.Detail().Reasons = append(c.Detail().Reasons, Reason{Kind: ReasonMigrated})
+			c.EditDetails().Reasons = append(c.EditDetails().Reasons, Reason{Kind: ReasonMigrated})
 		default:
 			continue
 		}
 		delete(d.replaced, a)
-		c.Detail().Messages = MigrationMessages(*c, d.opts.Messages)
-		c.Detail().Consumers = d.consumers(a)
+		c.EditDetails().Messages = MigrationMessages(*c, d.opts.Messages)
+		c.EditDetails().Consumers = d.consumers(a)
 	}
 	d.orphans(inflight, handled)
 }

@@ -115,16 +115,17 @@ type Details struct {
 	InPolicy []string
 }
 
-// Detail returns c's Details, made if c has none, for setting them.
-func (c *Change) Detail() *Details {
+// EditDetails returns c's Details for setting them, made if c has none.
+func (c *Change) EditDetails() *Details {
 	if c.Details == nil {
 		c.Details = &Details{}
 	}
 	return c.Details
 }
 
-// d returns c's Details, or the zero Details when it has none.
-func (c *Change) d() *Details {
+// details returns c's Details for reading: the zero Details when it has
+// none.
+func (c *Change) details() *Details {
 	if c.Details == nil {
 		return &noDetails
 	}
@@ -135,31 +136,31 @@ func (c *Change) d() *Details {
 var noDetails Details
 
 // Reasons is Details.Reasons, or nil without Details.
-func (c Change) Reasons() []Reason { return c.d().Reasons }
+func (c Change) Reasons() []Reason { return c.details().Reasons }
 
 // Reason is the sentence of c's Reasons, parts joined by "; ", or "".
-func (c Change) Reason() string { return reasonsText(c.d().Reasons) }
+func (c Change) Reason() string { return reasonsText(c.details().Reasons) }
 
 // Messages is Details.Messages, or nil without Details.
-func (c Change) Messages() *int64 { return c.d().Messages }
+func (c Change) Messages() *int64 { return c.details().Messages }
 
 // Consumers is Details.Consumers, or nil without Details.
-func (c Change) Consumers() *int64 { return c.d().Consumers }
+func (c Change) Consumers() *int64 { return c.details().Consumers }
 
 // Why is Details.Why, or WhyNone without Details.
-func (c Change) Why() Why { return c.d().Why }
+func (c Change) Why() Why { return c.details().Why }
 
 // Owner is Details.Owner, or "" without Details.
-func (c Change) Owner() string { return c.d().Owner }
+func (c Change) Owner() string { return c.details().Owner }
 
 // Conflict is Details.Conflict, or nil without Details.
-func (c Change) Conflict() []string { return c.d().Conflict }
+func (c Change) Conflict() []string { return c.details().Conflict }
 
 // Pinned is Details.Pinned, or nil without Details.
-func (c Change) Pinned() []string { return c.d().Pinned }
+func (c Change) Pinned() []string { return c.details().Pinned }
 
 // InPolicy is Details.InPolicy, or nil without Details.
-func (c Change) InPolicy() []string { return c.d().InPolicy }
+func (c Change) InPolicy() []string { return c.details().InPolicy }
 
 // Why says why a change is what it is, beyond its action, where code must
 // tell (Terraform's ActionReason): at most one of these holds for a

@@ -7,9 +7,9 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// Broker is what Review asks a live broker beyond the state a plan was made
+// Prober is what Review asks a live broker beyond the state a plan was made
 // from. Both calls only read.
-type Broker interface {
+type Prober interface {
 	// Version is the broker's RabbitMQ version (GET /api/overview).
 	Version(ctx context.Context) (topology.Version, error)
 	// Access is what the connecting user may do in vhosts.
@@ -20,14 +20,15 @@ type Broker interface {
 type ReviewOptions struct {
 	Check CheckOptions
 	// RabbitMQVersion overrides the version the plan is judged for
-	// (--rabbitmq-version); empty takes the state's, then Broker's.
+	// (the CLI's --rabbitmq-version); empty takes the state's, then
+	// Broker's.
 	RabbitMQVersion string
 	// From says where the state came from, for the plan's header:
 	// "broker" or "export".
 	From string
 	// Broker is the live broker the plan was read from; nil for a plan
 	// against an export or nothing.
-	Broker Broker
+	Broker Prober
 	// Writer is set when the plan is about to be applied: Review then
 	// also checks the access of the user who writes (RT012). A plan alone
 	// does not, since a read-only user may plan for another to apply.

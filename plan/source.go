@@ -151,11 +151,11 @@ func Recount(ctx context.Context, src Source, p *Plan) error {
 		if !ch.NeedsCount() {
 			continue
 		}
-		ch.Detail().Messages, ch.Detail().Consumers = nil, nil
+		ch.EditDetails().Messages, ch.EditDetails().Consumers = nil, nil
 		if n, ok := st.Messages[ch.Address]; ok {
-			ch.Detail().Messages = &n
+			ch.EditDetails().Messages = &n
 			if c, ok := st.Consumers[ch.Address]; ok && ch.Why() != WhyDraining {
-				ch.Detail().Consumers = &c
+				ch.EditDetails().Consumers = &c
 			}
 		}
 	}

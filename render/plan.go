@@ -139,8 +139,8 @@ type planLayout struct {
 }
 
 func writePlanText(w io.Writer, doc plan.Document, l planLayout) (err error) {
-	// One write per line would be one system call per line on a terminal
-	// or pipe: millions for a large plan.
+	// Buffered: one write per line would be one system call per line on
+	// a terminal or pipe.
 	bw := bufio.NewWriterSize(w, 64<<10)
 	pw := &planWriter{w: bw}
 	defer func() {
@@ -193,7 +193,7 @@ func planSymbol(a plan.Action) string {
 }
 
 // writePlanChange writes one change. It is written piece by piece rather
-// than formatted: a large plan has a million changes.
+// than formatted: every change of a plan comes here.
 func writePlanChange(pw *planWriter, c *plan.Change, l planLayout) {
 	st := l.planPalette
 	sym := planSymbol(c.Action)
@@ -254,8 +254,7 @@ type fixedAttr struct {
 
 // writeCreated writes the attribute lines of a created object exactly as
 // planAttributeLines makes them, without making them: nearly every change
-// of a large plan is a create, and its lines were most of the garbage the
-// plan left to collect.
+// of a plan is a create, so its lines leave no garbage.
 func writeCreated(pw *planWriter, o *plan.Object, indent string) {
 	var fixed [4]fixedAttr
 	var n int

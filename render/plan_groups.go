@@ -15,8 +15,7 @@ import (
 type planGroup struct {
 	Vhost string
 	Queue string
-	// Changes point into the plan: a copy of a large plan's changes was
-	// its size again.
+	// Changes point into the plan, which is not copied.
 	Changes []*plan.Change
 }
 

@@ -30,9 +30,9 @@ type opsQueueFlags struct {
 	Conn   connFlags `embed:""`
 }
 
-// broker is the Broker the command works on, scrubbing the secrets of
+// broker is the ops.Endpoint the command works on, scrubbing the secrets of
 // the session it opens from its error.
-func (q *opsQueueFlags) broker(e *env) (ops.Broker, error) {
+func (q *opsQueueFlags) broker(e *env) (ops.Endpoint, error) {
 	client, err := q.Conn.client(e)
 	if err != nil {
 		return nil, err

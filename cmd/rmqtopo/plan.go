@@ -77,11 +77,16 @@ func (c *planCmd) Run(e *env) (err error) {
 	if err := renderPlan(e, c.Format, p, diags); err != nil {
 		return err
 	}
+	return c.finish(e, p, diags, func() *planfile.File { return planfile.New(brokerURL, st, specs, c.Prune, p, diags) })
+}
+
+// finish saves the plan (--out, as saved makes it) unless the broker
+// would refuse it, which no flag of apply accepts, and gives the
+// command's exit.
+func (c *planCmd) finish(e *env, p plan.Plan, diags []plan.Diagnostic, saved func() *planfile.File) error {
 	blocking := plan.Blocking(diags)
-	// A plan the broker would refuse is not worth saving: no flag of
-	// apply accepts it.
 	if c.Out != "" && len(plan.Refusals(blocking)) == 0 {
-		if err := planfile.New(brokerURL, st, specs, c.Prune, p, diags).Write(c.Out); err != nil {
+		if err := saved().Write(c.Out); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stderr, "Saved the plan to %s; apply it with: rmqtopo apply %s\n", c.Out, c.Out)
@@ -133,4 +138,18 @@ func layouts(files []*spec.File, override, from string, kept *[]plan.LayoutKept)
 // --migrate for every queue, migrate: true per queue.
 func choices(files []*spec.File, prune, migrateAll bool) plan.Choices {
 	return plan.Choices{Specs: spec.Names(files), Prune: prune, Migrate: plan.Migration{All: migrateAll, Queues: spec.Migrations(files...)}}
+}
+
+// review runs plan.Review with client as the live broker (nil for none)
+// and prints its warning.
+func review(e *env, p *plan.Plan, st *topology.State, client *broker.Client, o plan.ReviewOptions) ([]plan.Diagnostic, error) {
+	if client != nil {
+		o.Broker = client
+	}
+	diags, warning, err := plan.Review(e.ctx, p, st, o)
+	if warning != nil {
+		// The only warning: the broker would not say its version.
+		fmt.Fprintf(e.stderr, "warning: %v (give --rabbitmq-version)\n", warning)
+	}
+	return flagwords.Diagnostics(diags), err
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/rmqtopo/rmqtopo/apply"
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
-	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/ops"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
@@ -95,9 +94,7 @@ func blockingError(b []plan.Diagnostic) error {
 	err := plan.BlockingError(b)
 	var be *plan.BlockedError
 	if errors.As(err, &be) && be.OnlyAtRisk() {
-		n := len(be.Diagnostics)
-		return worded{fmt.Sprintf("%d %s messages at risk (%s); apply refuses without --allow-destroy",
-			n, english.Plural(n, "change puts", "changes put"), strings.Join(be.Codes(), ", ")), err}
+		return worded{be.AtRisk() + "; apply refuses without --allow-destroy", err}
 	}
 	return err
 }

@@ -99,3 +99,19 @@ func TestMoveDeps(t *testing.T) {
 		t.Errorf("internal/move depends on %s", d)
 	}
 }
+
+// TestTargetDeps: apply/target is what a broker implements for apply, so
+// it knows only the model: internal/broker imports it, and must not reach
+// apply or plan through it.
+func TestTargetDeps(t *testing.T) {
+	for _, d := range deps(t, "apply/target") {
+		if !strings.HasPrefix(d, module) {
+			continue
+		}
+		switch d {
+		case module + "apply/target", module + "topology", module + "contract":
+		default:
+			t.Errorf("apply/target depends on %s", d)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -153,17 +154,7 @@ func Decode(data []byte, defaultVhost string) (Document, error) {
 // non-empty, only those vhosts are kept. Objects the broker owns (the
 // default exchange, amq.* exchanges and their bindings) are dropped.
 func (d Document) ToTopology(vhosts ...string) topology.Topology {
-	keep := func(v string) bool {
-		if len(vhosts) == 0 {
-			return true
-		}
-		for _, w := range vhosts {
-			if w == v {
-				return true
-			}
-		}
-		return false
-	}
+	keep := func(v string) bool { return len(vhosts) == 0 || slices.Contains(vhosts, v) }
 	// Sized once for the common case of every object kept.
 	t := topology.Topology{Exchanges: make([]topology.Exchange, 0, len(d.Exchanges)),
 		Queues: make([]topology.Queue, 0, len(d.Queues)), Bindings: make([]topology.Binding, 0, len(d.Bindings))}
@@ -204,17 +195,7 @@ func (d Document) ToTopology(vhosts ...string) topology.Topology {
 		t.Bindings = append(t.Bindings, topology.Binding{Vhost: b.Vhost, Source: b.Source, Destination: b.Destination,
 			DestinationType: b.DestinationType, RoutingKey: b.RoutingKey, Arguments: topology.NormalizeArgs(b.Arguments)})
 	}
-	for _, p := range d.Policies {
-		if !keep(p.Vhost) {
-			continue
-		}
-		applyTo := p.ApplyTo
-		if applyTo == "" {
-			applyTo = "all"
-		}
-		t.Policies = append(t.Policies, topology.Policy{Vhost: p.Vhost, Name: p.Name, Pattern: p.Pattern, ApplyTo: applyTo,
-			Priority: p.Priority, Definition: topology.NormalizeArgs(p.Definition)})
-	}
+	t.Policies = d.policies(keep)
 	// None kept is nil, as it always was.
 	if len(t.Exchanges) == 0 {
 		t.Exchanges = nil
@@ -227,6 +208,24 @@ func (d Document) ToTopology(vhosts ...string) topology.Topology {
 	}
 	t.Sort()
 	return t
+}
+
+// policies are the document's policies of the vhosts kept, applying to
+// "all" when they name nothing.
+func (d Document) policies(keep func(vhost string) bool) []topology.Policy {
+	var out []topology.Policy
+	for _, p := range d.Policies {
+		if !keep(p.Vhost) {
+			continue
+		}
+		applyTo := p.ApplyTo
+		if applyTo == "" {
+			applyTo = "all"
+		}
+		out = append(out, topology.Policy{Vhost: p.Vhost, Name: p.Name, Pattern: p.Pattern, ApplyTo: applyTo,
+			Priority: p.Priority, Definition: topology.NormalizeArgs(p.Definition)})
+	}
+	return out
 }
 
 // normalizeQueueArgs gives a queue that names no type its vhost's default

@@ -11,8 +11,8 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// Broker is what an import reads from a live broker: *broker.Client.
-type Broker interface {
+// Source is what an import reads from a live broker: *broker.Client.
+type Source interface {
 	// Read returns the state of vhosts (see plan.Source).
 	Read(ctx context.Context, vhosts []string) (*topology.State, error)
 	// ExportVhost returns the definitions export of one vhost, for the
@@ -25,7 +25,7 @@ type Broker interface {
 }
 
 // FromBroker reads the Input of vhost from a live broker.
-func FromBroker(ctx context.Context, b Broker, vhost string) (Input, error) {
+func FromBroker(ctx context.Context, b Source, vhost string) (Input, error) {
 	in := Input{Vhost: vhost}
 	st, err := b.Read(ctx, []string{vhost})
 	if err != nil {

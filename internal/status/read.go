@@ -20,8 +20,8 @@ import (
 // broker's own.
 const StatsInterval = 5 * time.Second
 
-// Broker is what status reads: *broker.Client.
-type Broker interface {
+// Source is what status reads: *broker.Client.
+type Source interface {
 	// Server returns the broker's version; it fails on a server that is
 	// not RabbitMQ.
 	Server(ctx context.Context) (string, error)
@@ -51,7 +51,7 @@ type Options struct {
 }
 
 // Read reads the status of the specs' queues from b.
-func Read(ctx context.Context, b Broker, files []*spec.File, opts Options) (Report, error) {
+func Read(ctx context.Context, b Source, files []*spec.File, opts Options) (Report, error) {
 	// A server that is not RabbitMQ would read as a broker with nothing on
 	// it: every queue "missing", exit 0.
 	version, err := b.Server(ctx)
@@ -113,7 +113,7 @@ func isNotFound(err error) bool {
 // margin and flags those that forwarded none (HeldWatch). It does not
 // wait when the exit code is already certain without the re-read: a
 // finding that ranks above stuck dead-letters decides it.
-func watchHeld(ctx context.Context, s *Report, b Broker, opts Options) error {
+func watchHeld(ctx context.Context, s *Report, b Source, opts Options) error {
 	held := HeldQueues(*s)
 	if opts.HeldMargin <= 0 || len(held) == 0 {
 		return nil
