@@ -35,13 +35,19 @@ func TestRetryStormNodeLoss(t *testing.T) {
 	helper, report := helperStorm(t)
 	returnHelper, returnReport := helperStorm(t)
 	runStormsNodeLoss(t, []stormRun{
-		{name: "contract", workers: 6, work: func(ctx context.Context, s *storm, i int) { s.work(ctx, i) }},
-		{name: "helper", workers: 4, work: helper, after: report},
+		{name: "contract", workers: 6, work: func(ctx context.Context, s *storm, i int) { s.work(ctx, i) }, queueKeys: sharedNoReturn},
+		{name: "helper", workers: 4, work: helper, after: report, queueKeys: sharedNoReturn},
 		// The helper's storm with a return queue (issue 29): every retry
 		// comes back through storm.return, which the workers serve first.
-		{name: "return-queue", workers: 4, work: returnHelper, after: returnReport, queueKeys: "    return_queue: true\n"},
+		{name: "return-queue", workers: 4, work: returnHelper, after: returnReport, queueKeys: "    layout: shared\n    return_queue: true\n"},
 	})
 }
+
+// sharedNoReturn pins the layout the contract and helper storms were
+// built for: a shared wait queue returning to the back of the work queue
+// (a new queue otherwise gets a return queue before RabbitMQ 4.3.1 and
+// layout native from it).
+const sharedNoReturn = "    layout: shared\n    return_queue: false\n"
 
 // stormRun is one storm of runStormsNodeLoss: its workers, each run by
 // work(ctx, s, i) until ctx ends, and what it checks, after, once counted.

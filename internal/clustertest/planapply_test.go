@@ -12,7 +12,8 @@ import (
 
 // clusterSpec has quorum queues replicated on 2 of the 3 nodes (so the
 // test sees the group size honoured, not the broker's default of every
-// node) and classic ones.
+// node) and classic ones, in the per-attempt layout without return queues
+// (whose wait queues it names).
 const clusterSpec = `quorum_initial_group_size: 2
 layout: per-attempt
 exchanges:
@@ -21,9 +22,11 @@ queues:
   - name: orders
     type: quorum
     bindings: [{exchange: biz, routing_key: "orders.#"}]
+    return_queue: false
     retry: {delays: [1s, 5s]}
   - name: audit
     type: classic
+    return_queue: false
     bindings: [{exchange: biz, routing_key: "audit.#"}]
     retry: {delays: [2s]}
 `

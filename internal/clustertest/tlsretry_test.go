@@ -122,7 +122,7 @@ func TestRetryHelperOverTLS(t *testing.T) {
 	plain := &brokertest.Broker{MgmtURL: e.node.MgmtURL(), AMQPURL: e.node.AMQPURL(), User: "guest", Password: "guest", Node: e.node}
 	vhost := plain.NewVhost(t)
 	spec := writeSpec(t, t.TempDir(), "retry.yaml", vhost, "exchanges:\n  - {name: biz, type: topic}\nqueues:\n"+
-		"  - name: orders\n    type: quorum\n    bindings: [{exchange: biz, routing_key: \"orders.#\"}]\n    retry: {delays: [1s, 2s]}\n")
+		"  - name: orders\n    type: quorum\n    layout: shared\n    bindings: [{exchange: biz, routing_key: \"orders.#\"}]\n    retry: {delays: [1s, 2s]}\n")
 	must(t, 0, append([]string{"apply", "--auto-approve", spec}, e.flags()...)...)
 
 	// As a service would: one amqp.Config with the TLS configuration.
