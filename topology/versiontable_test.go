@@ -84,14 +84,16 @@ func TestVersionTableFacts(t *testing.T) {
 		{FeaturePolicyKey, "ha-mode", nil, "4.0.0", Refused},
 		{FeatureQueueArgument, "x-queue-mode", nil, "3.11.28", Accepted},
 		{FeatureQueueArgument, "x-queue-mode", nil, "4.2.9", Ignored},
-		{FeatureQueueArgument, "x-queue-mode", nil, "4.3.0", Refused},
+		// Release notes said refused; a live 4.3.6 accepts it.
+		{FeatureQueueArgument, "x-queue-mode", nil, "4.3.6", Ignored},
 		{FeatureQueueArgument, "x-queue-version", int64(1), "4.2.9", Accepted},
 		{FeatureQueueArgument, "x-queue-version", int64(1), "4.3.0", Refused},
 		{FeatureQueueArgument, "x-queue-version", int64(2), "4.3.0", Accepted},
 		{FeatureQueueArgument, "x-delayed-retry-type", nil, "4.2.9", Ignored},
 		{FeatureQueueArgument, "x-delayed-retry-type", nil, "4.3.0", Accepted},
 		{FeatureQueueType, "stream", nil, "3.8.35", Refused},
-		{FeatureQueueProperty, "transient", nil, "4.3.0", Refused},
+		// Permitted by default on 4.3.6 (its /api/deprecated-features).
+		{FeatureQueueProperty, "transient", nil, "4.3.6", Accepted},
 		{FeatureQueueProperty, "transient", nil, "4.2.9", Accepted},
 	} {
 		f, ok := LookupFeature(c.kind, c.name, c.value)
