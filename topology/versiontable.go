@@ -255,12 +255,12 @@ var (
 	overflow     = Values{Kind: StringValue, Enum: []string{"drop-head", "reject-publish", "reject-publish-dlx"}}
 	dlStrategy   = Values{Kind: StringValue, Enum: []string{"at-most-once", "at-least-once"}}
 	queueMode    = Values{Kind: StringValue, Enum: []string{"default", "lazy"}}
-	masterLoc    = Values{Kind: StringValue, Enum: []string{"client-local", "balanced", "min-masters", "random"}}
+	masterLoc    = Values{Kind: StringValue, Enum: []string{"client-local", "min-masters", "random"}}
 	leaderLoc    = Values{Kind: StringValue, Enum: []string{"client-local", "balanced", "random", "least-leaders"}}
 	retryType    = Values{Kind: StringValue, Enum: []string{"disabled", "all", "returned", "failed"}}
 	maxAge       = Values{Kind: StringValue, Pattern: `^[0-9]+(Y|M|D|h|m|s)$`, Example: "7D"}
 	haPromote    = Values{Kind: StringValue, Enum: []string{"always", "when-synced"}}
-	needsHAMode  = []Need{{Key: "ha-mode", Example: "exactly"}}
+	needsHAMode  = []Need{{Key: "ha-mode", Example: "all"}}
 )
 
 // VersionTable is every entry, policy keys first, each kind sorted by
@@ -286,7 +286,11 @@ var VersionTable = []Feature{
 	{Kind: FeaturePolicyKey, Name: "federation-upstream-pattern", ApplyTo: queuesAndExchange, Plugin: "rabbitmq_federation", Values: name, Cite: citeFederation},
 	{Kind: FeaturePolicyKey, Name: "federation-upstream-set", ApplyTo: queuesAndExchange, Plugin: "rabbitmq_federation", Values: Values{Kind: StringValue, Example: "all"}, Cite: citeFederation},
 	{Kind: FeaturePolicyKey, Name: "ha-mode", Types: classicOnly, Until: rel(4, 0, 0), Values: Values{Kind: StringValue, Enum: []string{"all", "exactly", "nodes"}}, Cite: citeMirroring},
-	{Kind: FeaturePolicyKey, Name: "ha-params", Types: classicOnly, Until: rel(4, 0, 0), Values: Values{Kind: AnyValue, Example: int64(2)}, Needs: needsHAMode, Cite: citeMirroring},
+	{Kind: FeaturePolicyKey, Name: "ha-mode", Value: "exactly", Types: classicOnly, Until: rel(4, 0, 0), Values: Values{Kind: StringValue, Enum: []string{"all", "exactly", "nodes"}},
+		Needs: []Need{{Key: "ha-params", Example: int64(2)}}, Cite: citeMirroring},
+	{Kind: FeaturePolicyKey, Name: "ha-mode", Value: "nodes", Types: classicOnly, Until: rel(4, 0, 0), Values: Values{Kind: StringValue, Enum: []string{"all", "exactly", "nodes"}},
+		Needs: []Need{{Key: "ha-params", Example: []any{"rabbit@nowhere"}}}, Cite: citeMirroring},
+	{Kind: FeaturePolicyKey, Name: "ha-params", Types: classicOnly, Until: rel(4, 0, 0), Values: Values{Kind: AnyValue, Example: int64(2)}, Needs: []Need{{Key: "ha-mode", Example: "exactly"}}, Cite: citeMirroring},
 	{Kind: FeaturePolicyKey, Name: "ha-promote-on-failure", Types: classicOnly, Until: rel(4, 0, 0), Values: haPromote, Needs: needsHAMode, Cite: citeMirroring},
 	{Kind: FeaturePolicyKey, Name: "ha-promote-on-shutdown", Types: classicOnly, Until: rel(4, 0, 0), Values: haPromote, Needs: needsHAMode, Cite: citeMirroring},
 	{Kind: FeaturePolicyKey, Name: "ha-sync-batch-size", Types: classicOnly, Until: rel(4, 0, 0), Values: positive, Needs: needsHAMode, Cite: citeMirroring},
@@ -318,7 +322,8 @@ var VersionTable = []Feature{
 	{Kind: FeatureQueueArgument, Name: "x-consumer-disconnected-timeout", Types: quorumOnly, Since: rel(4, 3, 0), Before: Ignored, Values: milliseconds, Policy: "consumer-disconnected-timeout", Cite: citeQuorum + " at v4.3.0"},
 	{Kind: FeatureQueueArgument, Name: "x-consumer-timeout", Types: classicAndQuorum, Since: rel(3, 12, 0), Before: Ignored, Values: milliseconds, Policy: "consumer-timeout", Cite: citeDeclare + " at v3.12.0"},
 	{Kind: FeatureQueueArgument, Name: "x-dead-letter-exchange", Types: classicAndQuorum, Values: name, Policy: "dead-letter-exchange", Cite: citeDeclare},
-	{Kind: FeatureQueueArgument, Name: "x-dead-letter-routing-key", Types: classicAndQuorum, Values: name, Policy: "dead-letter-routing-key", Cite: citeDeclare},
+	{Kind: FeatureQueueArgument, Name: "x-dead-letter-routing-key", Types: classicAndQuorum, Values: name, Policy: "dead-letter-routing-key",
+		Needs: []Need{{Key: "x-dead-letter-exchange", Example: "dlx"}}, Cite: citeDeclare + " (check_dlxrk_arg: routing_key_but_no_dlx_defined)"},
 	{Kind: FeatureQueueArgument, Name: "x-dead-letter-strategy", Types: quorumOnly, Since: rel(3, 10, 0), Before: Ignored, Values: dlStrategy, Policy: "dead-letter-strategy", Cite: citeDeclare + " at v3.10.0"},
 	{Kind: FeatureQueueArgument, Name: "x-delayed-retry-max", Types: quorumOnly, Since: rel(4, 3, 0), Before: Ignored, Values: milliseconds, Policy: "delayed-retry-max", Cite: citeQuorum + " at v4.3.0; release-notes/4.3.0.md"},
 	{Kind: FeatureQueueArgument, Name: "x-delayed-retry-min", Types: quorumOnly, Since: rel(4, 3, 0), Before: Ignored, Values: milliseconds, Policy: "delayed-retry-min", Cite: citeQuorum + " at v4.3.0; release-notes/4.3.0.md"},
