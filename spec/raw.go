@@ -80,7 +80,29 @@ func (b *builder) declaredArgs(q Queue) map[string]any {
 		}
 		own[k] = q.Arguments[k]
 	}
+	b.checkNeeds(q, own)
 	return own
+}
+
+// checkNeeds refuses a written argument without the arguments the broker
+// refuses it without (the key table's Needs).
+func (b *builder) checkNeeds(q Queue, args map[string]any) {
+	for _, k := range slices.Sorted(maps.Keys(q.Arguments)) {
+		f, ok := topology.LookupFeature(topology.FeatureQueueArgument, k, args[k])
+		if !ok {
+			continue
+		}
+		for _, n := range f.Needs {
+			if _, set := args[n.Key]; set {
+				continue
+			}
+			at, ok := q.argAt[k]
+			if !ok {
+				at = q.argumentsAt
+			}
+			b.errorf(at, "argument %q needs %q beside it: RabbitMQ refuses it alone", k, n.Key)
+		}
+	}
 }
 
 // managedArgs are the arguments whose attribute rmqtopo's policy of q
