@@ -38,7 +38,7 @@ type Verdict struct {
 // Judge is what a broker with facts x does with f, for any queue type.
 func (f Feature) Judge(x Facts) Verdict {
 	v := Verdict{Support: f.At(x.Version)}
-	if f.Permit != "" {
+	if f.deprecatedAt(x) {
 		v = f.judgePermit(v, x)
 	}
 	if f.Plugin != "" && v.Support != Refused {
@@ -51,6 +51,18 @@ func (f Feature) Judge(x Facts) Verdict {
 		}
 	}
 	return v
+}
+
+// deprecatedAt reports whether f is a deprecated feature of the broker:
+// the broker says so, or its release is one that has it.
+func (f Feature) deprecatedAt(x Facts) bool {
+	if f.Permit == "" {
+		return false
+	}
+	if _, live := x.Deprecated[f.Permit]; live {
+		return true
+	}
+	return x.Version.Known() && !x.Version.Less(f.DeprecatedSince)
 }
 
 // judgePermit is the verdict on an entry behind a deprecated feature: the

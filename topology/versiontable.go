@@ -83,6 +83,9 @@ type Feature struct {
 	// = true lets the broker accept it again, and a live broker's phase of
 	// the feature decides.
 	Permit string
+	// DeprecatedSince is the first release with Permit as a deprecated
+	// feature; before it the entry is judged by its bounds alone.
+	DeprecatedSince Version
 	// Plugin is the plugin that registers a policy key: a broker without
 	// it enabled refuses the key.
 	Plugin string
@@ -307,7 +310,7 @@ var VersionTable = []Feature{
 	{Kind: FeaturePolicyKey, Name: "queue-leader-locator", Types: quorumAndStream, Since: rel(3, 9, 0), Before: Refused, Values: leaderLoc, Cite: citePolicies + " at v3.9.0"},
 	// Deprecated in 4.0 (registered again by rabbit_classic_queue.erl);
 	// denied by default from 4.3.0 (rabbit_queue_location.erl).
-	{Kind: FeaturePolicyKey, Name: "queue-master-locator", Types: classicOnly, Until: rel(4, 3, 0), Permit: "queue_master_locator", Values: masterLoc,
+	{Kind: FeaturePolicyKey, Name: "queue-master-locator", Types: classicOnly, Until: rel(4, 3, 0), Permit: "queue_master_locator", DeprecatedSince: rel(4, 0, 0), Values: masterLoc,
 		Cite: "deps/rabbit/src/rabbit_queue_location.erl: deprecation_phase permitted_by_default to v4.2.9, denied_by_default at v4.3.0; release-notes/4.3.0.md"},
 	// Ignored since 3.12 (CQv2), still validated by 4.3.x.
 	{Kind: FeaturePolicyKey, Name: "queue-mode", Types: classicOnly, IgnoredSince: rel(3, 12, 0), Values: queueMode, Cite: citePolicies + " at v4.3.0; release-notes/3.12.0.md (lazy mode no longer applies)"},
@@ -341,7 +344,7 @@ var VersionTable = []Feature{
 	{Kind: FeatureQueueArgument, Name: "x-overflow", Types: classicAndQuorum, Values: overflow, Policy: "overflow", Cite: citeDeclare},
 	// Denied by default from 4.3.0, like the policy key.
 	{Kind: FeatureQueueArgument, Name: "x-queue-leader-locator", Types: quorumAndStream, Values: leaderLoc, Policy: "queue-leader-locator", Cite: citeQuorum + "; " + citeStream},
-	{Kind: FeatureQueueArgument, Name: "x-queue-master-locator", Types: classicOnly, Until: rel(4, 3, 0), Permit: "queue_master_locator", Values: masterLoc, Policy: "queue-master-locator",
+	{Kind: FeatureQueueArgument, Name: "x-queue-master-locator", Types: classicOnly, Until: rel(4, 3, 0), Permit: "queue_master_locator", DeprecatedSince: rel(4, 0, 0), Values: masterLoc, Policy: "queue-master-locator",
 		Cite: "deps/rabbit/src/rabbit_classic_queue.erl (validate_arguments) and rabbit_queue_location.erl at v4.3.0; release-notes/4.3.0.md"},
 	// release-notes/4.3.0.md says a declaration with x-queue-mode fails;
 	// rabbit_amqqueue.erl at v4.3.0 no longer checks the argument, and a
@@ -364,7 +367,7 @@ var VersionTable = []Feature{
 	// A deprecated feature since 3.13; 4.3.6 still permits it by default
 	// (its GET /api/deprecated-features says permitted_by_default), though
 	// release-notes/4.3.0.md announced it denied.
-	{Kind: FeatureQueueProperty, Name: "transient", Types: classicOnly, Permit: "transient_nonexcl_queues",
+	{Kind: FeatureQueueProperty, Name: "transient", Types: classicOnly, Permit: "transient_nonexcl_queues", DeprecatedSince: rel(3, 13, 0),
 		Cite: "deps/rabbit/src/rabbit_amqqueue.erl (deprecated feature transient_nonexcl_queues); " + citeProbe},
 }
 

@@ -24,10 +24,8 @@ func (c *Client) Facts(ctx context.Context) (topology.Facts, error) {
 		return topology.Facts{}, err
 	}
 	x := topology.Facts{Version: v}
-	if v.AtLeast(3, 13) { // older releases have no such endpoint (3.10 answers 406)
-		if x.Deprecated, err = c.deprecatedFeatures(ctx); err != nil {
-			return topology.Facts{}, err
-		}
+	if x.Deprecated, err = c.deprecatedFeatures(ctx); err != nil {
+		return topology.Facts{}, err
 	}
 	if x.Plugins, err = c.enabledPlugins(ctx); err != nil {
 		return topology.Facts{}, err
@@ -36,9 +34,10 @@ func (c *Client) Facts(ctx context.Context) (topology.Facts, error) {
 }
 
 // unknownFact reports an answer that leaves a fact unknown rather than
-// failing a read: a missing endpoint or a tag the user lacks.
+// failing a read: a missing endpoint (3.10 answers 406 to one it does not
+// have) or a tag the user lacks.
 func unknownFact(err error) bool {
-	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrPermission)
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrPermission) || errors.Is(err, ErrRefused)
 }
 
 func (c *Client) deprecatedFeatures(ctx context.Context) (map[string]string, error) {

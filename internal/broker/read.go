@@ -41,13 +41,19 @@ func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, er
 	var (
 		version, defaults  = "", map[string]string(nil)
 		serverErr, listErr error
-		docs               = make([]vhostDoc, len(vhosts))
-		operator           = make([][]topology.Policy, len(vhosts))
-		operatorErr        = make([]error, len(vhosts))
-		wg                 sync.WaitGroup
+		// The key table's facts; a failure to read them leaves them
+		// unknown, which the plan says, rather than failing the read.
+		deprecated  map[string]string
+		plugins     map[string]bool
+		docs        = make([]vhostDoc, len(vhosts))
+		operator    = make([][]topology.Policy, len(vhosts))
+		operatorErr = make([]error, len(vhosts))
+		wg          sync.WaitGroup
 	)
-	wg.Add(2 + 2*len(vhosts))
+	wg.Add(4 + 2*len(vhosts))
 	go func() { defer wg.Done(); version, serverErr = c.Server(ctx) }()
+	go func() { defer wg.Done(); deprecated, _ = c.deprecatedFeatures(ctx) }()
+	go func() { defer wg.Done(); plugins, _ = c.enabledPlugins(ctx) }()
 	go func() { defer wg.Done(); defaults, listErr = c.defaultQueueTypes(ctx) }()
 	for i, v := range vhosts {
 		go func() { defer wg.Done(); docs[i] = c.vhostListings(ctx, v) }()
@@ -62,6 +68,7 @@ func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, er
 	}
 	st := topology.NewState(vhosts)
 	st.BrokerVersion = version
+	st.Deprecated, st.Plugins = deprecated, plugins
 	parts := make([]vhostRead, len(vhosts))
 	wg.Add(len(vhosts))
 	for i, v := range vhosts {
