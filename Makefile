@@ -9,10 +9,18 @@
 SHELL := /bin/bash
 GO    ?= go
 
+# The RabbitMQ release series the tests, the demo and the benchmarks run
+# on: 3.10 (the host's Debian package), 4.0 or 4.3 (Debian trixie's and
+# sid's, each in a private root built once, about 2 minutes, and cached in
+# ~/.cache/rmqtopo/roots). The newest by default; `make test RABBITMQ=4.0`
+# picks another, as does RMQTOPO_TEST_RABBITMQ in the environment.
+RABBITMQ ?= $(or $(RMQTOPO_TEST_RABBITMQ),4.3)
+export RMQTOPO_TEST_RABBITMQ := $(RABBITMQ)
+
 # Where `make test` and broker-start/broker-stop keep their node.
-BROKER_DIR ?= .broker/test
+BROKER_DIR ?= .broker/test-$(RABBITMQ)
 # The node's Erlang name; give each checkout its own to run tests side by side.
-TEST_NODE ?= rmqtopo-make@localhost
+TEST_NODE ?= rmqtopo-make$(subst .,,$(RABBITMQ))@localhost
 # Built once per run so that stopping the node does not depend on the tree
 # still compiling at the end of the tests.
 RABBITNODE := bin/rabbitnode
@@ -37,7 +45,7 @@ TEST_NODE_FLAGS := --stats-interval 1s
 UNIT_PKGS := ./spec/... ./plan/... ./render/... ./topology/... ./contract/... \
 	./internal/importer/... ./apply/... ./internal/definitions/... ./internal/status/...
 
-.PHONY: all build dist test test-unit lint broker-start broker-stop demo bench rabbitnode
+.PHONY: all build dist test test-unit lint broker-start broker-stop demo bench rabbitnode rabbitmq-root
 
 all: build
 
@@ -67,6 +75,12 @@ dist:
 rabbitnode:
 	$(GO) build -o $(RABBITNODE) ./internal/brokertest/cmd/rabbitnode
 
+# The private root of RABBITMQ's series: built once with progress lines (a
+# no-op once cached, and for 3.10, which runs on the host), before any test
+# binary needs it.
+rabbitmq-root: rabbitnode
+	@$(RABBITNODE) root --rabbitmq $(RABBITMQ) >/dev/null
+
 # Compile everything, then run all tests against a private node (or the
 # broker named by RMQTOPO_TEST_URL). The node is stopped even when tests
 # fail, and the tests' exit status is kept.
@@ -76,8 +90,9 @@ rabbitnode:
 # the rest and the single node (it needs neither), and runs beside the
 # other packages, its output held until they are done so that the two
 # never interleave.
-test: rabbitnode
+test: rabbitmq-root
 	@set -e; \
+	echo "make test: RabbitMQ $(RABBITMQ)"; \
 	log=$$(mktemp); \
 	$(GO) test $(TEST_FLAGS) $(CLUSTER_PKG) >$$log 2>&1 & cluster=$$!; \
 	trap 'kill $$cluster 2>/dev/null || true' EXIT; \
@@ -119,7 +134,7 @@ lint:
 
 # Start (or reuse) the node make test uses and print its environment;
 # `eval "$$(make -s broker-start)"` points `go test` at it.
-broker-start: rabbitnode
+broker-start: rabbitmq-root
 	@$(RABBITNODE) start --dir $(BROKER_DIR) --name $(TEST_NODE) $(TEST_NODE_FLAGS)
 
 broker-stop: rabbitnode
@@ -133,7 +148,7 @@ broker-stop: rabbitnode
 DEMO_DIR ?= .broker/demo
 DEMO_SPEC ?= examples/shop.yaml
 
-demo: build rabbitnode
+demo: build rabbitmq-root
 	@set -e; \
 	$(RABBITNODE) start --dir $(DEMO_DIR) --default-ports >/dev/null; \
 	. $(DEMO_DIR)/env; \
@@ -157,7 +172,7 @@ BENCH_DIR ?= .broker/bench
 BENCH_NODE ?= rmqtopo-bench@localhost
 BENCH ?= .
 
-bench: rabbitnode
+bench: rabbitmq-root
 	@set -e; \
 	run() { $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 60m ./...; }; \
 	if [ -n "$$RMQTOPO_TEST_URL" ]; then \

@@ -419,3 +419,14 @@ func Drain(t testing.TB, conn *amqp.Connection, queue string, n int, timeout tim
 	_ = ch.Cancel(tag, false)
 	return got
 }
+
+// Version is the broker's RabbitMQ version ("4.3.6"), as its management
+// API reports it: for tests whose expectation depends on the release.
+func (b *Broker) Version(t testing.TB) string {
+	t.Helper()
+	ov, err := b.Mgmt(t).Overview()
+	if err != nil {
+		t.Fatalf("brokertest: GET /api/overview: %v", err)
+	}
+	return ov.RabbitMQVersion
+}

@@ -1,6 +1,7 @@
 package brokertest_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +72,44 @@ func TestAMQPURLFor(t *testing.T) {
 		if got := b.AMQPURLFor(vhost); got != want {
 			t.Errorf("AMQPURLFor(%q) = %q, want %q", vhost, got, want)
 		}
+	}
+}
+
+// TestRunsTheAskedRelease: the node the tests run on is the RabbitMQ
+// series RMQTOPO_TEST_RABBITMQ asks for (make test sets it), and a node in
+// a private root leaves no mount behind in the host's mount table.
+func TestRunsTheAskedRelease(t *testing.T) {
+	b := brokertest.Get(t)
+	series := os.Getenv(brokertest.EnvRabbitMQ)
+	if series == "" && b.Node == nil {
+		t.Skip("an external broker, and no " + brokertest.EnvRabbitMQ + " naming its series")
+	}
+	r, err := brokertest.ReleaseFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Version(t); !strings.HasPrefix(got, r.Series+".") {
+		t.Errorf("broker runs RabbitMQ %s, want series %s", got, r.Series)
+	}
+	if b.Node == nil || b.Node.Root == "" {
+		return
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(mounts), b.Node.Root) {
+		t.Errorf("the host's mount table holds the node's root %s:\n%s", b.Node.Root, mounts)
+	}
+}
+
+func TestLookupRelease(t *testing.T) {
+	for _, s := range []string{"3.10", "4.0", "4.3"} {
+		if r, err := brokertest.LookupRelease(s); err != nil || r.Series != s {
+			t.Errorf("LookupRelease(%q) = %+v, %v", s, r, err)
+		}
+	}
+	if _, err := brokertest.LookupRelease("3.13"); err == nil || !strings.Contains(err.Error(), "3.10, 4.0, 4.3") {
+		t.Errorf("LookupRelease(3.13) = %v, want an error listing the series", err)
 	}
 }

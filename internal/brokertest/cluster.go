@@ -243,13 +243,9 @@ func setupCluster() (*Cluster, string, error) {
 	if !mainUsed {
 		return nil, "", errors.New("a private cluster needs cleanup: add `func TestMain(m *testing.M) { brokertest.Main(m) }` to the package's tests")
 	}
-	binDir := os.Getenv("RMQTOPO_RABBITMQ_BIN_DIR")
-	if binDir == "" {
-		binDir = DefaultBinDir
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupGuard())
 	defer cancel()
-	if err := ensureInstalled(ctx, binDir); err != nil {
+	if _, err := new(NodeConfig).install(ctx); err != nil {
 		return nil, fmt.Sprintf("RabbitMQ cannot run here, so no private cluster: %v; or set %s and %s to an existing cluster's nodes",
 			err, EnvClusterMgmtURLs, EnvClusterAMQPURLs), nil
 	}

@@ -72,8 +72,13 @@ type NodeConfig struct {
 	// harness keeps for its own readiness checks.
 	TLS *TLSFiles
 	// BinDir holds rabbitmq-server and rabbitmqctl. Default
-	// $RMQTOPO_RABBITMQ_BIN_DIR, else DefaultBinDir.
+	// $RMQTOPO_RABBITMQ_BIN_DIR, else DefaultBinDir. For a release run in
+	// a private root it is the path inside the root, DefaultBinDir.
 	BinDir string
+	// Series is the RabbitMQ release series to start ("3.10", "4.0",
+	// "4.3"; see Releases). Default $RMQTOPO_TEST_RABBITMQ, else
+	// DefaultRelease.
+	Series string
 	// StartTimeout bounds the wait for the node to be ready, a hang guard.
 	// Default waitguard.For(10s), 100 s unscaled: a node boots in about 5 s
 	// on a quiet machine, three side by side (a cluster) in 10-15 s.
@@ -116,8 +121,13 @@ type Node struct {
 	// pid file, mnesia/ (data) and log/ (logs, <name>.log).
 	Dir string `json:"dir"`
 	// Home is the HOME of the node and of rabbitmqctl (Erlang cookie).
-	Home         string        `json:"home"`
-	BinDir       string        `json:"bin_dir"`
+	Home   string `json:"home"`
+	BinDir string `json:"bin_dir"`
+	// Series is the node's RabbitMQ release series ("3.10", "4.3").
+	Series string `json:"rabbitmq,omitempty"`
+	// Root is the private root the node runs in (chroot, in a mount
+	// namespace of its own); "" for the host's own RabbitMQ.
+	Root         string        `json:"root,omitempty"`
 	StartTimeout time.Duration `json:"start_timeout"`
 }
 
@@ -151,23 +161,22 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	if !ok || short == "" {
 		return nil, fmt.Errorf("brokertest: node name %q must look like name@host", cfg.Name)
 	}
-	if cfg.BinDir == "" {
-		cfg.BinDir = os.Getenv("RMQTOPO_RABBITMQ_BIN_DIR")
-	}
-	if cfg.BinDir == "" {
-		cfg.BinDir = DefaultBinDir
+	root, err := cfg.install(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.StartTimeout == 0 {
+		// A node in a root boots in about 20 s, one of the host in 5.
 		cfg.StartTimeout = waitguard.For(10 * time.Second)
-	}
-	if err := ensureInstalled(ctx, cfg.BinDir); err != nil {
-		return nil, err
+		if root != "" {
+			cfg.StartTimeout = waitguard.For(25 * time.Second)
+		}
 	}
 	// A port picked here may still be taken by another process before the
 	// node listens on it (start finds it in use, or the boot fails
 	// eaddrinuse): then the node is set up again on other ports.
 	for attempt := 1; ; attempt++ {
-		n, err := newNode(cfg, base, short)
+		n, err := newNode(cfg, base, short, root)
 		if err != nil {
 			return nil, err
 		}
@@ -183,6 +192,51 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	}
 }
 
+// install resolves cfg's release: it fills Series and BinDir, makes sure
+// the release's server is there (the host's package, or a private root,
+// built once) and returns the root ("" for the host).
+func (cfg *NodeConfig) install(ctx context.Context) (string, error) {
+	if cfg.Series == "" {
+		r, err := ReleaseFromEnv()
+		if err != nil {
+			return "", err
+		}
+		cfg.Series = r.Series
+	}
+	r, err := LookupRelease(cfg.Series)
+	if err != nil {
+		return "", err
+	}
+	cfg.Series = r.Series
+	if r.Suite != "" {
+		cfg.BinDir = DefaultBinDir
+		root, err := EnsureRoot(ctx, r, os.Stderr)
+		if err == nil {
+			startHostEPMD()
+		}
+		return root, err
+	}
+	if cfg.BinDir == "" {
+		cfg.BinDir = os.Getenv("RMQTOPO_RABBITMQ_BIN_DIR")
+	}
+	if cfg.BinDir == "" {
+		cfg.BinDir = DefaultBinDir
+	}
+	return "", ensureInstalled(ctx, cfg.BinDir)
+}
+
+// startHostEPMD starts the host's epmd if it has one and none runs: a
+// node in a root would otherwise start its own, which then keeps the
+// node's mount namespace alive after the node.
+func startHostEPMD() {
+	if dialable(4369) {
+		return
+	}
+	if path, err := exec.LookPath("epmd"); err == nil {
+		_ = exec.Command(path, "-daemon").Run()
+	}
+}
+
 // picksPorts reports whether every port of the node is left to StartNode.
 func (cfg NodeConfig) picksPorts() bool {
 	given := cfg.AMQPPort | cfg.MgmtPort | cfg.DistPort
@@ -194,7 +248,7 @@ func (cfg NodeConfig) picksPorts() bool {
 
 // newNode picks the node's free ports (those cfg leaves 0) and writes its
 // configuration.
-func newNode(cfg NodeConfig, base, short string) (*Node, error) {
+func newNode(cfg NodeConfig, base, short, root string) (*Node, error) {
 	want := []int{cfg.AMQPPort, cfg.MgmtPort, cfg.DistPort}
 	if cfg.TLS != nil {
 		want = append(want, cfg.TLS.AMQPSPort, cfg.TLS.MgmtTLS)
@@ -211,6 +265,8 @@ func newNode(cfg NodeConfig, base, short string) (*Node, error) {
 		Dir:          filepath.Join(base, short),
 		Home:         filepath.Join(base, "home"),
 		BinDir:       cfg.BinDir,
+		Series:       cfg.Series,
+		Root:         root,
 		StartTimeout: cfg.StartTimeout,
 	}
 	extra := cfg.ExtraConf
@@ -219,9 +275,35 @@ func newNode(cfg NodeConfig, base, short string) (*Node, error) {
 	}
 	if cfg.TLS != nil {
 		n.AMQPSPort, n.MgmtTLSPort = ports[3], ports[4]
-		extra = append(tlsConf(cfg.TLS, n.AMQPSPort, n.MgmtTLSPort), extra...)
+		tls, err := n.copyTLS(cfg.TLS)
+		if err != nil {
+			return nil, err
+		}
+		extra = append(tlsConf(tls, n.AMQPSPort, n.MgmtTLSPort), extra...)
 	}
 	return n, n.writeFiles(extra, cfg.AdvancedConfig)
+}
+
+// copyTLS copies the node's PEM files into its directory, where a node in
+// a private root sees them too (the root sees only the node's directories).
+func (n *Node) copyTLS(t *TLSFiles) (*TLSFiles, error) {
+	dir := filepath.Join(n.Dir, "tls")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	c := *t
+	for _, f := range []*string{&c.CACert, &c.AMQPCert, &c.AMQPKey, &c.MgmtCert, &c.MgmtKey} {
+		b, err := os.ReadFile(*f)
+		if err != nil {
+			return nil, err
+		}
+		dst := filepath.Join(dir, filepath.Base(*f))
+		if err := os.WriteFile(dst, b, 0o600); err != nil {
+			return nil, err
+		}
+		*f = dst
+	}
+	return &c, nil
 }
 
 // tlsConf is the rabbitmq.conf of the TLS listeners.
@@ -313,6 +395,10 @@ func (n *Node) Env() []string {
 		}
 		env = append(env, kv)
 	}
+	if n.Root != "" {
+		// Elixir's CLI tools (4.x) want a UTF-8 locale; the root has C.UTF-8.
+		env = append(env, "LC_ALL=C.UTF-8")
+	}
 	return append(env,
 		"HOME="+n.Home,
 		"RABBITMQ_NODENAME="+n.Name,
@@ -333,14 +419,28 @@ func (n *Node) Env() []string {
 // Ctl runs rabbitmqctl -n NAME args... with the node's environment and
 // returns its combined output.
 func (n *Node) Ctl(ctx context.Context, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(n.BinDir, "rabbitmqctl"), append([]string{"-n", n.Name}, args...)...)
-	cmd.Env = n.Env()
-	cmd.Dir = n.Dir
-	out, err := cmd.CombinedOutput()
+	out, err := n.command(ctx, "rabbitmqctl", append([]string{"-n", n.Name}, args...)...).CombinedOutput()
 	if err != nil {
 		return out, fmt.Errorf("rabbitmqctl %s: %w\n%s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 	}
 	return out, nil
+}
+
+// command runs one of the node's scripts (rabbitmq-server, rabbitmqctl)
+// with the node's environment: directly for the host's RabbitMQ, else
+// chrooted into the node's root with its directories mounted at the same
+// paths, so that every path in its environment and configuration holds.
+func (n *Node) command(ctx context.Context, script string, args ...string) *exec.Cmd {
+	argv := append([]string{filepath.Join(n.BinDir, script)}, args...)
+	var cmd *exec.Cmd
+	if n.Root == "" {
+		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
+	} else {
+		cmd = exec.CommandContext(ctx, "unshare", inRoot(n.Root, []string{n.Dir, n.Home}, argv...)...)
+	}
+	cmd.Env = n.Env()
+	cmd.Dir = n.Dir
+	return cmd
 }
 
 // errPortTaken is start's error for a port of the node already in use.
@@ -363,9 +463,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(n.BinDir, "rabbitmq-server"))
-	cmd.Env = n.Env()
-	cmd.Dir = n.Dir
+	cmd := n.command(context.Background(), "rabbitmq-server")
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -4,9 +4,16 @@
 //
 // Usage:
 //
-//	rabbitnode start --dir DIR [--default-ports] [--name NAME] [--stats-interval D]
+//	rabbitnode start --dir DIR [--rabbitmq SERIES] [--default-ports] [--name NAME] [--stats-interval D]
 //	rabbitnode stop --dir DIR [--keep-data]
 //	rabbitnode status --dir DIR
+//	rabbitnode root [--rabbitmq SERIES]
+//
+// --rabbitmq picks the RabbitMQ release series, 3.10 (the host's package),
+// 4.0 or 4.3 (each in a private root, built once and cached); default
+// $RMQTOPO_TEST_RABBITMQ, else the newest. root builds the series' root if
+// it is missing, with progress lines, and prints its path ("" for 3.10):
+// make test runs it first, so that the build shows before any test.
 //
 // start starts a node under DIR (node directory DIR/<name>, Erlang cookie in
 // DIR/home), records it in DIR/node.json, writes DIR/env and prints the same
@@ -15,6 +22,7 @@
 //	export RMQTOPO_TEST_URL=http://127.0.0.1:MGMT_PORT
 //	export RMQTOPO_TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:AMQP_PORT/
 //	export RMQTOPO_TEST_NODE_STATE=/abs/DIR/node.json
+//	export RMQTOPO_TEST_RABBITMQ=SERIES
 //
 // so that `eval "$(rabbitnode start --dir DIR)"` or `. DIR/env` points the
 // tests at it. By default the node is named rmqtopo-make@localhost and listens
@@ -22,7 +30,7 @@
 // rmqtopo-demo@localhost and listens on fixed ports, AMQP 127.0.0.1:5680,
 // management http://127.0.0.1:15680 (Erlang distribution 25680), for the
 // demo; 5672/15672 belong to the system broker. --name overrides the name.
-// If DIR/node.json names a node that answers, start reuses it and only
+// If DIR/node.json names a node of the same series that answers, start reuses it and only
 // prints its environment; a recorded node that does not answer is killed
 // and started afresh. --stats-interval sets the management statistics'
 // refresh interval (RabbitMQ's default, 5s, without it); make test uses
@@ -67,7 +75,17 @@ func main() {
 	name := fl.String("name", "", "start: node name (default rmqtopo-make@localhost, or rmqtopo-demo@localhost with --default-ports)")
 	keepData := fl.Bool("keep-data", false, "stop: keep the node's data directory")
 	stats := fl.Duration("stats-interval", 0, "start: management statistics interval (default RabbitMQ's, 5s)")
+	series := fl.String("rabbitmq", os.Getenv(brokertest.EnvRabbitMQ), "start, root: RabbitMQ series, 3.10, 4.0 or 4.3 (default $"+brokertest.EnvRabbitMQ+", else "+brokertest.DefaultRelease+")")
 	_ = fl.Parse(args)
+	if *series == "" {
+		*series = brokertest.DefaultRelease
+	}
+	if cmd == "root" {
+		if err := root(*series); err != nil {
+			fatal(err)
+		}
+		return
+	}
 	if *dir == "" || fl.NArg() != 0 {
 		usage()
 	}
@@ -83,7 +101,7 @@ func main() {
 	defer cancel()
 	switch cmd {
 	case "start":
-		err = start(ctx, abs, *name, *defaultPorts, *stats)
+		err = start(ctx, abs, brokertest.NodeConfig{Name: *name, Series: *series, StatsInterval: *stats}, *defaultPorts)
 	case "stop":
 		err = stop(ctx, abs, *keepData)
 	case "status":
@@ -97,7 +115,8 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: rabbitnode start --dir DIR [--default-ports] [--name NAME] [--stats-interval D]\n       rabbitnode stop --dir DIR [--keep-data]\n       rabbitnode status --dir DIR")
+	fmt.Fprintln(os.Stderr, "usage: rabbitnode start --dir DIR [--rabbitmq SERIES] [--default-ports] [--name NAME] [--stats-interval D]\n"+
+		"       rabbitnode stop --dir DIR [--keep-data]\n       rabbitnode status --dir DIR\n       rabbitnode root [--rabbitmq SERIES]")
 	os.Exit(2)
 }
 
@@ -133,8 +152,9 @@ func envLines(n *brokertest.Node, dir string) string {
 	if err != nil {
 		state = stateFile(dir)
 	}
-	return fmt.Sprintf("export %s=%s\nexport %s=%s\nexport %s=%s\n",
-		brokertest.EnvMgmtURL, n.MgmtURL(), brokertest.EnvAMQPURL, n.AMQPURL(), brokertest.EnvNodeState, state)
+	return fmt.Sprintf("export %s=%s\nexport %s=%s\nexport %s=%s\nexport %s=%s\n",
+		brokertest.EnvMgmtURL, n.MgmtURL(), brokertest.EnvAMQPURL, n.AMQPURL(), brokertest.EnvNodeState, state,
+		brokertest.EnvRabbitMQ, n.Series)
 }
 
 // answers reports whether the node's management API answers 200.
@@ -153,13 +173,19 @@ func answers(n *brokertest.Node) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-func start(ctx context.Context, dir, name string, defaultPorts bool, stats time.Duration) error {
+func start(ctx context.Context, dir string, cfg brokertest.NodeConfig, defaultPorts bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	old, err := load(dir)
 	if err != nil {
 		return err
+	}
+	if old != nil && old.Series != cfg.Series && old.Running() {
+		fmt.Fprintf(os.Stderr, "rabbitnode: recorded node %s runs RabbitMQ %s, not %s; stopping it\n", old.Name, old.Series, cfg.Series)
+		if err := old.Stop(ctx); err != nil {
+			return err
+		}
 	}
 	if old != nil {
 		if answers(old) {
@@ -172,7 +198,7 @@ func start(ctx context.Context, dir, name string, defaultPorts bool, stats time.
 			return err
 		}
 	}
-	cfg := brokertest.NodeConfig{Name: name, BaseDir: dir, StatsInterval: stats}
+	cfg.BaseDir = dir
 	if defaultPorts {
 		if cfg.Name == "" {
 			cfg.Name = "rmqtopo-demo@localhost"
@@ -183,7 +209,7 @@ func start(ctx context.Context, dir, name string, defaultPorts bool, stats time.
 		cfg.Name = "rmqtopo-make@localhost"
 	}
 	began := time.Now()
-	fmt.Fprintf(os.Stderr, "rabbitnode: starting %s under %s\n", cfg.Name, dir)
+	fmt.Fprintf(os.Stderr, "rabbitnode: starting %s (RabbitMQ %s) under %s\n", cfg.Name, cfg.Series, dir)
 	n, err := brokertest.StartNode(ctx, cfg)
 	if err != nil {
 		return err
@@ -198,6 +224,21 @@ func start(ctx context.Context, dir, name string, defaultPorts bool, stats time.
 	fmt.Fprintf(os.Stderr, "rabbitnode: %s ready in %.1fs: AMQP 127.0.0.1:%d, management %s (guest/guest)\n",
 		n.Name, time.Since(began).Seconds(), n.AMQPPort, n.MgmtURL())
 	return publish(dir, n)
+}
+
+// root builds the root of series if it is missing and prints its path.
+func root(series string) error {
+	r, err := brokertest.LookupRelease(series)
+	if err != nil {
+		return err
+	}
+	// EnsureRoot bounds the build itself with a hang guard.
+	path, err := brokertest.EnsureRoot(context.Background(), r, os.Stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Println(path)
+	return nil
 }
 
 func publish(dir string, n *brokertest.Node) error {
