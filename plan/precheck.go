@@ -164,8 +164,8 @@ func checkQueueFeatures(a topology.Address, q topology.Queue, x topology.Facts) 
 			unsupported("RabbitMQ %s does not accept %s (%s)", v, arg, f.Span())
 		case unknownYet:
 			unsupported("RabbitMQ %s ignores %s (%s), so the queue would not do what the spec says", v, arg, f.Span())
-		case !f.AcceptsType(typ):
-			unsupported("a %s queue does not accept %s (only %s queues do)", typ, arg, strings.Join(f.Types, ", "))
+		case !f.AcceptsTypeAt(typ, v):
+			unsupported("a %s queue does not accept %s (only %s queues do)", typ, arg, strings.Join(f.TypesAt(v), ", "))
 		default:
 			for _, n := range f.Needs {
 				if _, set := q.Arguments[n.Key]; !set {

@@ -95,7 +95,7 @@ func (f Feature) judgePermit(v Verdict, x Facts) Verdict {
 // know yet is not checked at all.
 func (f Feature) JudgeOn(typ string, x Facts) Verdict {
 	v := f.Judge(x)
-	if v.Support == Refused || f.AcceptsType(typ) {
+	if v.Support == Refused || f.AcceptsTypeAt(typ, x.Version) {
 		return v
 	}
 	if f.Since.Known() && x.Version.Known() && x.Version.Less(f.Since) {

@@ -63,6 +63,9 @@ type Feature struct {
 	// queue type refuses the arguments of the others (since 3.10) and
 	// ignores the policy keys of the others.
 	Types []string
+	// WidenedTo are the queue types that take it from WidenedSince on.
+	WidenedTo    []string
+	WidenedSince Version
 	// ApplyTo are the policy apply-to kinds a policy key acts on: "queues"
 	// or "exchanges"; nil: queues only.
 	ApplyTo []string
@@ -170,8 +173,29 @@ func (f Feature) At(v Version) Support {
 	return Accepted
 }
 
-// AcceptsType reports whether a queue of type typ accepts the argument.
-func (f Feature) AcceptsType(typ string) bool { return f.Types == nil || slices.Contains(f.Types, typ) }
+// AcceptsType reports whether a queue of type typ accepts the argument in
+// some release.
+func (f Feature) AcceptsType(typ string) bool {
+	return f.Types == nil || slices.Contains(f.Types, typ) || slices.Contains(f.WidenedTo, typ)
+}
+
+// AcceptsTypeAt reports whether a queue of type typ accepts the argument
+// in release v (an unknown release: in some release).
+func (f Feature) AcceptsTypeAt(typ string, v Version) bool {
+	if f.WidenedTo != nil && (!v.Known() || !v.Less(f.WidenedSince)) {
+		return slices.Contains(f.WidenedTo, typ)
+	}
+	return f.Types == nil || slices.Contains(f.Types, typ)
+}
+
+// TypesAt are the queue types that accept the argument in release v; nil:
+// every type.
+func (f Feature) TypesAt(v Version) []string {
+	if f.WidenedTo != nil && (!v.Known() || !v.Less(f.WidenedSince)) {
+		return f.WidenedTo
+	}
+	return f.Types
+}
 
 // Span says which releases accept f, for messages: "since RabbitMQ
 // 3.13.0", "RabbitMQ 3.8.0 to 4.2.x only".
@@ -280,9 +304,10 @@ var VersionTable = []Feature{
 	// for them: 4.3.1 does (release-notes/4.3.1.md, #16395).
 	{Kind: FeaturePolicyKey, Name: "delayed-retry-max", Types: quorumOnly, Since: rel(4, 3, 1), Before: Refused, Values: milliseconds, Cite: "deps/rabbit/src/rabbit_quorum_queue.erl at v4.3.1; release-notes/4.3.1.md"},
 	{Kind: FeaturePolicyKey, Name: "delayed-retry-min", Types: quorumOnly, Since: rel(4, 3, 1), Before: Refused, Values: milliseconds, Cite: "deps/rabbit/src/rabbit_quorum_queue.erl at v4.3.1; release-notes/4.3.1.md"},
-	{Kind: FeaturePolicyKey, Name: "delayed-retry-type", Types: quorumOnly, Since: rel(4, 3, 1), Before: Refused, Values: retryType, Cite: "deps/rabbit/src/rabbit_quorum_queue.erl at v4.3.1; release-notes/4.3.1.md"},
-	{Kind: FeaturePolicyKey, Name: "delayed-retry-type", Value: "failed", Types: quorumOnly, Since: rel(4, 3, 1), Before: Refused, Values: retryType,
-		Needs: []Need{{Key: "delayed-retry-min", Example: int64(1000)}}, Cite: "4.3.6 refuses it without delayed-retry-min; " + citeProbe},
+	// Every type but disabled needs the least delay.
+	{Kind: FeaturePolicyKey, Name: "delayed-retry-type", Types: quorumOnly, Since: rel(4, 3, 1), Before: Refused, Values: retryType,
+		Needs: []Need{{Key: "delayed-retry-min", Example: int64(1000)}}, Cite: "4.3.6: \"delayed-retry-min is required when delayed-retry-type is all\" (and returned, failed); " + citeProbe},
+	{Kind: FeaturePolicyKey, Name: "delayed-retry-type", Value: "disabled", Types: quorumOnly, Since: rel(4, 3, 1), Before: Refused, Values: retryType, Cite: "deps/rabbit/src/rabbit_quorum_queue.erl at v4.3.1; " + citeProbe},
 	{Kind: FeaturePolicyKey, Name: "delivery-limit", Types: quorumOnly, Since: rel(3, 8, 0), Before: Refused, Values: Values{Kind: IntValue, Min: -1, Max: maxInt}, Cite: citePolicies + " at v3.8.0"},
 	{Kind: FeaturePolicyKey, Name: "expires", Types: classicAndQuorum, Values: expiry, Cite: citePolicies},
 	{Kind: FeaturePolicyKey, Name: "federation-upstream", ApplyTo: queuesAndExchange, Plugin: "rabbitmq_federation", Values: name, Cite: citeFederation},
@@ -323,7 +348,8 @@ var VersionTable = []Feature{
 	// not take; arguments RabbitMQ does not know are not checked, so a
 	// release before an argument's Since ignores it.
 	{Kind: FeatureQueueArgument, Name: "x-consumer-disconnected-timeout", Types: quorumOnly, Since: rel(4, 3, 0), Before: Ignored, Values: milliseconds, Policy: "consumer-disconnected-timeout", Cite: citeQuorum + " at v4.3.0"},
-	{Kind: FeatureQueueArgument, Name: "x-consumer-timeout", Types: classicAndQuorum, Since: rel(3, 12, 0), Before: Ignored, Values: milliseconds, Policy: "consumer-timeout", Cite: citeDeclare + " at v3.12.0"},
+	// A classic queue refuses it (4.3.6).
+	{Kind: FeatureQueueArgument, Name: "x-consumer-timeout", Types: quorumOnly, Since: rel(3, 12, 0), Before: Ignored, Values: milliseconds, Policy: "consumer-timeout", Cite: citeDeclare + " at v3.12.0"},
 	{Kind: FeatureQueueArgument, Name: "x-dead-letter-exchange", Types: classicAndQuorum, Values: name, Policy: "dead-letter-exchange", Cite: citeDeclare},
 	{Kind: FeatureQueueArgument, Name: "x-dead-letter-routing-key", Types: classicAndQuorum, Values: name, Policy: "dead-letter-routing-key",
 		Needs: []Need{{Key: "x-dead-letter-exchange", Example: "dlx"}}, Cite: citeDeclare + " (check_dlxrk_arg: routing_key_but_no_dlx_defined)"},
@@ -343,7 +369,9 @@ var VersionTable = []Feature{
 	{Kind: FeatureQueueArgument, Name: "x-message-ttl", Types: classicAndQuorum, Values: ttl, Policy: "message-ttl", Limit: true, Cite: citeDeclare},
 	{Kind: FeatureQueueArgument, Name: "x-overflow", Types: classicAndQuorum, Values: overflow, Policy: "overflow", Cite: citeDeclare},
 	// Denied by default from 4.3.0, like the policy key.
-	{Kind: FeatureQueueArgument, Name: "x-queue-leader-locator", Types: quorumAndStream, Values: leaderLoc, Policy: "queue-leader-locator", Cite: citeQuorum + "; " + citeStream},
+	// Classic queues take it since 4.0, in place of x-queue-master-locator.
+	{Kind: FeatureQueueArgument, Name: "x-queue-leader-locator", Types: quorumAndStream, WidenedTo: []string{"classic", "quorum", "stream"}, WidenedSince: rel(4, 0, 0), Values: leaderLoc, Policy: "queue-leader-locator",
+		Cite: citeQuorum + "; " + citeStream + "; rabbit_classic_queue.erl at v4.0.0; release-notes/4.0.1.md (queue-master-locator deprecated for queue-leader-locator); " + citeProbe},
 	{Kind: FeatureQueueArgument, Name: "x-queue-master-locator", Types: classicOnly, Until: rel(4, 3, 0), Permit: "queue_master_locator", DeprecatedSince: rel(4, 0, 0), Values: masterLoc, Policy: "queue-master-locator",
 		Cite: "deps/rabbit/src/rabbit_classic_queue.erl (validate_arguments) and rabbit_queue_location.erl at v4.3.0; release-notes/4.3.0.md"},
 	// release-notes/4.3.0.md says a declaration with x-queue-mode fails;
@@ -355,7 +383,9 @@ var VersionTable = []Feature{
 	{Kind: FeatureQueueArgument, Name: "x-queue-version", Value: int64(1), Types: classicOnly, Since: rel(3, 10, 0), Before: Ignored, Until: rel(4, 3, 0), Values: Values{Kind: IntValue, Min: 1, Max: 2}, Policy: "queue-version",
 		Cite: citeDeclare + " (check_queue_version accepts only 2 at v4.3.0); release-notes/4.3.0.md"},
 	{Kind: FeatureQueueArgument, Name: "x-quorum-initial-group-size", Types: quorumOnly, Values: positive, Cite: citeQuorum},
-	{Kind: FeatureQueueArgument, Name: "x-quorum-target-group-size", Types: quorumOnly, Since: rel(3, 13, 0), Before: Ignored, Values: positive, Policy: "target-group-size", Cite: citeQuorum + " at v3.13.0"},
+	// No queue type checks it (4.3.6 takes it on a classic queue and a
+	// stream alike); quorum queues act on it.
+	{Kind: FeatureQueueArgument, Name: "x-quorum-target-group-size", Since: rel(3, 13, 0), Before: Ignored, Values: positive, Policy: "target-group-size", Cite: citeQuorum + " at v3.13.0; " + citeProbe},
 	{Kind: FeatureQueueArgument, Name: "x-single-active-consumer", Types: classicAndQuorum, Values: Values{Kind: BoolValue}, Cite: citeDeclare},
 	{Kind: FeatureQueueArgument, Name: "x-stream-filter-size-bytes", Types: streamOnly, Since: rel(3, 13, 0), Before: Ignored, Values: Values{Kind: IntValue, Min: 16, Max: 255}, Policy: "stream-filter-size-bytes", Cite: citeStream + " at v3.13.0"},
 	{Kind: FeatureQueueArgument, Name: "x-stream-max-segment-size-bytes", Types: streamOnly, Since: rel(3, 9, 0), Before: Ignored, Values: positive, Policy: "stream-max-segment-size-bytes", Cite: citeStream},
