@@ -63,9 +63,10 @@ type Feature struct {
 	// queue type refuses the arguments of the others (since 3.10) and
 	// ignores the policy keys of the others.
 	Types []string
-	// WidenedTo are the queue types that take it from WidenedSince on.
-	WidenedTo    []string
-	WidenedSince Version
+	// TypesBefore are the queue types the entry belongs to before
+	// TypesSince (nil: every type), when that changed.
+	TypesBefore []string
+	TypesSince  Version
 	// ApplyTo are the policy apply-to kinds a policy key acts on: "queues"
 	// or "exchanges"; nil: queues only.
 	ApplyTo []string
@@ -176,23 +177,24 @@ func (f Feature) At(v Version) Support {
 // AcceptsType reports whether a queue of type typ accepts the argument in
 // some release.
 func (f Feature) AcceptsType(typ string) bool {
-	return f.Types == nil || slices.Contains(f.Types, typ) || slices.Contains(f.WidenedTo, typ)
-}
-
-// AcceptsTypeAt reports whether a queue of type typ accepts the argument
-// in release v (an unknown release: in some release).
-func (f Feature) AcceptsTypeAt(typ string, v Version) bool {
-	if f.WidenedTo != nil && (!v.Known() || !v.Less(f.WidenedSince)) {
-		return slices.Contains(f.WidenedTo, typ)
+	if f.TypesSince.Known() && (f.TypesBefore == nil || slices.Contains(f.TypesBefore, typ)) {
+		return true
 	}
 	return f.Types == nil || slices.Contains(f.Types, typ)
 }
 
-// TypesAt are the queue types that accept the argument in release v; nil:
-// every type.
+// AcceptsTypeAt reports whether a queue of type typ accepts the argument
+// in release v (an unknown release: the latest).
+func (f Feature) AcceptsTypeAt(typ string, v Version) bool {
+	types := f.TypesAt(v)
+	return types == nil || slices.Contains(types, typ)
+}
+
+// TypesAt are the queue types that accept the argument in release v (an
+// unknown release: the latest); nil: every type.
 func (f Feature) TypesAt(v Version) []string {
-	if f.WidenedTo != nil && (!v.Known() || !v.Less(f.WidenedSince)) {
-		return f.WidenedTo
+	if f.TypesSince.Known() && v.Known() && v.Less(f.TypesSince) {
+		return f.TypesBefore
 	}
 	return f.Types
 }
@@ -348,8 +350,9 @@ var VersionTable = []Feature{
 	// not take; arguments RabbitMQ does not know are not checked, so a
 	// release before an argument's Since ignores it.
 	{Kind: FeatureQueueArgument, Name: "x-consumer-disconnected-timeout", Types: quorumOnly, Since: rel(4, 3, 0), Before: Ignored, Values: milliseconds, Policy: "consumer-disconnected-timeout", Cite: citeQuorum + " at v4.3.0"},
-	// A classic queue refuses it (4.3.6).
-	{Kind: FeatureQueueArgument, Name: "x-consumer-timeout", Types: quorumOnly, Since: rel(3, 12, 0), Before: Ignored, Values: milliseconds, Policy: "consumer-timeout", Cite: citeDeclare + " at v3.12.0"},
+	// Not checked by type in 4.0.5; quorum queues only in 4.3.6. 4.1 and
+	// 4.2 are not probed: the table takes the cautious side.
+	{Kind: FeatureQueueArgument, Name: "x-consumer-timeout", Types: quorumOnly, TypesSince: rel(4, 1, 0), Since: rel(3, 12, 0), Before: Ignored, Values: milliseconds, Policy: "consumer-timeout", Cite: citeDeclare + " at v3.12.0"},
 	{Kind: FeatureQueueArgument, Name: "x-dead-letter-exchange", Types: classicAndQuorum, Values: name, Policy: "dead-letter-exchange", Cite: citeDeclare},
 	{Kind: FeatureQueueArgument, Name: "x-dead-letter-routing-key", Types: classicAndQuorum, Values: name, Policy: "dead-letter-routing-key",
 		Needs: []Need{{Key: "x-dead-letter-exchange", Example: "dlx"}}, Cite: citeDeclare + " (check_dlxrk_arg: routing_key_but_no_dlx_defined)"},
@@ -370,7 +373,7 @@ var VersionTable = []Feature{
 	{Kind: FeatureQueueArgument, Name: "x-overflow", Types: classicAndQuorum, Values: overflow, Policy: "overflow", Cite: citeDeclare},
 	// Denied by default from 4.3.0, like the policy key.
 	// Classic queues take it since 4.0, in place of x-queue-master-locator.
-	{Kind: FeatureQueueArgument, Name: "x-queue-leader-locator", Types: quorumAndStream, WidenedTo: []string{"classic", "quorum", "stream"}, WidenedSince: rel(4, 0, 0), Values: leaderLoc, Policy: "queue-leader-locator",
+	{Kind: FeatureQueueArgument, Name: "x-queue-leader-locator", TypesBefore: quorumAndStream, TypesSince: rel(4, 0, 0), Values: leaderLoc, Policy: "queue-leader-locator",
 		Cite: citeQuorum + "; " + citeStream + "; rabbit_classic_queue.erl at v4.0.0; release-notes/4.0.1.md (queue-master-locator deprecated for queue-leader-locator); " + citeProbe},
 	{Kind: FeatureQueueArgument, Name: "x-queue-master-locator", Types: classicOnly, Until: rel(4, 3, 0), Permit: "queue_master_locator", DeprecatedSince: rel(4, 0, 0), Values: masterLoc, Policy: "queue-master-locator",
 		Cite: "deps/rabbit/src/rabbit_classic_queue.erl (validate_arguments) and rabbit_queue_location.erl at v4.3.0; release-notes/4.3.0.md"},
@@ -387,7 +390,9 @@ var VersionTable = []Feature{
 	// stream alike); quorum queues act on it.
 	{Kind: FeatureQueueArgument, Name: "x-quorum-target-group-size", Since: rel(3, 13, 0), Before: Ignored, Values: positive, Policy: "target-group-size", Cite: citeQuorum + " at v3.13.0; " + citeProbe},
 	{Kind: FeatureQueueArgument, Name: "x-single-active-consumer", Types: classicAndQuorum, Values: Values{Kind: BoolValue}, Cite: citeDeclare},
-	{Kind: FeatureQueueArgument, Name: "x-stream-filter-size-bytes", Types: streamOnly, Since: rel(3, 13, 0), Before: Ignored, Values: Values{Kind: IntValue, Min: 16, Max: 255}, Policy: "stream-filter-size-bytes", Cite: citeStream + " at v3.13.0"},
+	// Not checked by type in 4.0.5; streams only in 4.3.6 (4.1 and 4.2
+	// not probed: the cautious side).
+	{Kind: FeatureQueueArgument, Name: "x-stream-filter-size-bytes", Types: streamOnly, TypesSince: rel(4, 1, 0), Since: rel(3, 13, 0), Before: Ignored, Values: Values{Kind: IntValue, Min: 16, Max: 255}, Policy: "stream-filter-size-bytes", Cite: citeStream + " at v3.13.0"},
 	{Kind: FeatureQueueArgument, Name: "x-stream-max-segment-size-bytes", Types: streamOnly, Since: rel(3, 9, 0), Before: Ignored, Values: positive, Policy: "stream-max-segment-size-bytes", Cite: citeStream},
 
 	{Kind: FeatureQueueType, Name: "classic", Cite: citeDeclare},
