@@ -124,7 +124,7 @@ func checkVersion(p Plan, x topology.Facts, st *topology.State) []Diagnostic {
 			ds = append(ds, Diagnostic{Code: CodeQueueModeIgnored, Severity: SeverityInfo, Address: a,
 				Message: fmt.Sprintf("%s has x-queue-mode %v, which RabbitMQ %s ignores (since 3.12 every classic queue keeps messages on disk); drop it", a, m, v)})
 		}
-		if !v.Less(topology.DefaultDeliveryLimitSince) && q.QueueType() == "quorum" && deliversToConsumers(q.Name) && !limits.has(q) {
+		if !v.Less(topology.DefaultDeliveryLimitSince) && q.QueueType() == "quorum" && deliversToConsumers(q.Name) && !limits.has(q) && !limits.ownDefault(q) {
 			ds = append(ds, Diagnostic{Code: CodeDefaultDeliveryLimit, Severity: SeverityWarning, Address: a,
 				Message: fmt.Sprintf("%s has no delivery limit (no x-delivery-limit, and no delivery-limit in its policy): RabbitMQ %s applies its default of 20 (3.x applied none), so a message returned 20 times is dead-lettered, or dropped without a dead-letter exchange; set delivery_limit or x-delivery-limit to choose", a, v)})
 		}
@@ -153,6 +153,8 @@ type deliveryLimits struct {
 	p     Plan
 	st    *topology.State
 	index *topology.PolicyIndex
+	// exchanges are the exchanges the plan leaves, made when first needed.
+	exchanges map[topology.Address]bool
 }
 
 func (l *deliveryLimits) has(q topology.Queue) bool {
@@ -168,6 +170,23 @@ func (l *deliveryLimits) has(q topology.Queue) bool {
 	}
 	_, ok := topology.Effective(q, &ps[0], nil)["delivery-limit"]
 	return ok
+}
+
+// ownDefault reports whether q is a queue of rmqtopo's own contract that
+// takes rmqtopo's default delivery limit, which is 4.0's: a work queue
+// with its retry exchange in the plan, or its return queue. rmqtopo
+// declares no limit there on 4.0+ (spec.ExpandFor), by design.
+func (l *deliveryLimits) ownDefault(q topology.Queue) bool {
+	if l.exchanges == nil {
+		l.exchanges = map[topology.Address]bool{}
+		for _, c := range l.p.Changes {
+			if c.Address.Kind == topology.KindExchange && c.After != nil && c.Action != Delete {
+				l.exchanges[c.Address] = true
+			}
+		}
+	}
+	work := strings.TrimSuffix(q.Name, contract.ReturnQueue(""))
+	return l.exchanges[topology.Address{Kind: topology.KindExchange, Vhost: q.Vhost, Name: contract.RetryExchange(work)}]
 }
 
 // policies are the user policies once the plan is applied: the plan's

@@ -420,6 +420,20 @@ var (
 	ClientDeathIgnoredSince = rel(4, 0, 0)
 )
 
+// DefaultDeliveryLimit is the delivery limit a quorum queue gets from
+// 4.0 on when neither an argument nor a policy sets one.
+const DefaultDeliveryLimit = 20
+
+// DefaultArguments are the arguments release v gives a queue of type typ
+// that declares none of them: a queue declared with one of these, of the
+// same value, is the same queue on v. None for an unknown release.
+func DefaultArguments(v Version, typ string) Args {
+	if typ == "quorum" && v.Known() && !v.Less(DefaultDeliveryLimitSince) {
+		return Args{"x-delivery-limit": int64(DefaultDeliveryLimit)}
+	}
+	return nil
+}
+
 // LookupFeature returns the table's entry of kind and name; for a value,
 // the entry of that value if there is one.
 func LookupFeature(kind FeatureKind, name string, value any) (Feature, bool) {

@@ -15,6 +15,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
 	"github.com/rmqtopo/rmqtopo/render"
+	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -44,13 +45,17 @@ func (c *applyCmd) Validate() error {
 var stdinIsTerminal = func(r io.Reader) bool { return isTerminal(r) }
 
 func (c *applyCmd) Run(e *env) (err error) {
-	saved, desired, ch, err := c.input(e)
+	saved, files, desired, ch, err := c.input(e)
 	if err != nil {
 		return err
 	}
 	client, err := c.Conn.client(e)
 	if err != nil {
 		return err
+	}
+	if saved == nil {
+		// Declared as the broker written to declares it.
+		desired = expandFor(e, files, desired, "", client)
 	}
 	sess, err := client.NewSession(e.ctx)
 	if err != nil {
@@ -135,29 +140,29 @@ func (c *applyCmd) review(e *env, client *broker.Client, saved bool, specs map[s
 
 // input reads what apply applies: a saved plan (one file whose kind says
 // so) or spec files, expanded.
-func (c *applyCmd) input(e *env) (*planfile.File, topology.Topology, plan.Choices, error) {
+func (c *applyCmd) input(e *env) (*planfile.File, []*spec.File, topology.Topology, plan.Choices, error) {
 	if len(c.Files) == 1 {
 		saved, err := planfile.Read(c.Files[0])
 		if err != nil {
-			return nil, topology.Topology{}, plan.Choices{}, err
+			return nil, nil, topology.Topology{}, plan.Choices{}, err
 		}
 		if saved != nil {
 			switch {
 			case c.Prune:
-				return nil, topology.Topology{}, plan.Choices{}, errors.New("--prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
+				return nil, nil, topology.Topology{}, plan.Choices{}, errors.New("--prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
 			case c.Migrate:
-				return nil, topology.Topology{}, plan.Choices{}, errors.New("--migrate does not apply to a saved plan: it was decided when the plan was made (plan --migrate --out FILE)")
+				return nil, nil, topology.Topology{}, plan.Choices{}, errors.New("--migrate does not apply to a saved plan: it was decided when the plan was made (plan --migrate --out FILE)")
 			case len(saved.Specs) == 0:
-				return nil, topology.Topology{}, plan.Choices{}, fmt.Errorf("the plan in %s was saved by an earlier rmqtopo and names no spec, whose ownership record apply must write; run plan again", c.Files[0])
+				return nil, nil, topology.Topology{}, plan.Choices{}, fmt.Errorf("the plan in %s was saved by an earlier rmqtopo and names no spec, whose ownership record apply must write; run plan again", c.Files[0])
 			}
-			return saved, topology.Topology{}, plan.Choices{Specs: saved.Specs}, nil
+			return saved, nil, topology.Topology{}, plan.Choices{Specs: saved.Specs}, nil
 		}
 	}
 	files, desired, err := loadExpanded(e, c.Files)
 	if err != nil {
-		return nil, topology.Topology{}, plan.Choices{}, err
+		return nil, nil, topology.Topology{}, plan.Choices{}, err
 	}
-	return nil, desired, choices(files, c.Prune, c.Migrate), nil
+	return nil, files, desired, choices(files, c.Prune, c.Migrate), nil
 }
 
 // confirm asks for "yes" on a terminal and refuses to guess otherwise.

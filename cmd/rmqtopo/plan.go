@@ -10,6 +10,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
 	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 type planCmd struct {
@@ -51,7 +52,18 @@ func (c *planCmd) Run(e *env) (err error) {
 		}
 		src, brokerURL = client, client.URL()
 	}
+	expanded := desired
+	desired = expandFor(e, files, expanded, c.Version.RabbitMQVersion, client)
 	p, st, err := plan.Make(e.ctx, src, desired, choices(files, c.Prune, c.Migrate))
+	if err == nil && c.Against != "" && c.Version.RabbitMQVersion == "" {
+		// An export's version is known once it is read: plan again for
+		// it where it declares otherwise.
+		if v, verr := topology.ParseVersion(st.BrokerVersion); verr == nil {
+			if !spec.DeclaresAlike(v, topology.Version{}) {
+				p, st, err = plan.Make(e.ctx, src, spec.ForRelease(v, files, expanded), choices(files, c.Prune, c.Migrate))
+			}
+		}
+	}
 	if err != nil {
 		if c.Against != "" {
 			return fmt.Errorf("--against: %w", err)

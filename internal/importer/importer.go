@@ -39,6 +39,10 @@ type Input struct {
 	// Skipped are objects the source holds that Topology cannot carry,
 	// found by the caller (see Extras).
 	Skipped []Skipped
+	// Release is the source's RabbitMQ version; unknown when it does not
+	// say. Its default arguments (a quorum queue's delivery limit from 4.0
+	// on) are the same queue declared or not.
+	Release topology.Version
 }
 
 // Skipped is one object that the spec does not represent, and why.
@@ -71,6 +75,7 @@ const maxRounds = 1000
 // topology it was written from.
 func Import(in Input) (*Result, error) {
 	l := index(in.Topology, in.Vhost)
+	l.release = in.Release
 	m := newModel(l, in.Skipped)
 	for round := 0; ; round++ {
 		data := m.yaml(in.Source)
@@ -94,7 +99,7 @@ func (m *model) result(data []byte, f *spec.File) (*Result, error) {
 	want := m.expected()
 	// Planned against the live vhost, queues an earlier rmqtopo made keep
 	// their shape, which the comparison must grant too.
-	got := plan.KeepLegacy(want, spec.Expand(f))
+	got := plan.KeepLegacy(want, spec.ExpandFor(m.l.release, f), m.l.release)
 	if !reflect.DeepEqual(normal(want), normal(got)) {
 		return nil, fmt.Errorf("import: the written spec does not reproduce vhost %q: %s", m.l.vhost, firstDifference(want, got))
 	}

@@ -44,6 +44,7 @@ func FromBroker(ctx context.Context, b Broker, vhost string) (Input, error) {
 	in.Topology, in.Source = st.Topology, "the broker at "+b.URL()
 	if v, err := b.Version(ctx); err == nil {
 		in.Source += " (RabbitMQ " + v.String() + ")"
+		in.Release = v
 	}
 	return in, nil
 }
@@ -69,6 +70,7 @@ func FromFile(path, vhost string) (Input, error) {
 	in.Source = "the definitions file " + filepath.Base(path)
 	if v, err := topology.ParseVersion(doc.RabbitVersion); err == nil {
 		in.Source += " (RabbitMQ " + v.String() + ")"
+		in.Release = v
 	}
 	return in, nil
 }

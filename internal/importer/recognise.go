@@ -15,6 +15,7 @@ import (
 // live indexes one vhost's current topology by name.
 type live struct {
 	vhost     string
+	release   topology.Version
 	t         topology.Topology
 	queues    map[string]topology.Queue
 	exchanges map[string]topology.Exchange
@@ -327,11 +328,14 @@ func (l *live) expand(q spec.Queue) topology.Topology {
 	if q.Layout == spec.LayoutLevels && l.ladder != nil {
 		s.Levels = &l.ladder.levels
 	}
-	g := spec.Expand(&spec.File{Spec: s})
+	g := spec.ExpandFor(l.release, &spec.File{Spec: s})
+	// The queues are compared as a plan compares them: the release's
+	// default arguments are the same queue declared or not.
+	g = plan.WithDefaults(l.t, g, l.release)
 	if wq, ok := l.queues[q.Name]; ok {
 		// A queue an earlier rmqtopo made keeps its dead-lettering in its
 		// policy, as a plan keeps it.
-		g = plan.KeepLegacy(topology.Topology{Queues: []topology.Queue{wq}}, g)
+		g = plan.KeepLegacy(topology.Topology{Queues: []topology.Queue{wq}}, g, l.release)
 	}
 	return g
 }
