@@ -91,3 +91,21 @@ func TestUpgradeFrom3xPlansInPlace(t *testing.T) {
 		t.Error("an unknown release took x-delivery-limit 20 for its default")
 	}
 }
+
+// TestDLQToggle (docs/versions.md): turning dlq on keeps the queue, its
+// dead-lettering in its policy; turning it off needs a replace, since the
+// broker cannot drop the queue's x-dead-letter-exchange argument.
+func TestDLQToggle(t *testing.T) {
+	const s = "version: 1\nvhost: v\nqueues:\n  - {name: work, type: quorum, dlq: %s, retry: {delays: [1s]}}\n"
+	for _, release := range []string{"3.10.8", "4.0.5"} {
+		on := expandFor(t, release, strings.Replace(s, "%s", "true", 1))
+		off := expandFor(t, release, strings.Replace(s, "%s", "false", 1))
+		v, _ := topology.ParseVersion(release)
+		if _, replaced := changes(plan.DiffTopology(off, on, plan.Options{Release: v})); len(replaced) != 0 {
+			t.Errorf("%s: dlq turned on replaces %v", release, replaced)
+		}
+		if _, replaced := changes(plan.DiffTopology(on, off, plan.Options{Release: v})); len(replaced) != 1 {
+			t.Errorf("%s: dlq turned off replaces %v, want the work queue", release, replaced)
+		}
+	}
+}
