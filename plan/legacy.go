@@ -43,7 +43,7 @@ func WithDefaults(live, desired topology.Topology, release topology.Version) top
 	for i, q := range live.Queues {
 		liveAt[q.Addr()] = i
 	}
-	d := defaultsView{release: release, desired: desired}
+	d := defaultsView{release: release, desired: desired, live: live}
 	out := desired
 	out.Queues = nil
 	for i, q := range desired.Queues {
@@ -84,7 +84,7 @@ func foldLegacy(live, desired topology.Topology, reshape map[topology.Address]bo
 	var folded map[topology.Address][]string
 	var queues []topology.Queue
 	moved := map[topology.Address]topology.Args{} // policy address -> keys to add
-	defaults := defaultsView{release: release, desired: desired}
+	defaults := defaultsView{release: release, desired: desired, live: live}
 	for i, q := range desired.Queues {
 		at, ok := liveAt[q.Addr()]
 		if !ok || reshape[q.Addr()] {
@@ -100,6 +100,7 @@ func foldLegacy(live, desired topology.Topology, reshape map[topology.Address]bo
 		if !ok {
 			continue
 		}
+		defaults.keepLegacyDefaults(q, keys)
 		if queues == nil {
 			queues = slices.Clone(desired.Queues)
 		}
@@ -129,7 +130,11 @@ func foldLegacy(live, desired topology.Topology, reshape map[topology.Address]bo
 type defaultsView struct {
 	release topology.Version
 	desired topology.Topology
+	live    topology.Topology
 	index   *topology.PolicyIndex // the desired policies, made when first needed
+	// legacyKeys are the keys of each live rmqtopo queue policy, by
+	// address, made when first needed.
+	legacyKeys map[topology.Address]topology.Args
 }
 
 // withDefaults returns want as the live queue was, and true, where they
@@ -150,7 +155,7 @@ func (d *defaultsView) withDefaults(was, want topology.Queue) (topology.Queue, b
 		w, wantHas := want.Arguments[k]
 		x, wasHas := was.Arguments[k]
 		switch {
-		case wantHas && !wasHas && reflect.DeepEqual(w, dv):
+		case wantHas && !wasHas && reflect.DeepEqual(w, dv) && !d.inLegacyPolicy(want, k):
 			delete(args, k)
 			changed = true
 		case !wantHas && wasHas && reflect.DeepEqual(x, dv) && d.sameEffect(was, want, k, dv):
@@ -163,6 +168,42 @@ func (d *defaultsView) withDefaults(was, want topology.Queue) (topology.Queue, b
 	}
 	want.Arguments = args
 	return want, true
+}
+
+// keepLegacyDefaults adds to keys, the policy keys a kept queue q's
+// policy carries, the release's defaults its live rmqtopo policy carries
+// and q does not set: the earlier rmqtopo's policy stays as it is, the
+// same on the release.
+func (d *defaultsView) keepLegacyDefaults(q topology.Queue, keys topology.Args) {
+	for k, dv := range topology.DefaultArguments(d.release, q.QueueType()) {
+		pk, ok := topology.PolicyKey(k)
+		if _, set := q.Arguments[k]; !ok || set || keys[pk] != nil || !d.inLegacyPolicy(q, k) {
+			continue
+		}
+		if reflect.DeepEqual(d.legacyKeys[topology.Address{Kind: topology.KindPolicy, Vhost: q.Vhost, Name: contract.QueuePolicy(q.Name)}][pk], dv) {
+			keys[pk] = dv
+		}
+	}
+}
+
+// inLegacyPolicy reports whether the live rmqtopo policy of q carries the
+// argument k as its policy key: an earlier rmqtopo's shape, which
+// foldQueue keeps as it is.
+func (d *defaultsView) inLegacyPolicy(q topology.Queue, k string) bool {
+	if d.legacyKeys == nil {
+		d.legacyKeys = map[topology.Address]topology.Args{}
+		for _, p := range d.live.Policies {
+			if contract.IsManagedPolicy(p.Name) {
+				d.legacyKeys[p.Addr()] = p.Definition
+			}
+		}
+	}
+	pk, ok := topology.PolicyKey(k)
+	if !ok {
+		return false
+	}
+	_, set := d.legacyKeys[topology.Address{Kind: topology.KindPolicy, Vhost: q.Vhost, Name: contract.QueuePolicy(q.Name)}][pk]
+	return set
 }
 
 // sameEffect reports whether was (with argument k) and want (without it,

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rmqtopo/rmqtopo/internal/shapetest"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -69,6 +70,10 @@ func TestUpgradeFrom3xPlansInPlace(t *testing.T) {
 		{"upgraded, limit raised", on3, expandFor(t, "4.0.5", withLimit("50")), true},
 		{"made on 4.x, limit raised", expandFor(t, "4.0.5", withLimit("")), expandFor(t, "4.0.5", withLimit("50")), false},
 		{"made on 4.x, unknown release", expandFor(t, "4.3.6", withLimit("")), expandFor(t, "", withLimit("")), false},
+		// An earlier rmqtopo's shape: dead-lettering and the limit in the
+		// queue's own policy.
+		{"per-queue policies, upgraded", shapetest.Legacy(on3), expandFor(t, "4.0.5", withLimit("")), false},
+		{"per-queue policies, unknown release", shapetest.Legacy(on3), expandFor(t, "", withLimit("")), false},
 	} {
 		p := plan.DiffTopology(c.live, c.desired, plan.Options{Release: v4})
 		all, replaced := changes(p)
@@ -84,6 +89,9 @@ func TestUpgradeFrom3xPlansInPlace(t *testing.T) {
 			if !strings.Contains(a, "policy") && !c.replaced {
 				t.Errorf("%s: %s, want only policy changes", c.name, a)
 			}
+		}
+		if strings.Contains(c.name, "per-queue") && len(all) > 0 {
+			t.Errorf("%s: %v, want no change", c.name, all)
 		}
 	}
 	// Without the release (a 3.x broker) the 4.x shape is not the 3.x one.
