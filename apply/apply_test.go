@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rmqtopo/rmqtopo/apply"
+	"github.com/rmqtopo/rmqtopo/apply/target"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -29,7 +30,7 @@ type fake struct {
 	delay    time.Duration
 }
 
-var errNotEmpty = errors.New("fake: not empty")
+var errNotEmpty = fmt.Errorf("fake: not empty: %w", target.ErrNotEmpty)
 
 func (f *fake) call(ctx context.Context, s string) error {
 	n := f.inFlight.Add(1)
@@ -190,8 +191,8 @@ func TestApplyOrderAndOwnership(t *testing.T) {
 	if diff := cmp.Diff(want, sortOwned(f.calls)); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	if got := res.String(); got != "5 created, 4 deleted" {
-		t.Errorf("String() = %q", got)
+	if res.Created != 5 || res.Deleted != 4 || res.Changes() != 9 {
+		t.Errorf("result %+v, want 5 created and 4 deleted", res)
 	}
 }
 
@@ -308,7 +309,7 @@ func TestApplyStopsAtFirstFailedPhase(t *testing.T) {
 	f := &fake{fail: map[string]error{"declare-queue b": errors.New("the broker refused: inequivalent arg")}}
 	res, err := apply.Apply(context.Background(), f, p, apply.Options{Concurrency: 1,
 		Records: records(qu("old").Addr())})
-	if err == nil || err.Error() != `apply: create queue "b" in vhost "v": the broker refused: inequivalent arg` {
+	if err == nil || err.Error() != `create queue "b" in vhost "v": the broker refused: inequivalent arg` {
 		t.Fatalf("err = %v", err)
 	}
 	for _, c := range f.calls {
@@ -342,8 +343,7 @@ func TestApplyNotEmptyIsExplained(t *testing.T) {
 	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{withMsgs(del(qu("old")), zero())}}
 	f := &fake{fail: map[string]error{"delete-queue old if-empty=true": errNotEmpty}}
 	_, err := apply.Apply(context.Background(), f, p, apply.Options{
-		Records:    records(qu("old").Addr()),
-		IsNotEmpty: func(err error) bool { return errors.Is(err, errNotEmpty) },
+		Records: records(qu("old").Addr()),
 	})
 	if err == nil || !strings.Contains(err.Error(), "arrived after the plan was made") || !errors.Is(err, errNotEmpty) {
 		t.Fatalf("err = %v", err)

@@ -2,50 +2,43 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/rmqtopo/rmqtopo/apply/target"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// Broker is what the apply workflow (Run) needs of a broker: a Target that
-// writes, a Source that reads and counts, the per-vhost apply lock, and
-// recognisers of the broker's errors. apply cannot import the broker
-// package (it runs against any Target), so the caller names them.
-type Broker struct {
+// Backend is what the apply workflow (Run) runs against: a Target that
+// writes, a Source that reads and counts, and the per-vhost apply lock.
+// Their errors say their kind through package target's sentinels.
+type Backend struct {
 	// Target writes the changes; the lock is held by the same connection.
-	Target Target
+	Target target.Target
 	// Source reads the state the plan is made from, and recounts a saved
 	// plan's queues.
 	Source plan.Source
-	// Lock takes a vhost's apply lock for as long as Target lives. It
-	// fails at once, with an error Errors.Locked recognises, when another
-	// apply holds it.
-	Lock func(ctx context.Context, vhost string) error
-	// Errors recognise the broker's errors.
-	Errors Errors
+	// Locker takes a vhost's apply lock for as long as Target lives.
+	Locker target.Locker
 }
 
-// Errors recognise kinds of broker errors; a nil recogniser recognises
-// none.
-type Errors struct {
-	// Locked: another apply holds the vhost's lock.
-	Locked func(error) bool
-	// VhostNotFound: the vhost does not exist (nothing to lock).
-	VhostNotFound func(error) bool
-	// NotEmpty: a guarded queue delete found messages or consumers.
-	NotEmpty func(error) bool
-	// Connection: the broker could not be reached or answered with a
-	// server error; trying again later may succeed.
-	Connection func(error) bool
-	// NodeDown: a cluster node is down.
-	NodeDown func(error) bool
+// LockTimeoutError is a wait for a vhost's lock that another apply held
+// for all of Request.LockTimeout. It unwraps to the last refusal, which
+// wraps target.ErrLocked.
+type LockTimeoutError struct {
+	Vhost  string
+	Waited time.Duration
+	Err    error
 }
 
-func is(f func(error) bool, err error) bool { return f != nil && f(err) }
+func (e *LockTimeoutError) Error() string {
+	return fmt.Sprintf("waited %s for the lock on vhost %q: %v", e.Waited, e.Vhost, e.Err)
+}
+
+func (e *LockTimeoutError) Unwrap() error { return e.Err }
 
 // Clock is the time the workflow waits with; tests pass a fake one so that
 // lock waits take no real time.
@@ -80,8 +73,7 @@ type Request struct {
 	// returns the plan's diagnostics, which Apply refuses by
 	// (Options.Diagnostics). An error stops the apply with nothing written.
 	Review func(p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error)
-	// Options tune Apply; Records, VhostCreated and IsNotEmpty are set by
-	// Run.
+	// Options tune Apply; Records and VhostCreated are set by Run.
 	Options Options
 	// Clock defaults to the real one.
 	Clock Clock
@@ -100,7 +92,7 @@ type Outcome struct {
 // state of a saved plan, refusing it if it is stale, and recounts its
 // queues), has the plan reviewed and applies it. Locking comes before
 // reading, so that the state planned from is the state applied to.
-func Run(ctx context.Context, b Broker, req Request) (Outcome, error) {
+func Run(ctx context.Context, b Backend, req Request) (Outcome, error) {
 	if req.Clock == nil {
 		req.Clock = realClock{}
 	}
@@ -127,7 +119,6 @@ func Run(ctx context.Context, b Broker, req Request) (Outcome, error) {
 	}
 	out := Outcome{Plan: p, State: st}
 	opts.Records = plan.OwnRecords(st, req.Choices.Specs)
-	opts.IsNotEmpty = b.Errors.NotEmpty
 	opts.VhostCreated = w.vhostCreated
 	out.Result, err = Apply(ctx, b.Target, p, opts)
 	out.Applied = true
@@ -136,7 +127,7 @@ func Run(ctx context.Context, b Broker, req Request) (Outcome, error) {
 
 // workflow is one apply's hold on the broker: the vhosts it has locked.
 type workflow struct {
-	b      Broker
+	b      Backend
 	req    Request
 	locked map[string]bool
 }
@@ -148,11 +139,11 @@ func (w *workflow) lock(ctx context.Context, vs []string) error {
 			continue
 		}
 		err := w.waitLock(ctx, v)
-		if is(w.b.Errors.VhostNotFound, err) {
+		if errors.Is(err, target.ErrVhostNotFound) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("apply: %w", err)
+			return err
 		}
 		w.locked[v] = true
 	}
@@ -167,13 +158,13 @@ func (w *workflow) waitLock(ctx context.Context, vhost string) error {
 	deadline := clock.Now().Add(timeout)
 	pause := 100 * time.Millisecond
 	for said := false; ; said = true {
-		err := w.b.Lock(ctx, vhost)
-		if !is(w.b.Errors.Locked, err) || timeout == 0 {
+		err := w.b.Locker.Lock(ctx, vhost)
+		if !errors.Is(err, target.ErrLocked) || timeout == 0 {
 			return err
 		}
 		left := deadline.Sub(clock.Now())
 		if left <= 0 {
-			return fmt.Errorf("waited %s (--lock-timeout): %w", timeout, err)
+			return &LockTimeoutError{Vhost: vhost, Waited: timeout, Err: err}
 		}
 		if !said && w.req.OnLockWait != nil {
 			w.req.OnLockWait(vhost)
@@ -211,7 +202,7 @@ func (w *workflow) lockAndPlan(ctx context.Context) (plan.Plan, *topology.State,
 			p, st, err = plan.Make(ctx, w.b.Source, w.req.Desired, w.req.Choices)
 		}
 		if err != nil {
-			return plan.Plan{}, nil, fmt.Errorf("apply: %w", err)
+			return plan.Plan{}, nil, err
 		}
 		var unlocked []string
 		for _, v := range st.Topology.Vhosts {
@@ -234,12 +225,12 @@ func (w *workflow) lockAndPlan(ctx context.Context) (plan.Plan, *topology.State,
 func (w *workflow) checkSaved(ctx context.Context, st *topology.State) (plan.Plan, error) {
 	saved := w.req.Saved
 	if saved.Stale(st) {
-		return plan.Plan{}, fmt.Errorf("apply: the plan in %s is stale: the broker's topology or ownership record changed since it was made (%s); run plan again",
+		return plan.Plan{}, fmt.Errorf("the plan in %s is stale: the broker's topology or ownership record changed since it was made (%s); run plan again",
 			w.req.SavedPath, saved.CreatedAt.Format(time.RFC3339))
 	}
 	p := saved.Plan
 	if err := plan.Recount(ctx, w.b.Source, &p); err != nil {
-		return plan.Plan{}, fmt.Errorf("apply: %w", err)
+		return plan.Plan{}, err
 	}
 	return p, nil
 }
@@ -251,7 +242,7 @@ func (w *workflow) vhostCreated(ctx context.Context, vhost string) error {
 	if w.locked[vhost] {
 		return nil
 	}
-	if err := w.b.Lock(ctx, vhost); err != nil {
+	if err := w.b.Locker.Lock(ctx, vhost); err != nil {
 		return err
 	}
 	st, err := w.b.Source.Read(ctx, []string{vhost})
@@ -263,35 +254,4 @@ func (w *workflow) vhostCreated(ctx context.Context, vhost string) error {
 		return fmt.Errorf("vhost %q appeared with %d objects since the plan was made; plan again", vhost, n)
 	}
 	return nil
-}
-
-// NotDone says what an apply that stopped with err did not do, and
-// whether running it again can finish: not when the broker refused a
-// change, which will refuse again until the spec or the broker changes.
-func (e Errors) NotDone(res Result, err error) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d changes not made", len(res.NotDone))
-	for i, c := range res.NotDone {
-		if i == 3 {
-			fmt.Fprintf(&b, ", and %d more", len(res.NotDone)-3)
-			break
-		}
-		sep := ","
-		if i == 0 {
-			sep = ":"
-		}
-		fmt.Fprintf(&b, "%s %s %s", sep, c.Action, c.Address)
-	}
-	b.WriteString(". The ownership record lists what exists. ")
-	switch {
-	case is(e.Connection, err):
-		b.WriteString("The connection failed: planning and applying again finishes the job once the broker is reachable.")
-	case is(e.NodeDown, err):
-		b.WriteString("A cluster node is down (above): planning and applying again finishes the job once it is back.")
-	case is(e.NotEmpty, err), is(e.Locked, err):
-		b.WriteString("Plan again once the cause above is gone.")
-	default:
-		b.WriteString("The broker refused a change: applying again will fail the same way until the spec or the broker changes.")
-	}
-	return b.String()
 }

@@ -3,12 +3,14 @@ package apply_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply"
+	"github.com/rmqtopo/rmqtopo/apply/target"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -31,9 +33,8 @@ func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 }
 
 var (
-	errLocked     = errors.New("fake: locked")
-	errNoVhost    = errors.New("fake: no vhost")
-	errConnection = errors.New("fake: unreachable")
+	errLocked  = fmt.Errorf("fake: locked: %w", target.ErrLocked)
+	errNoVhost = fmt.Errorf("fake: no vhost: %w", target.ErrVhostNotFound)
 )
 
 // fakeBroker is a broker of one vhost, vh: reads return its states in
@@ -67,15 +68,8 @@ func (b *fakeBroker) Lock(ctx context.Context, vhost string) error {
 	return err
 }
 
-func (b *fakeBroker) broker() apply.Broker {
-	return apply.Broker{Target: b.fake, Source: b, Lock: b.Lock, Errors: fakeErrors}
-}
-
-var fakeErrors = apply.Errors{
-	Locked:        func(err error) bool { return errors.Is(err, errLocked) },
-	VhostNotFound: func(err error) bool { return errors.Is(err, errNoVhost) },
-	NotEmpty:      func(err error) bool { return errors.Is(err, errNotEmpty) },
-	Connection:    func(err error) bool { return errors.Is(err, errConnection) },
+func (b *fakeBroker) broker() apply.Backend {
+	return apply.Backend{Target: b.fake, Source: b, Locker: b}
 }
 
 // existing is the state of vh holding the given exchanges.
@@ -141,7 +135,8 @@ func TestRunLockTimeout(t *testing.T) {
 		if !errors.Is(err, errLocked) {
 			t.Errorf("timeout %s: err %v, want the lock's", tt.timeout, err)
 		}
-		if tt.timeout > 0 && !strings.Contains(err.Error(), "apply: waited "+tt.timeout.String()+" (--lock-timeout)") {
+		var lt *apply.LockTimeoutError
+		if tt.timeout > 0 && (!errors.As(err, &lt) || lt.Waited != tt.timeout || lt.Vhost != vh) {
 			t.Errorf("timeout %s: err %q does not say how long it waited", tt.timeout, err)
 		}
 		var want []time.Duration
@@ -213,24 +208,6 @@ func TestRunSavedPlan(t *testing.T) {
 		}
 		if err != nil || !reviewed || out.Result.Created != 1 {
 			t.Errorf("fresh plan: err %v, reviewed %t, result %+v", err, reviewed, out.Result)
-		}
-	}
-}
-
-// NotDone lists the first three changes not made and says whether
-// applying again can finish, by the kind of error that stopped the apply.
-func TestNotDoneByErrorKind(t *testing.T) {
-	res := apply.Result{NotDone: []plan.Change{create(ex("a")), create(ex("b")), create(ex("c")), create(ex("d"))}}
-	for err, want := range map[error]string{
-		errConnection:            "The connection failed",
-		errNotEmpty:              "Plan again once the cause above is gone.",
-		errLocked:                "Plan again once the cause above is gone.",
-		errors.New("bad policy"): "The broker refused a change: applying again will fail the same way",
-	} {
-		got := fakeErrors.NotDone(res, err)
-		if !strings.HasPrefix(got, `4 changes not made: create exchange "a" in vhost "v", create exchange "b" in vhost "v", create exchange "c" in vhost "v", and 1 more.`) ||
-			!strings.Contains(got, want) {
-			t.Errorf("%v: %q lacks %q", err, got, want)
 		}
 	}
 }

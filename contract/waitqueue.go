@@ -98,8 +98,8 @@ func GeneratedFor(name string) string {
 	if w, ok := ParseWaitQueue(name); ok && w.Queue != "" {
 		return w.Queue
 	}
-	// The regexp only where it can match: it is most of the time a
-	// million names take otherwise.
+	// The regexp only where it can match: it costs more than every other
+	// test of a name together.
 	if strings.Contains(name, "__retry.") {
 		if m := goqueueRetryQueue.FindStringSubmatch(name); m != nil {
 			return m[1]
@@ -133,8 +133,8 @@ func ParseWaitQueue(name string) (WaitQueue, bool) {
 	if l, k, err := ParseLevelQueue(name); err == nil {
 		return WaitQueue{Layout: WaitLevels, Delay: l.TTL(k)}, true
 	}
-	// Each regexp runs only on names holding its literal part: a plan reads
-	// a million names, and the regexps were most of the time spent on them.
+	// Each regexp runs only on names holding its literal part: every name
+	// of a plan comes here, and the regexps cost most.
 	if m := matchIf(perAttemptWait, name, strings.Contains(name, ".wait.")); m != nil {
 		n, _ := strconv.Atoi(m[2])
 		d, _ := ParseDelay(m[3])

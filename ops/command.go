@@ -49,7 +49,7 @@ func (s *session) close() { _ = broker.CloseConn(s.conn) }
 func (s *session) leaving(ctx context.Context, vhost, name string) (Queue, error) {
 	q, err := s.b.Queue(ctx, vhost, name)
 	if errors.Is(err, ErrNotFound) {
-		return Queue{}, fmt.Errorf("queue %q not found in vhost %q", name, vhost)
+		return Queue{}, &QueueNotFoundError{Queue: name, Vhost: vhost}
 	}
 	if err != nil {
 		return Queue{}, err

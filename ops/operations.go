@@ -13,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/opsdata"
 )
 
 // Peek reads up to limit messages from the head of queue and leaves every
@@ -142,7 +143,7 @@ func Replay(ctx context.Context, conn *amqp.Connection, o ReplayOptions) (Result
 }
 
 // NoteWouldMove is the note of a message a dry run would have moved.
-const NoteWouldMove = "would move (dry run)"
+const NoteWouldMove = opsdata.NoteWouldMove
 
 // dryRun turns a moving pass into a read-only one (a peek, see Peek: on a
 // quorum queue that is a requeue of the whole queue, in order) that notes

@@ -66,10 +66,15 @@ func FormatProgress(r Result, elapsed time.Duration) string {
 		r.Queue, r.Scanned, r.Depth, verb, n, r.Left, r.Failed, elapsed.Round(time.Second))
 }
 
-// QueueNotFoundError says a queue does not exist.
-type QueueNotFoundError struct{ Queue string }
+// QueueNotFoundError says a queue does not exist (in Vhost, when known).
+type QueueNotFoundError struct{ Queue, Vhost string }
 
-func (e *QueueNotFoundError) Error() string { return fmt.Sprintf("queue %q not found", e.Queue) }
+func (e *QueueNotFoundError) Error() string {
+	if e.Vhost != "" {
+		return fmt.Sprintf("queue %q not found in vhost %q", e.Queue, e.Vhost)
+	}
+	return fmt.Sprintf("queue %q not found", e.Queue)
+}
 
 // Run runs the pass on a channel of its own over conn, with the engine
 // of internal/move, which migrations use too.

@@ -49,6 +49,30 @@ type Diagnostic struct {
 	Message  string           `json:"message"`
 	// Messages is the number of messages concerned, 0 when none or unknown.
 	Messages int64 `json:"messages,omitempty"`
+	// Remedy is what the user could do about it, as data: Message does
+	// not say it, and whoever shows the diagnostic words it (the CLI names
+	// its flags) after Message.
+	Remedy Remedy `json:"-"`
+}
+
+// Remedy is what would accept a diagnostic, or clear it.
+type Remedy struct {
+	// Accepted: allowing destruction (CheckOptions.AllowDestroy) accepted
+	// it.
+	Accepted bool
+	// AllowDestroy: allowing destruction would accept it; with Prune,
+	// pruning would remove the queue with its messages.
+	AllowDestroy bool
+	// Otherwise: Message already gives one way out; the remedy is
+	// another.
+	Otherwise bool
+	// StopConsumers: stopping the queue's consumers clears it, as
+	// allowing destruction accepts it.
+	StopConsumers bool
+	// Migrate: migrating the queue (Choices.Migrate) keeps its messages.
+	Migrate bool
+	// Prune: pruning (Choices.Prune) removes the queue.
+	Prune bool
 }
 
 // CheckOptions are what the user has accepted, and what the checks judge
@@ -141,24 +165,27 @@ func checkChanges(p Plan, opts *checking) []Diagnostic {
 		switch {
 		case c.DestroysQueue():
 			verb, code := "replacing", CodeReplaceQueueWithMessages
-			hint := destroyHint(opts.CheckOptions) + migrateHint(opts.CheckOptions)
+			remedy := destroyRemedy(opts.CheckOptions)
+			remedy.Migrate = !remedy.Accepted
 			if c.Action == Delete {
-				verb, code, hint = "deleting", CodeDeleteQueueWithMessages, destroyHint(opts.CheckOptions)
+				verb, code, remedy = "deleting", CodeDeleteQueueWithMessages, destroyRemedy(opts.CheckOptions)
 			}
 			switch {
 			case c.Messages() == nil:
-				ds = append(ds, Diagnostic{Code: CodeQueueMessagesUnknown, Severity: destructive, Address: a,
-					Message: fmt.Sprintf("%s %s may destroy messages: its message count is unknown%s", verb, a, hint)})
+				ds = append(ds, Diagnostic{Code: CodeQueueMessagesUnknown, Severity: destructive, Address: a, Remedy: remedy,
+					Message: fmt.Sprintf("%s %s may destroy messages: its message count is unknown", verb, a)})
 			case *c.Messages() > 0:
-				ds = append(ds, Diagnostic{Code: code, Severity: destructive, Address: a, Messages: *c.Messages(),
-					Message: fmt.Sprintf("%s %s destroys %s%s", verb, a, countMessages(*c.Messages()), hint)})
+				ds = append(ds, Diagnostic{Code: code, Severity: destructive, Address: a, Messages: *c.Messages(), Remedy: remedy,
+					Message: fmt.Sprintf("%s %s destroys %s", verb, a, countMessages(*c.Messages()))})
 			}
 			// Counts of ready messages leave out the deliveries that
 			// consumers hold unacknowledged; a delete drops those too.
 			if c.Consumers() != nil && *c.Consumers() > 0 {
-				ds = append(ds, Diagnostic{Code: CodeQueueHasConsumers, Severity: destructive, Address: a,
-					Message: fmt.Sprintf("%s has %s, which may hold unacknowledged deliveries that %s it destroys%s",
-						a, countConsumers(*c.Consumers()), verb, consumersHint(opts.CheckOptions))})
+				remedy := destroyRemedy(opts.CheckOptions)
+				remedy.StopConsumers = !remedy.Accepted
+				ds = append(ds, Diagnostic{Code: CodeQueueHasConsumers, Severity: destructive, Address: a, Remedy: remedy,
+					Message: fmt.Sprintf("%s has %s, which may hold unacknowledged deliveries that %s it destroys",
+						a, countConsumers(*c.Consumers()), verb)})
 			}
 		case c.Why() == WhyDraining:
 			d := Diagnostic{Code: CodeWaitQueueDraining, Severity: SeverityInfo, Address: a}
@@ -215,11 +242,10 @@ func checkOwnership(p Plan, opts CheckOptions) []Diagnostic {
 	return ds
 }
 
-func destroyHint(opts CheckOptions) string {
-	if opts.AllowDestroy {
-		return " (accepted with --allow-destroy)"
-	}
-	return "; re-run with --allow-destroy to accept"
+// destroyRemedy is the remedy of what destroys messages: allowing it,
+// or, once allowed, none.
+func destroyRemedy(opts CheckOptions) Remedy {
+	return Remedy{Accepted: opts.AllowDestroy, AllowDestroy: !opts.AllowDestroy}
 }
 
 func countMessages(n int64) string {
@@ -227,13 +253,6 @@ func countMessages(n int64) string {
 		return "1 message"
 	}
 	return fmt.Sprintf("%d messages", n)
-}
-
-func consumersHint(opts CheckOptions) string {
-	if opts.AllowDestroy {
-		return " (accepted with --allow-destroy)"
-	}
-	return "; stop them or re-run with --allow-destroy"
 }
 
 func countConsumers(n int64) string {
@@ -298,10 +317,7 @@ func leftBehind(c Change) Diagnostic {
 			held = "it holds no messages"
 		}
 	}
-	remove := "rmqtopo apply --prune SPEC removes it"
-	if c.Messages() == nil || *c.Messages() > 0 {
-		remove = "drain it, or rmqtopo apply --prune --allow-destroy SPEC removes it with them"
-	}
-	d.Message = fmt.Sprintf("queue %q in vhost %q left the spec and is kept; %s; %s", c.Address.Name, c.Address.Vhost, held, remove)
+	d.Remedy = Remedy{Prune: true, AllowDestroy: c.Messages() == nil || *c.Messages() > 0}
+	d.Message = fmt.Sprintf("queue %q in vhost %q left the spec and is kept; %s", c.Address.Name, c.Address.Vhost, held)
 	return d
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -129,10 +130,10 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: tt.changes}
-			if diff := cmp.Diff(tt.want, plan.Check(p, plan.CheckOptions{})); diff != "" {
+			if diff := cmp.Diff(tt.want, flagwords.Diagnostics(plan.Check(p, plan.CheckOptions{}))); diff != "" {
 				t.Errorf("Check (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.wantAllowed, plan.Check(p, plan.CheckOptions{AllowDestroy: true})); diff != "" {
+			if diff := cmp.Diff(tt.wantAllowed, flagwords.Diagnostics(plan.Check(p, plan.CheckOptions{AllowDestroy: true}))); diff != "" {
 				t.Errorf("Check with AllowDestroy (-want +got):\n%s", diff)
 			}
 		})

@@ -40,7 +40,7 @@ var Codes = []CodeInfo{
 	{Code: CodeMissingEndpoint, Severity: SeverityError, Refused: true, Meaning: "a binding's source or destination exists nowhere, or is a reserved amq.* name that is not a built-in exchange"},
 	{Code: CodeUnsupported, Severity: SeverityError, Refused: true, Meaning: "a queue type or argument the judged version or the queue's type lacks"},
 	{Code: CodeAccess, Severity: SeverityError, Refused: true, Meaning: "a change the user's tags or permissions do not allow"},
-	{Code: CodeQueueLeftBehind, Severity: SeverityWarning, Meaning: "a queue this spec owned left the spec and is kept (no --prune)"},
+	{Code: CodeQueueLeftBehind, Severity: SeverityWarning, Meaning: "a queue this spec owned left the spec and is kept (not pruned)"},
 	{Code: CodePolicyShadowed, Severity: SeverityWarning, Meaning: "a user policy matches queues whose rmqtopo policy wins: its keys do not apply to them"},
 	{Code: CodeManagedPolicyShadowed, Severity: SeverityError, AllowDestroy: true, Meaning: "a user policy wins over (or ties with) rmqtopo's policy of queues: their dead-lettering and limits do not apply"},
 	{Code: CodeOperatorPolicyCaps, Severity: SeverityInfo, Meaning: "an operator policy caps a limit below rmqtopo's policy"},
@@ -87,37 +87,68 @@ func Refusals(ds []Diagnostic) []Diagnostic {
 	return out
 }
 
-// BlockingError is the one-line error of a command whose plan has the
-// blocking diagnostics b (see Blocking), worded from the registry: what
-// the broker would refuse needs a changed spec; what only puts messages
-// at risk, --allow-destroy. Nil when b is empty.
-func BlockingError(cmd string, b []Diagnostic) error {
+// BlockedError is a plan refused for its blocking diagnostics (see
+// Blocking), as data: what the broker would refuse needs a changed spec;
+// what only puts messages at risk, destruction allowed. The CLI words it.
+type BlockedError struct {
+	// Diagnostics are the blocking ones.
+	Diagnostics []Diagnostic
+}
+
+// BlockingError is the error of a plan with the blocking diagnostics b;
+// nil when b is empty.
+func BlockingError(b []Diagnostic) error {
 	if len(b) == 0 {
 		return nil
 	}
+	return &BlockedError{Diagnostics: b}
+}
+
+// Codes lists the blocking codes, each once, in order of appearance.
+func (e *BlockedError) Codes() []string {
 	var list []string
-	refused, risky := 0, 0
-	for _, d := range b {
+	for _, d := range e.Diagnostics {
 		if !slices.Contains(list, d.Code) {
 			list = append(list, d.Code)
 		}
-		info, _ := LookupCode(d.Code)
-		switch {
-		case info.AllowDestroy:
-			risky++
-		case info.Refused:
-			refused++
+	}
+	return list
+}
+
+// OnlyAtRisk reports whether allowing destruction (CheckOptions.AllowDestroy)
+// would accept every blocking diagnostic: they put messages at risk, and
+// nothing else blocks.
+func (e *BlockedError) OnlyAtRisk() bool {
+	return e.count(func(c CodeInfo) bool { return c.AllowDestroy }) == len(e.Diagnostics)
+}
+
+// OnlyRefused reports whether the broker itself would refuse every
+// blocking diagnostic.
+func (e *BlockedError) OnlyRefused() bool {
+	return e.count(func(c CodeInfo) bool { return !c.AllowDestroy && c.Refused }) == len(e.Diagnostics)
+}
+
+func (e *BlockedError) count(f func(CodeInfo) bool) int {
+	n := 0
+	for _, d := range e.Diagnostics {
+		if info, _ := LookupCode(d.Code); f(info) {
+			n++
 		}
 	}
-	codes := strings.Join(list, ", ")
+	return n
+}
+
+// Error is the refusal in one line.
+func (e *BlockedError) Error() string {
+	n, codes := len(e.Diagnostics), strings.Join(e.Codes(), ", ")
 	switch {
-	case risky == len(b):
-		return fmt.Errorf("%s: %d %s messages at risk (%s); apply refuses without --allow-destroy",
-			cmd, len(b), english.Plural(len(b), "change puts", "changes put"), codes)
-	case refused == len(b):
-		return fmt.Errorf("%s: RabbitMQ would refuse %d %s of this plan (%s); nothing was written: fix the spec (see the errors above)",
-			cmd, len(b), english.Plural(len(b), "change", "changes"), codes)
+	case e.OnlyAtRisk():
+		return fmt.Sprintf("%d %s messages at risk (%s); apply refuses unless destruction is allowed",
+			n, english.Plural(n, "change puts", "changes put"), codes)
+	case e.OnlyRefused():
+		return fmt.Sprintf("RabbitMQ would refuse %d %s of this plan (%s); nothing was written: fix the spec (see the errors above)",
+			n, english.Plural(n, "change", "changes"), codes)
 	}
-	return fmt.Errorf("%s: %d %s cannot be applied (%s); nothing was written: fix the spec (see the errors above)",
-		cmd, len(b), english.Plural(len(b), "change", "changes"), codes)
+	return fmt.Sprintf("%d %s cannot be applied (%s); nothing was written: fix the spec (see the errors above)",
+		n, english.Plural(n, "change", "changes"), codes)
 }

@@ -84,16 +84,16 @@ func TestBlockingError(t *testing.T) {
 		ds   []Diagnostic
 		want string
 	}{
-		{[]Diagnostic{d(CodeReplaceQueueWithMessages)}, "plan: 1 change puts messages at risk (RT001); apply refuses without --allow-destroy"},
-		{[]Diagnostic{d(CodeManagedPolicyShadowed), d(CodeQueueHasConsumers)}, "plan: 2 changes put messages at risk (RT021, RT006); apply refuses without --allow-destroy"},
-		{[]Diagnostic{d(CodeTransientQueue), d(CodeUnknownPolicyKey)}, "plan: RabbitMQ would refuse 2 changes of this plan (RT104, RT009); nothing was written: fix the spec (see the errors above)"},
-		{[]Diagnostic{d(CodeSpecConflict), d(CodeReplaceQueueWithMessages)}, "plan: 2 changes cannot be applied (RT007, RT001); nothing was written: fix the spec (see the errors above)"},
+		{[]Diagnostic{d(CodeReplaceQueueWithMessages)}, "1 change puts messages at risk (RT001); apply refuses unless destruction is allowed"},
+		{[]Diagnostic{d(CodeManagedPolicyShadowed), d(CodeQueueHasConsumers)}, "2 changes put messages at risk (RT021, RT006); apply refuses unless destruction is allowed"},
+		{[]Diagnostic{d(CodeTransientQueue), d(CodeUnknownPolicyKey)}, "RabbitMQ would refuse 2 changes of this plan (RT104, RT009); nothing was written: fix the spec (see the errors above)"},
+		{[]Diagnostic{d(CodeSpecConflict), d(CodeReplaceQueueWithMessages)}, "2 changes cannot be applied (RT007, RT001); nothing was written: fix the spec (see the errors above)"},
 	} {
-		if got := BlockingError("plan", c.ds).Error(); got != c.want {
+		if got := BlockingError(c.ds).Error(); got != c.want {
 			t.Errorf("got  %s\nwant %s", got, c.want)
 		}
 	}
-	if BlockingError("plan", nil) != nil {
+	if BlockingError(nil) != nil {
 		t.Error("no blocking diagnostics, yet an error")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rmqtopo/rmqtopo/apply"
+	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/internal/converge"
 	"github.com/rmqtopo/rmqtopo/internal/definitions"
 	"github.com/rmqtopo/rmqtopo/plan"
@@ -77,7 +78,7 @@ func planApply(t *testing.T, b *memBroker, data []byte, f converge.Flags) (strin
 		t.Fatal(err)
 	}
 	p.RabbitMQ = &j
-	diags := plan.Check(p, plan.CheckOptions{AllowDestroy: f.AllowDestroy, Specs: specs, State: st})
+	diags := flagwords.Diagnostics(plan.Check(p, plan.CheckOptions{AllowDestroy: f.AllowDestroy, Specs: specs, State: st}))
 	var out bytes.Buffer
 	if err := render.PlanText(&out, p, diags, false); err != nil {
 		t.Fatal(err)

@@ -1,13 +1,13 @@
 package plan
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -55,13 +55,8 @@ type Options struct {
 	Release topology.Version
 }
 
-// Reasons Diff gives, for display; nothing may branch on them.
-const (
-	reasonNotInSpec      = "not in spec"
-	reasonRetiredEmpty   = "retired wait queue, empty"
-	reasonLeftBehind     = "left the spec; kept because the plan does not prune"
-	reasonRetiredUnknown = "retired wait queue, message count unknown; deleted by a later apply once known to be empty"
-)
+// notInSpec is the reason of a delete of an object that left the spec.
+func notInSpec() []Reason { return []Reason{{Kind: ReasonNotInSpec}} }
 
 // DiffTopology plans the changes that take live to desired, given the
 // ownership and counts already worked out in opts (Diff works them out
@@ -125,6 +120,9 @@ type differ struct {
 	// replaced holds the exchanges and queues this plan deletes and
 	// re-creates; their bindings vanish with them.
 	replaced map[topology.Address]bool
+	// leftBehind holds the queues kept although they left the spec (no
+	// prune); their bindings are kept with them (keepsRoute).
+	leftBehind map[topology.Address]bool
 	// policies are the policies in force after the plan (policy.go).
 	policies *policyView
 	// legacy holds the queues kept in an earlier rmqtopo's shape, with
@@ -179,12 +177,11 @@ func (d *differ) conflict(a topology.Address, digest string) []string {
 }
 
 func (d *differ) plan() Plan {
-	sort.SliceStable(d.changes, func(i, j int) bool {
-		a, b := d.changes[i], d.changes[j]
+	slices.SortStableFunc(d.changes, func(a, b Change) int {
 		if pa, pb := a.Phase(), b.Phase(); pa != pb {
-			return pa < pb
+			return cmp.Compare(pa, pb)
 		}
-		return a.Address.Less(b.Address)
+		return compareAddresses(a.Address, b.Address)
 	})
 	changes := d.changes
 	if changes == nil {
@@ -267,7 +264,7 @@ func (d *differ) diffExchanges(live, desired topology.Topology) {
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Exchange: ptr(was)}, After: after})
 		default:
 			d.replaced[a] = true
-			d.add(Change{Action: Replace, Address: a, Before: &Object{Exchange: ptr(was)}, After: after, Details: &Details{Reason: strings.Join(exchangeDifferences(was, *e), "; ")}})
+			d.add(Change{Action: Replace, Address: a, Before: &Object{Exchange: ptr(was)}, After: after, Details: &Details{Reasons: exchangeDifferences(was, *e)}})
 		}
 	}
 	for _, a := range sortedKeysExcept(liveBy, func(a topology.Address) bool { return wanted[a] }) {
@@ -275,7 +272,7 @@ func (d *differ) diffExchanges(live, desired topology.Topology) {
 			continue
 		}
 		was := liveBy[a]
-		d.add(Change{Action: Delete, Address: a, Before: &Object{Exchange: &was}, Details: &Details{Reason: reasonNotInSpec}})
+		d.add(Change{Action: Delete, Address: a, Before: &Object{Exchange: &was}, Details: &Details{Reasons: notInSpec()}})
 	}
 }
 
@@ -312,16 +309,16 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 		case !ok:
 			d.add(Change{Action: Create, Address: a, After: after})
 		case reflect.DeepEqual(was, *q) && d.legacy[a] != nil:
-			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reason: legacyReason, InPolicy: d.legacy[a]}})
+			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reasons: []Reason{{Kind: ReasonLegacy}}, InPolicy: d.legacy[a]}})
 		case reflect.DeepEqual(was, *q):
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after})
 		default:
 			if pinned, ok := d.policies.keepsQueue(was, *q); ok {
-				d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reason: adoptReason(was, pinned), Pinned: pinned}})
+				d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reasons: []Reason{adoptReason(was, pinned)}, Pinned: pinned}})
 				continue
 			}
 			d.replaced[a] = true
-			d.add(Change{Action: Replace, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reason: strings.Join(d.policies.replaceReasons(was, *q), "; "), Messages: d.messages(a), Consumers: d.consumers(a)}})
+			d.add(Change{Action: Replace, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reasons: d.policies.replaceReasons(was, *q), Messages: d.messages(a), Consumers: d.consumers(a)}})
 		}
 	}
 	for _, a := range sortedKeysExcept(liveBy, func(a topology.Address) bool { return wanted[a] }) {
@@ -339,18 +336,22 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 		case d.opts.IsWaitQueue != nil && d.opts.IsWaitQueue(a.Name):
 			switch {
 			case n != nil && *n == 0:
-				d.add(Change{Action: Delete, Address: a, Before: before, Details: &Details{Reason: reasonRetiredEmpty, Messages: n, Consumers: d.consumers(a)}})
+				d.add(Change{Action: Delete, Address: a, Before: before, Details: &Details{Reasons: []Reason{{Kind: ReasonRetiredEmpty}}, Messages: n, Consumers: d.consumers(a)}})
 			case n != nil:
-				d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Messages: n, Why: WhyDraining, Reason: fmt.Sprintf("retired wait queue draining: %d messages waiting; deleted by a later apply once empty", *n)}})
+				d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Messages: n, Why: WhyDraining, Reasons: []Reason{{Kind: ReasonRetiredDraining, Count: *n}}}})
 			default:
-				d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Why: WhyDraining, Reason: reasonRetiredUnknown}})
+				d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Why: WhyDraining, Reasons: []Reason{{Kind: ReasonRetiredUnknown}}}})
 			}
 		case d.opts.Prune:
-			d.add(Change{Action: Delete, Address: a, Before: before, Details: &Details{Reason: reasonNotInSpec, Messages: n, Consumers: d.consumers(a)}})
+			d.add(Change{Action: Delete, Address: a, Before: before, Details: &Details{Reasons: notInSpec(), Messages: n, Consumers: d.consumers(a)}})
 		default:
 			// Not pruned, so kept; said, because messages there are
 			// stranded: nothing the spec declares reads the queue.
-			d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Reason: reasonLeftBehind, Messages: n, Why: WhyLeftBehind}})
+			d.add(Change{Action: NoOp, Address: a, Before: before, Details: &Details{Reasons: []Reason{{Kind: ReasonLeftBehind}}, Messages: n, Why: WhyLeftBehind}})
+			if d.leftBehind == nil {
+				d.leftBehind = map[topology.Address]bool{}
+			}
+			d.leftBehind[a] = true
 		}
 	}
 }
@@ -369,7 +370,7 @@ func (d *differ) diffBindings(live, desired topology.Topology) {
 		was, ok := liveBy[a]
 		switch gone := d.replacedEndpoint(*b); {
 		case gone != "":
-			d.add(Change{Action: Create, Address: a, After: after, Details: &Details{Reason: "re-created after replace of " + gone}})
+			d.add(Change{Action: Create, Address: a, After: after, Details: &Details{Reasons: []Reason{{Kind: ReasonRecreated, Subject: gone}}}})
 		case ok:
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Binding: ptr(was)}, After: after})
 		default:
@@ -387,9 +388,10 @@ func (d *differ) diffBindings(live, desired topology.Topology) {
 		_, ok := slices.BinarySearchFunc(wanted, a, func(w addressed, a topology.Address) int { return w.a.Compare(a) })
 		return ok
 	}
+	routes := d.wantedRoutes(wanted)
 	for _, a := range sortedKeysExcept(liveBy, isWanted) {
 		b := liveBy[a]
-		if d.replacedEndpoint(b) != "" || !d.vhosts[a.Vhost] {
+		if d.replacedEndpoint(b) != "" || !d.vhosts[a.Vhost] || d.keepsRoute(a, b, routes) {
 			continue
 		}
 		source := sourceAddr(b)
@@ -406,9 +408,35 @@ func (d *differ) diffBindings(live, desired topology.Topology) {
 			remove = desiredExchanges[source] && (d.opts.Owned[a] || d.opts.Owned[source]) && len(d.opts.Others[a]) == 0
 		}
 		if remove {
-			d.add(Change{Action: Delete, Address: a, Before: &Object{Binding: &b}, Details: &Details{Reason: reasonNotInSpec}})
+			d.add(Change{Action: Delete, Address: a, Before: &Object{Binding: &b}, Details: &Details{Reasons: notInSpec()}})
 		}
 	}
+}
+
+// route is what a binding routes, without where to: its vhost, source
+// and key (destination type, routing key, arguments).
+type route struct{ vhost, source, key string }
+
+// wantedRoutes are the routes of the wanted bindings, only when some
+// queue is left behind (keepsRoute reads them).
+func (d *differ) wantedRoutes(wanted []addressed) map[route]bool {
+	if len(d.leftBehind) == 0 {
+		return nil
+	}
+	out := map[route]bool{}
+	for _, w := range wanted {
+		out[route{w.a.Vhost, w.b.Source, w.a.Key}] = true
+	}
+	return out
+}
+
+// keepsRoute reports whether binding b, at a, stays because its queue is
+// left behind: a queue kept without prune keeps what routes to it, so that
+// no publish becomes unroutable because a queue left the spec. A route
+// the spec now gives to another destination (a renamed queue) moves
+// there instead, and b goes.
+func (d *differ) keepsRoute(a topology.Address, b topology.Binding, routes map[route]bool) bool {
+	return b.DestinationType == topology.DestQueue && d.leftBehind[destinationAddr(b)] && !routes[route{a.Vhost, b.Source, a.Key}]
 }
 
 // addressed is a binding with its address, which is all of it in another
@@ -508,7 +536,7 @@ func (d *differ) diffPolicies(live, desired topology.Topology) {
 		case reflect.DeepEqual(was, *p):
 			d.add(Change{Action: NoOp, Address: a, Before: &Object{Policy: ptr(was)}, After: after})
 		default:
-			d.add(Change{Action: Update, Address: a, Before: &Object{Policy: ptr(was)}, After: after, Details: &Details{Reason: strings.Join(policyDifferences(was, *p), "; ")}})
+			d.add(Change{Action: Update, Address: a, Before: &Object{Policy: ptr(was)}, After: after, Details: &Details{Reasons: policyDifferences(was, *p)}})
 		}
 	}
 	for _, a := range sortedKeysExcept(liveBy, func(a topology.Address) bool { return wanted[a] }) {
@@ -516,7 +544,7 @@ func (d *differ) diffPolicies(live, desired topology.Topology) {
 			continue
 		}
 		was := liveBy[a]
-		d.add(Change{Action: Delete, Address: a, Before: &Object{Policy: &was}, Details: &Details{Reason: reasonNotInSpec}})
+		d.add(Change{Action: Delete, Address: a, Before: &Object{Policy: &was}, Details: &Details{Reasons: notInSpec()}})
 	}
 }
 
@@ -554,32 +582,32 @@ func canonicalPolicy(p topology.Policy) topology.Policy {
 	return p
 }
 
-func exchangeDifferences(was, want topology.Exchange) []string {
-	var out []string
+func exchangeDifferences(was, want topology.Exchange) []Reason {
+	var out []Reason
 	if was.Type != want.Type {
-		out = append(out, fmt.Sprintf("exchange type is immutable (%s → %s)", was.Type, want.Type))
+		out = append(out, Reason{Kind: ReasonImmutable, Subject: "exchange type", Was: was.Type, Want: want.Type})
 	}
 	out = append(out, flagDifferences("exchange", []flag{
 		{"durable", was.Durable, want.Durable},
 		{"auto_delete", was.AutoDelete, want.AutoDelete},
 		{"internal", was.Internal, want.Internal},
 	})...)
-	return append(out, argDifferences("exchange argument %s is immutable (%s → %s)", was.Arguments, want.Arguments)...)
+	return append(out, argDifferences(ReasonImmutable, "exchange argument ", was.Arguments, want.Arguments)...)
 }
 
-func queueDifferences(was, want topology.Queue) []string {
-	var out []string
+func queueDifferences(was, want topology.Queue) []Reason {
+	var out []Reason
 	// The type lives in an argument, but "classic" is its absence, so name
 	// it the way a reader thinks of it.
 	if was.QueueType() != want.QueueType() {
-		out = append(out, fmt.Sprintf("queue type is immutable (%s → %s)", was.QueueType(), want.QueueType()))
+		out = append(out, Reason{Kind: ReasonImmutable, Subject: "queue type", Was: was.QueueType(), Want: want.QueueType()})
 	}
 	out = append(out, flagDifferences("queue", []flag{
 		{"durable", was.Durable, want.Durable},
 		{"auto_delete", was.AutoDelete, want.AutoDelete},
 	})...)
 	wasArgs, wantArgs := withoutQueueType(was.Arguments), withoutQueueType(want.Arguments)
-	return append(out, argDifferences("queue argument %s is immutable (%s → %s)", wasArgs, wantArgs)...)
+	return append(out, argDifferences(ReasonImmutable, "queue argument ", wasArgs, wantArgs)...)
 }
 
 func withoutQueueType(a topology.Args) topology.Args {
@@ -592,18 +620,18 @@ func withoutQueueType(a topology.Args) topology.Args {
 	return out
 }
 
-func policyDifferences(was, want topology.Policy) []string {
-	var out []string
+func policyDifferences(was, want topology.Policy) []Reason {
+	var out []Reason
 	if was.Pattern != want.Pattern {
-		out = append(out, fmt.Sprintf("policy pattern changed (%q → %q)", was.Pattern, want.Pattern))
+		out = append(out, Reason{Kind: ReasonChanged, Subject: "policy pattern", Was: strconv.Quote(was.Pattern), Want: strconv.Quote(want.Pattern)})
 	}
 	if was.ApplyTo != want.ApplyTo {
-		out = append(out, fmt.Sprintf("policy apply_to changed (%s → %s)", was.ApplyTo, want.ApplyTo))
+		out = append(out, Reason{Kind: ReasonChanged, Subject: "policy apply_to", Was: was.ApplyTo, Want: want.ApplyTo})
 	}
 	if was.Priority != want.Priority {
-		out = append(out, fmt.Sprintf("policy priority changed (%d → %d)", was.Priority, want.Priority))
+		out = append(out, Reason{Kind: ReasonChanged, Subject: "policy priority", Was: strconv.FormatInt(was.Priority, 10), Want: strconv.FormatInt(want.Priority, 10)})
 	}
-	return append(out, argDifferences("policy definition %s changed (%s → %s)", was.Definition, want.Definition)...)
+	return append(out, argDifferences(ReasonChanged, "policy definition ", was.Definition, want.Definition)...)
 }
 
 type flag struct {
@@ -611,19 +639,19 @@ type flag struct {
 	was, want bool
 }
 
-func flagDifferences(kind string, flags []flag) []string {
-	var out []string
+func flagDifferences(kind string, flags []flag) []Reason {
+	var out []Reason
 	for _, f := range flags {
 		if f.was != f.want {
-			out = append(out, fmt.Sprintf("%s %s is immutable (%t → %t)", kind, f.name, f.was, f.want))
+			out = append(out, Reason{Kind: ReasonImmutable, Subject: kind + " " + f.name, Was: strconv.FormatBool(f.was), Want: strconv.FormatBool(f.want)})
 		}
 	}
 	return out
 }
 
-// argDifferences describes each differing key, in key order, with format
-// taking the key, the old value and the new value.
-func argDifferences(format string, was, want topology.Args) []string {
+// argDifferences gives a reason of kind for each differing key, in key
+// order, its subject the key after subject.
+func argDifferences(kind ReasonKind, subject string, was, want topology.Args) []Reason {
 	keys := map[string]bool{}
 	for k := range was {
 		keys[k] = true
@@ -636,14 +664,14 @@ func argDifferences(format string, was, want topology.Args) []string {
 		sorted = append(sorted, k)
 	}
 	sort.Strings(sorted)
-	var out []string
+	var out []Reason
 	for _, k := range sorted {
 		a, inWas := was[k]
 		b, inWant := want[k]
 		if inWas == inWant && reflect.DeepEqual(a, b) {
 			continue
 		}
-		out = append(out, fmt.Sprintf(format, k, FormatValue(a, inWas), FormatValue(b, inWant)))
+		out = append(out, Reason{Kind: kind, Subject: subject + k, Was: FormatValue(a, inWas), Want: FormatValue(b, inWant)})
 	}
 	return out
 }

@@ -548,7 +548,7 @@ func TestDiffCarriesObjects(t *testing.T) {
 	if replace == nil {
 		t.Fatalf("no replace in plan:\n%s", strings.Join(rows(got, true), "\n"))
 	}
-	want := plan.Change{Action: plan.Replace, Address: orders.Addr(), Before: &plan.Object{Queue: &orders}, After: &plan.Object{Queue: &desired.Queues[0]}, Details: &plan.Details{Reason: "queue argument x-message-ttl is immutable (60000 → 30000)", Messages: ptr(int64(42))}}
+	want := plan.Change{Action: plan.Replace, Address: orders.Addr(), Before: &plan.Object{Queue: &orders}, After: &plan.Object{Queue: &desired.Queues[0]}, Details: &plan.Details{Reasons: []plan.Reason{{Kind: plan.ReasonImmutable, Subject: "queue argument x-message-ttl", Was: "60000", Want: "30000"}}, Messages: ptr(int64(42))}}
 	if desired.Queues[0].Name != "orders" {
 		t.Fatalf("test setup: first desired queue is %q", desired.Queues[0].Name)
 	}

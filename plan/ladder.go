@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"fmt"
-
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -37,7 +35,7 @@ func (d *differ) keepDrainingLadders() {
 			name = c.Before.Binding.Source
 		}
 		if l, ok := contract.ParseLadderObject(name); ok && draining[l] {
-			d.changes[i] = Change{Action: NoOp, Address: c.Address, Before: c.Before, Details: &Details{Messages: c.Messages(), Reason: fmt.Sprintf("kept with retired delay ladder %s while its level queues drain; deleted by a later apply once they are empty", l.Name())}}
+			d.changes[i] = Change{Action: NoOp, Address: c.Address, Before: c.Before, Details: &Details{Messages: c.Messages(), Reasons: []Reason{{Kind: ReasonLadderDraining, Subject: l.Name()}}}}
 		}
 	}
 }

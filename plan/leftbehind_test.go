@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -30,7 +31,7 @@ func TestLeftBehindQueue(t *testing.T) {
 				t.Errorf("a kept queue is a change: %+v", p.Changes)
 			}
 			var found bool
-			for _, d := range plan.Check(p, plan.CheckOptions{}) {
+			for _, d := range flagwords.Diagnostics(plan.Check(p, plan.CheckOptions{})) {
 				if d.Code == plan.CodeQueueLeftBehind && d.Address == gone {
 					found = true
 					if d.Severity != plan.SeverityWarning || !strings.Contains(d.Message, tt.want) {

@@ -20,9 +20,6 @@ import (
 // shape to an old broker writes nothing for it. Only a queue created from
 // here on carries them as arguments.
 
-// legacyReason is the Reason of a NoOp that keeps such a queue.
-const legacyReason = "kept: what it was not declared with (dead-lettering, the default delivery limit) is in its policy, as an earlier rmqtopo made it"
-
 // KeepLegacy is what Diff plans against: desired with every queue an
 // earlier rmqtopo made kept in that shape (see foldLegacy). The importer
 // uses it to recognise such queues.

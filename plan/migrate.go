@@ -115,18 +115,20 @@ func (d *differ) migrate(inflight map[topology.Address]topology.Queue) {
 		switch {
 		case resuming:
 			handled[a] = true
-			reason := fmt.Sprintf("resumes the migration in progress through queue %q", temp.Name)
+			resumes := Reason{Kind: ReasonResumes, Subject: temp.Name}
 			if c.Action == Replace {
-				reason = c.Reason() + "; " + reason
+				c.Detail().Reasons = append(c.Detail().Reasons, resumes)
+			} else {
+				c.Detail().Reasons = []Reason{resumes}
 			}
-			c.Action, c.Detail().Reason, c.Detail().Why = Migrate, reason, WhyResumes
+			c.Action, c.Detail().Why = Migrate, WhyResumes
 		case c.Action == Replace && d.opts.Migrate.chosen(a):
 			if why := whyNotMigratable(*c.Before.Queue, *c.After.Queue); why != "" {
-				c.Detail().Reason += "; " + why
+				c.Detail().Reasons = append(c.Detail().Reasons, Reason{Kind: ReasonNotMigratable, Text: why})
 				continue
 			}
 			c.Action = Migrate
-			c.Detail().Reason += "; migrated: its messages are moved out and back with confirms"
+			c.Detail().Reasons = append(c.Detail().Reasons, Reason{Kind: ReasonMigrated})
 		default:
 			continue
 		}
@@ -150,7 +152,7 @@ func (d *differ) orphans(inflight map[topology.Address]topology.Queue, handled m
 	sort.Slice(left, func(i, j int) bool { return left[i].Less(left[j]) })
 	for _, a := range left {
 		temp := inflight[a]
-		d.add(Change{Action: NoOp, Address: temp.Addr(), Before: &Object{Queue: &temp}, Details: &Details{Messages: d.messages(temp.Addr()), Reason: fmt.Sprintf("temporary queue of a migration of queue %q, which is not in the spec; left as it is", a.Name)}})
+		d.add(Change{Action: NoOp, Address: temp.Addr(), Before: &Object{Queue: &temp}, Details: &Details{Messages: d.messages(temp.Addr()), Reasons: []Reason{{Kind: ReasonMigrationOrphan, Subject: a.Name}}}})
 	}
 }
 
@@ -210,13 +212,4 @@ func checkMigration(c Change) (Diagnostic, bool) {
 		"publishes to %q through the default exchange are unroutable between its delete and re-declare, "+
 		"and its consumers are cancelled by the delete and must consume again", a, moves, contract.MigrationQueue(a.Name), a.Name)
 	return d, true
-}
-
-// migrateHint completes the refusal of a queue replace with the way to
-// keep the messages.
-func migrateHint(opts CheckOptions) string {
-	if opts.AllowDestroy {
-		return ""
-	}
-	return ", or --migrate to keep them (see RT030)"
 }

@@ -11,8 +11,8 @@ import (
 // incompatible change to the JSON shape.
 const FormatVersion = 1
 
-// Action is what happens to one object. It is a byte, not its name: a
-// large plan has a million of them. Text and JSON show the name.
+// Action is what happens to one object. It is a byte, not its name, so
+// that a Change stays small; text and JSON show the name.
 type Action uint8
 
 const (
@@ -69,49 +69,50 @@ type Object struct {
 }
 
 // Change is one planned change. What only some changes carry (a reason,
-// counts, ownership) is in Details, nil on the rest: a large plan is
-// mostly creates of new objects, and a million Changes with room for all
-// of it took 300 MB. Read those fields through the methods of the same
-// name, which see a nil Details as the zero one; JSON shows them in place.
+// counts, ownership) is in Details, nil on the rest, so that the common
+// change, a create, stays small. Read those fields through the methods of
+// the same name, which see a nil Details as the zero one. Its JSON is
+// ChangeJSON (jsonplan.go), the one definition of it.
 type Change struct {
-	Action  Action           `json:"action"`
-	Address topology.Address `json:"address"`
-	Before  *Object          `json:"before,omitempty"`
-	After   *Object          `json:"after,omitempty"`
+	Action  Action
+	Address topology.Address
+	Before  *Object
+	After   *Object
 	*Details
 }
 
 // Details are the fields of a Change that most changes leave empty.
 type Details struct {
-	// Reason explains the action for humans, e.g. "queue argument
-	// x-message-ttl is immutable" or "not in spec". Display only.
-	Reason string `json:"reason,omitempty"`
+	// Reasons say why the change is what it is, e.g. that a queue
+	// argument is immutable or that the object left the spec; plans show
+	// them as one sentence (Change.Reason).
+	Reasons []Reason
 	// Messages is the number of messages in a queue that the change deletes
 	// (replace or delete), as read from the broker; nil when unknown.
-	Messages *int64 `json:"messages,omitempty"`
+	Messages *int64
 	// Consumers is the number of consumers attached to a queue that the
 	// change deletes (replace or delete), as read from the broker; they may
 	// hold unacknowledged deliveries that the delete drops. Nil when
 	// unknown.
-	Consumers *int64 `json:"consumers,omitempty"`
+	Consumers *int64
 	// Why is what code branches on beyond the action, one of a few
 	// exclusive marks; JSON shows it as the boolean of its name
-	// (changejson.go).
-	Why Why `json:"-"`
+	// (jsonplan.go).
+	Why Why
 	// Owner says why rmqtopo believes a deleted object is its own: the
 	// ownership record that owns it. Set on every Delete.
-	Owner string `json:"owner,omitempty"`
+	Owner string
 	// Conflict names the other specs whose records want the object with
 	// other attributes; Check refuses such a change (RT007).
-	Conflict []string `json:"conflict,omitempty"`
+	Conflict []string
 	// Pinned lists, on a NoOp that keeps a queue, the arguments the queue
 	// keeps although the spec now leaves them to its policy: their values
 	// agree today, but a later change of them needs a replace.
-	Pinned []string `json:"pinned,omitempty"`
+	Pinned []string
 	// InPolicy lists, on a NoOp that keeps a queue an earlier rmqtopo
 	// made, the arguments the spec now declares that the queue lacks:
 	// its own policy carries them instead (legacy.go).
-	InPolicy []string `json:"in_policy,omitempty"`
+	InPolicy []string
 }
 
 // Detail returns c's Details, made if c has none, for setting them.
@@ -133,8 +134,11 @@ func (c *Change) d() *Details {
 // noDetails is what a Change without Details reads as; never written.
 var noDetails Details
 
-// Reason is Details.Reason, or "" without Details.
-func (c Change) Reason() string { return c.d().Reason }
+// Reasons is Details.Reasons, or nil without Details.
+func (c Change) Reasons() []Reason { return c.d().Reasons }
+
+// Reason is the sentence of c's Reasons, parts joined by "; ", or "".
+func (c Change) Reason() string { return reasonsText(c.d().Reasons) }
 
 // Messages is Details.Messages, or nil without Details.
 func (c Change) Messages() *int64 { return c.d().Messages }

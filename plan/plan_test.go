@@ -17,7 +17,7 @@ func TestChangeJSON(t *testing.T) {
 	a := topology.Address{Kind: topology.KindQueue, Vhost: "/", Name: "orders"}
 	for _, c := range []plan.Change{
 		{Action: plan.Create, Address: a},
-		{Action: plan.Delete, Address: a, Details: &plan.Details{Reason: "not in spec", Messages: &n, Owner: "spec shop"}},
+		{Action: plan.Delete, Address: a, Details: &plan.Details{Reasons: []plan.Reason{{Kind: plan.ReasonText, Text: "not in spec"}}, Messages: &n, Owner: "spec shop"}},
 		{Action: plan.Migrate, Address: a, Details: &plan.Details{Why: plan.WhyResumes, Pinned: []string{"x-max-length"}}},
 		{Action: plan.Delete, Address: a, Details: &plan.Details{Why: plan.WhyMayDelete, Owner: "unknown"}},
 		{Action: plan.NoOp, Address: a, Details: &plan.Details{Why: plan.WhyLeftBehind, Messages: &n}},
@@ -39,7 +39,7 @@ func TestChangeJSON(t *testing.T) {
 		}
 	}
 	want := `{"action":"delete","address":{"kind":"queue","vhost":"/","name":"orders"},"reason":"not in spec","messages":3,"owner":"spec shop"}`
-	b, _ := json.Marshal(plan.Change{Action: plan.Delete, Address: a, Details: &plan.Details{Reason: "not in spec", Messages: &n, Owner: "spec shop"}})
+	b, _ := json.Marshal(plan.Change{Action: plan.Delete, Address: a, Details: &plan.Details{Reasons: []plan.Reason{{Kind: plan.ReasonNotInSpec}}, Messages: &n, Owner: "spec shop"}})
 	if string(b) != want {
 		t.Errorf("JSON order:\n got %s\nwant %s", b, want)
 	}

@@ -139,10 +139,10 @@ func (v *policyView) keepsQueue(was, want topology.Queue) (pinned []string, ok b
 
 // replaceReasons says why was cannot become want in place, naming for
 // each leftover argument a policy could set why the policy cannot.
-func (v *policyView) replaceReasons(was, want topology.Queue) []string {
+func (v *policyView) replaceReasons(was, want topology.Queue) []Reason {
 	pol := v.policyFor(want)
 	effWant := topology.Effective(want, pol, nil)
-	explained := map[string]string{}
+	explained := map[string]Reason{}
 	for _, k := range slices.Sorted(maps.Keys(was.Arguments)) {
 		pk, settable := topology.PolicyKey(k)
 		if _, declared := want.Arguments[k]; declared || !settable {
@@ -160,16 +160,13 @@ func (v *policyView) replaceReasons(was, want topology.Queue) []string {
 		if set {
 			target = pk + " " + FormatValue(wantV, true)
 		}
-		explained["queue argument "+k+" is immutable"] = fmt.Sprintf(
-			"queue argument %s %s stays on the queue (%s): %s needs a replace",
-			k, FormatValue(was.Arguments[k], true), why, target)
+		explained["queue argument "+k] = Reason{Kind: ReasonArgumentStays, Subject: k,
+			Was: FormatValue(was.Arguments[k], true), Want: target, Text: why}
 	}
 	out := queueDifferences(was, want)
 	for i, r := range out {
-		for prefix, better := range explained {
-			if strings.HasPrefix(r, prefix+" ") {
-				out[i] = better
-			}
+		if better, ok := explained[r.Subject]; ok && r.Kind == ReasonImmutable {
+			out[i] = better
 		}
 	}
 	return out
@@ -177,8 +174,8 @@ func (v *policyView) replaceReasons(was, want topology.Queue) []string {
 
 // adoptReason is the Reason of a NoOp that keeps queue q with arguments
 // its rmqtopo policy now also sets (see pinnedText).
-func adoptReason(q topology.Queue, pinned []string) string {
-	return "adopted: " + pinnedText(q, pinned)
+func adoptReason(q topology.Queue, pinned []string) Reason {
+	return Reason{Kind: ReasonAdopted, Text: pinnedText(q, pinned)}
 }
 
 // pinnedText says, for each argument of q that its policy now also sets,

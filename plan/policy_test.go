@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -94,7 +95,7 @@ func TestPolicyConflicts(t *testing.T) {
 	op := policy("cap", ".*", topology.Args{"max-length": int64(10)})
 	p := plan.DiffTopology(live, desired, plan.Options{OperatorPolicies: []topology.Policy{op}})
 	var got []string
-	for _, d := range plan.Check(p, plan.CheckOptions{}) {
+	for _, d := range flagwords.Diagnostics(plan.Check(p, plan.CheckOptions{})) {
 		got = append(got, string(d.Severity)+" "+d.Code+" "+d.Message)
 	}
 	want := []string{
@@ -120,5 +121,32 @@ func TestManagedPolicyLeavesWithItsAttributes(t *testing.T) {
 	want := []string{`delete policy "rmqtopo.queue.w" in vhost "/" # not in spec`}
 	if diff := cmp.Diff(want, rows(p, false)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestReplaceReasonsAreData: why a queue replaces is data of a kind, from
+// which the sentence is made; a migration adds its own reason after it.
+func TestReplaceReasonsAreData(t *testing.T) {
+	desired := topology.Topology{Vhosts: []string{"/"},
+		Queues:   []topology.Queue{queue("w", topology.Args{"x-queue-type": "quorum", "x-max-priority": int64(5)})},
+		Policies: []topology.Policy{managed("w", topology.Args{"dead-letter-exchange": "w.dlx"})},
+	}
+	live := topology.Topology{Vhosts: []string{"/"}, Policies: desired.Policies,
+		Queues: []topology.Queue{queue("w", topology.Args{"x-queue-type": "quorum", "x-dead-letter-exchange": "old", "x-max-priority": int64(3)})}}
+	w := topology.Address{Kind: topology.KindQueue, Vhost: "/", Name: "w"}
+	p := plan.DiffTopology(live, desired, plan.Options{Migrate: plan.Migration{Queues: map[topology.Address]bool{w: true}}})
+	var got []plan.Reason
+	for _, c := range p.Changes {
+		if c.Address == w {
+			got = c.Reasons()
+		}
+	}
+	want := []plan.Reason{
+		{Kind: plan.ReasonArgumentStays, Subject: "x-dead-letter-exchange", Was: `"old"`, Want: `dead-letter-exchange "w.dlx"`, Text: "a queue argument beats a policy"},
+		{Kind: plan.ReasonImmutable, Subject: "queue argument x-max-priority", Was: "3", Want: "5"},
+		{Kind: plan.ReasonMigrated},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reasons (-want +got):\n%s", diff)
 	}
 }

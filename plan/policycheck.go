@@ -35,12 +35,12 @@ func checkPolicies(p Plan, opts CheckOptions) []Diagnostic {
 					c.Policy, c.Priority, c.Vhost, queues, contract.ManagedPolicyPriority, strings.Join(c.Keys, ", "), english.Plural(n, "it", "them"))})
 		case ConflictShadows:
 			sev := SeverityError
-			hint := fmt.Sprintf("; narrow its pattern to leave them out or lower its priority below %d, "+
-				"or re-run with --allow-destroy to accept", contract.ManagedPolicyPriority)
+			hint := fmt.Sprintf("; narrow its pattern to leave them out or lower its priority below %d", contract.ManagedPolicyPriority)
+			remedy := Remedy{AllowDestroy: true, Otherwise: true}
 			if opts.AllowDestroy {
-				sev, hint = SeverityWarning, " (accepted with --allow-destroy)"
+				sev, hint, remedy = SeverityWarning, "", Remedy{Accepted: true}
 			}
-			ds = append(ds, Diagnostic{Code: CodeManagedPolicyShadowed, Severity: sev, Address: a,
+			ds = append(ds, Diagnostic{Code: CodeManagedPolicyShadowed, Severity: sev, Address: a, Remedy: remedy,
 				Message: fmt.Sprintf("policy %q (priority %d) in vhost %q takes the place of rmqtopo's policy of %s: "+
 					"rmqtopo's %s do not apply, so messages rejected or expired there may be lost%s",
 					c.Policy, c.Priority, c.Vhost, queues, strings.Join(c.Keys, ", "), hint)})

@@ -61,8 +61,7 @@ func planned(p Plan, live *topology.Topology) objectSet {
 			}
 		}
 	}
-	// Sized once: growing sets of a million names rehashes them several
-	// times over.
+	// Sized once, so that filling the sets never rehashes them.
 	sizes := map[objectScope]int{}
 	each(func(a topology.Address) { sizes[objectScope{a.Kind, a.Vhost}]++ })
 	out := make(objectSet, len(sizes))
@@ -74,8 +73,8 @@ func planned(p Plan, live *topology.Topology) objectSet {
 }
 
 // objectSet is a set of exchange and queue addresses, filed by kind and
-// vhost: a plan's million objects cost a name each in it rather than an
-// address, a quarter of the memory.
+// vhost, so that each object costs a name in it rather than an address
+// (a quarter of the memory).
 type objectSet map[objectScope]map[string]bool
 
 type objectScope struct {

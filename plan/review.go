@@ -47,7 +47,7 @@ func Review(ctx context.Context, p *Plan, st *topology.State, o ReviewOptions) (
 	if j.Version == "" && o.Broker != nil {
 		v, verr := o.Broker.Version(ctx)
 		if verr != nil {
-			warning = fmt.Errorf("%w; the checks that depend on the RabbitMQ version are skipped (give --rabbitmq-version)", verr)
+			warning = fmt.Errorf("%w; the checks that depend on the RabbitMQ version are skipped", verr)
 		} else {
 			j = Judged{Version: v.String(), From: o.From}
 		}

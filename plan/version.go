@@ -128,7 +128,10 @@ func checkVersion(p Plan, x topology.Facts, st *topology.State) []Diagnostic {
 			ds = append(ds, Diagnostic{Code: CodeDefaultDeliveryLimit, Severity: SeverityWarning, Address: a,
 				Message: fmt.Sprintf("%s has no delivery limit (no x-delivery-limit, and no delivery-limit in its policy): RabbitMQ %s applies its default of 20 (3.x applied none), so a message returned 20 times is dead-lettered, or dropped without a dead-letter exchange; set delivery_limit or x-delivery-limit to choose", a, v)})
 		}
-		if !v.Less(topology.ClientDeathIgnoredSince) && contract.IsWaitQueue(q.Name) && !deathNoted[a.Vhost] {
+		// Said where it matters, once per vhost: where the plan sets up
+		// retries (declares a wait queue), whose services may count
+		// x-death; not on every plan of a vhost that has them.
+		if !v.Less(topology.ClientDeathIgnoredSince) && c.Action != NoOp && contract.IsWaitQueue(q.Name) && !deathNoted[a.Vhost] {
 			deathNoted[a.Vhost] = true
 			ds = append(ds, Diagnostic{Code: CodeClientDeathIgnored, Severity: SeverityInfo, Address: a,
 				Message: fmt.Sprintf("RabbitMQ %s ignores x-death headers published by clients: a service that counts retries in x-death it republishes sees the count start over; rmqtopo's contract counts in %s, and its clients strip x-death (vhost %q)", v, contract.HeaderAttempt, a.Vhost)})

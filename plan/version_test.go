@@ -76,6 +76,12 @@ func TestCheckVersionOnlyJudgesWhatIsDeclared(t *testing.T) {
 			t.Errorf("unchanged queue refused: %s", d.Message)
 		}
 	}
+	// Nor is the x-death note repeated on a plan that sets up no retries.
+	for _, d := range checkVersion(p, topology.Facts{Version: topology.Version{Major: 4, Minor: 0, Patch: 5}}, nil) {
+		if d.Code == CodeClientDeathIgnored {
+			t.Errorf("%s on a plan that declares no wait queue: %s", d.Code, d.Message)
+		}
+	}
 	if ds := checkVersion(p, topology.Facts{}, nil); ds != nil {
 		t.Errorf("unknown version gave %v", ds)
 	}

@@ -110,8 +110,10 @@ func flow(t topology.Topology) graph {
 	return g
 }
 
-// returnsTo names the work queues whose retry exchange routes into wait
-// queue q, to which q returns messages by their routing key.
+// returnsTo names the queues to which wait queue q returns messages by
+// their routing key: for each work queue whose retry exchange routes into
+// q, its return queue where it has one (its clients then publish retries
+// with that routing key; contract.ReturnQueue), else the work queue.
 func returnsTo(t topology.Topology, q topology.Queue) []string {
 	var out []string
 	for _, b := range t.Bindings {
@@ -120,7 +122,11 @@ func returnsTo(t topology.Topology, q topology.Queue) []string {
 		}
 		for _, w := range t.Queues {
 			if w.Vhost == q.Vhost && contract.RetryExchange(w.Name) == b.Source {
-				out = append(out, w.Name)
+				to := w.Name
+				if _, ok := t.Queue(w.Vhost, contract.ReturnQueue(w.Name)); ok {
+					to = contract.ReturnQueue(w.Name)
+				}
+				out = append(out, to)
 			}
 		}
 	}

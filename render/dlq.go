@@ -105,9 +105,17 @@ func DLQResultsText(w io.Writer, results []opsdata.Result) error {
 // passSummary says what one pass did, in a line.
 func passSummary(r opsdata.Result) string {
 	s := fmt.Sprintf("moved %d, left %d, failed %d", r.Moved, r.Left, r.Failed)
+	// A dry run moves nothing: it says what would move, and leaves the
+	// rest as a pass would.
+	wouldMove := r.LeftBy[opsdata.NoteWouldMove]
+	if wouldMove > 0 {
+		s = fmt.Sprintf("dry run: would move %d, left %d, failed %d", wouldMove, r.Left-wouldMove, r.Failed)
+	}
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(r.LeftBy)) {
-		parts = append(parts, fmt.Sprintf("%d %s", r.LeftBy[k], k))
+		if k != opsdata.NoteWouldMove {
+			parts = append(parts, fmt.Sprintf("%d %s", r.LeftBy[k], k))
+		}
 	}
 	if len(parts) > 0 {
 		s += " (" + strings.Join(parts, "; ") + ")"

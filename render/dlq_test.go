@@ -86,3 +86,18 @@ func TestDLQGolden(t *testing.T) {
 		assertGolden(t, filepath.Join("testdata", "dlq", name), b.Bytes())
 	}
 }
+
+// TestDLQDryRunLine: a dry run says what would move, in one plain
+// clause, not "moved 0 ... (3 would move (dry run))".
+func TestDLQDryRunLine(t *testing.T) {
+	var b bytes.Buffer
+	r := opsdata.Result{Queue: "sms.send.dlq", Target: "sms.send", Depth: 4, Scanned: 4, Left: 4,
+		LeftBy: map[string]int{opsdata.NoteWouldMove: 3, "filter": 1}}
+	if err := render.DLQResultsText(&b, []opsdata.Result{r}); err != nil {
+		t.Fatal(err)
+	}
+	want := "sms.send.dlq -> sms.send: dry run: would move 3, left 1, failed 0 (1 filter)\n"
+	if b.String() != want {
+		t.Errorf("got  %q\nwant %q", b.String(), want)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,60 +18,14 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// planDocument is the JSON form of a plan (see docs/plan-json.md) and the
-// only thing the text and Markdown renderers read, so that what a person
-// sees and what a tool parses can never disagree.
-type planDocument struct {
-	FormatVersion int `json:"format_version"`
-	// RabbitMQ is the version the plan was judged for; absent from plans
-	// that were never checked against one.
-	RabbitMQ    *plan.Judged      `json:"rabbitmq,omitempty"`
-	Changes     []plan.Change     `json:"changes"`
-	Diagnostics []plan.Diagnostic `json:"diagnostics"`
-	Summary     plan.ActionCounts `json:"summary"`
-}
-
-func newPlanDocument(p plan.Plan, diags []plan.Diagnostic) planDocument {
-	doc := planDocument{
-		FormatVersion: plan.FormatVersion,
-		RabbitMQ:      p.RabbitMQ,
-		Changes:       []plan.Change{},
-		Diagnostics:   []plan.Diagnostic{},
-		Summary:       p.CountActions(),
-	}
-	// No-ops only count: they are the unchanged part of the broker, and
-	// anything worth knowing about one (a draining wait queue) is a
-	// diagnostic.
-	n := 0
-	for _, c := range p.Changes {
-		if c.Action != plan.NoOp {
-			n++
-		}
-	}
-	switch {
-	case n == len(p.Changes) && n > 0:
-		doc.Changes = p.Changes // nothing to leave out: no copy of a large plan
-	case n > 0:
-		doc.Changes = make([]plan.Change, 0, n)
-		for _, c := range p.Changes {
-			if c.Action != plan.NoOp {
-				doc.Changes = append(doc.Changes, c)
-			}
-		}
-	}
-	doc.Diagnostics = append(doc.Diagnostics, diags...)
-	return doc
-}
-
-func (d planDocument) hasChanges() bool { return len(d.Changes) > 0 }
-
 // PlanJSON writes the plan, its diagnostics and its summary as versioned
-// JSON for tools; docs/plan-json.md describes the format. The document is
-// written a change at a time, byte for byte as encoding/json would write
-// planDocument whole: whole, a 150,000-queue plan was 620 MB of JSON held
-// in memory before the first byte went out.
+// JSON for tools: plan.Document, which docs/plan-json.md describes. The
+// document is written a field at a time, as plan.Document declares its
+// fields, and its changes one at a time, byte for byte as encoding/json
+// writes the whole Document: whole, a 150,000-queue plan was 620 MB of
+// JSON held in memory before the first byte went out.
 func PlanJSON(w io.Writer, p plan.Plan, diags []plan.Diagnostic) (err error) {
-	doc := newPlanDocument(p, diags)
+	doc := plan.NewDocument(p, diags)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	defer func() {
 		if ferr := bw.Flush(); ferr != nil && err == nil {
@@ -78,43 +33,66 @@ func PlanJSON(w io.Writer, p plan.Plan, diags []plan.Diagnostic) (err error) {
 		}
 	}()
 	top := newJSONIndenter("  ")
-	fmt.Fprintf(bw, "{\n  \"format_version\": %d,\n  ", doc.FormatVersion)
-	if doc.RabbitMQ != nil {
-		bw.WriteString("\"rabbitmq\": ")
-		if err := top.write(bw, doc.RabbitMQ); err != nil {
+	v := reflect.ValueOf(doc)
+	bw.WriteString("{")
+	written := 0
+	for i, f := range reflect.VisibleFields(v.Type()) {
+		name, omitEmpty := jsonFieldName(f)
+		field := v.Field(i)
+		if omitEmpty && field.IsZero() {
+			continue
+		}
+		if written > 0 {
+			bw.WriteString(",")
+		}
+		written++
+		bw.WriteString("\n  " + strconv.Quote(name) + ": ")
+		if f.Name == "Changes" {
+			err = writeJSONChanges(bw, doc.Changes)
+		} else {
+			err = top.write(bw, field.Interface())
+		}
+		if err != nil {
 			return err
 		}
-		bw.WriteString(",\n  ")
-	}
-	bw.WriteString("\"changes\": ")
-	if len(doc.Changes) == 0 {
-		bw.WriteString("[]")
-	} else {
-		change := newJSONIndenter("    ")
-		bw.WriteString("[")
-		var j plan.ChangeJSON // one, so that no change is boxed on its own
-		for i := range doc.Changes {
-			if i > 0 {
-				bw.WriteString(",")
-			}
-			bw.WriteString("\n    ")
-			j = doc.Changes[i].JSON()
-			if err := change.write(bw, &j); err != nil {
-				return err
-			}
-		}
-		bw.WriteString("\n  ]")
-	}
-	bw.WriteString(",\n  \"diagnostics\": ")
-	if err := top.write(bw, doc.Diagnostics); err != nil {
-		return err
-	}
-	bw.WriteString(",\n  \"summary\": ")
-	if err := top.write(bw, doc.Summary); err != nil {
-		return err
 	}
 	_, err = bw.WriteString("\n}\n")
 	return err
+}
+
+// jsonFieldName is the name encoding/json gives field f, and whether its
+// tag says omitempty.
+func jsonFieldName(f reflect.StructField) (string, bool) {
+	name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "" {
+		name = f.Name
+	}
+	return name, slices.Contains(strings.Split(opts, ","), "omitempty")
+}
+
+// writeJSONChanges writes changes as the indented array encoding/json
+// writes at the document's first depth, a change at a time through one
+// plan.ChangeJSON, so that no change is boxed on its own.
+func writeJSONChanges(bw *bufio.Writer, changes []plan.Change) error {
+	if len(changes) == 0 {
+		bw.WriteString("[]")
+		return nil
+	}
+	change := newJSONIndenter("    ")
+	bw.WriteString("[")
+	var j plan.ChangeJSON
+	for i := range changes {
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n    ")
+		j = changes[i].JSON()
+		if err := change.write(bw, &j); err != nil {
+			return err
+		}
+	}
+	bw.WriteString("\n  ]")
+	return nil
 }
 
 // jsonIndenter writes values as encoding/json indents them at one depth,
@@ -148,7 +126,7 @@ func (j *jsonIndenter) write(w *bufio.Writer, v any) error {
 // and the messages at stake as comments, then the diagnostics and a summary
 // line. color adds ANSI colours for a terminal.
 func PlanText(w io.Writer, p plan.Plan, diags []plan.Diagnostic, color bool) error {
-	return writePlanText(w, newPlanDocument(p, diags), planLayout{planPalette: planPalette{on: color}, gutter: true})
+	return writePlanText(w, plan.NewDocument(p, diags), planLayout{planPalette: planPalette{on: color}, gutter: true})
 }
 
 // planLayout varies the text plan between a terminal and a Markdown diff
@@ -160,7 +138,7 @@ type planLayout struct {
 	gutter bool
 }
 
-func writePlanText(w io.Writer, doc planDocument, l planLayout) (err error) {
+func writePlanText(w io.Writer, doc plan.Document, l planLayout) (err error) {
 	// One write per line would be one system call per line on a terminal
 	// or pipe: millions for a large plan.
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -174,7 +152,7 @@ func writePlanText(w io.Writer, doc planDocument, l planLayout) (err error) {
 	if doc.RabbitMQ != nil {
 		pw.str(doc.RabbitMQ.String() + ".\n\n")
 	}
-	if doc.hasChanges() {
+	if doc.HasChanges() {
 		pw.str("rmqtopo will perform the following actions:\n")
 		for i := range doc.Changes {
 			pw.str("\n")
@@ -188,7 +166,7 @@ func writePlanText(w io.Writer, doc planDocument, l planLayout) (err error) {
 		}
 		pw.printf("\n")
 	}
-	if doc.hasChanges() {
+	if doc.HasChanges() {
 		s := doc.Summary
 		pw.printf("%s %d to create, %d to update, %d to replace, %d to delete%s.\n",
 			st.bold("Plan:"), s.Create, s.Update, s.Replace, s.Delete, migrateSummary(s))

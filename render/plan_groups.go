@@ -142,37 +142,6 @@ func changeLess(a, b plan.Change) bool {
 	return naturalLess(x.Key, y.Key)
 }
 
-// naturalLess compares strings with runs of digits compared as numbers,
-// so that svc2 comes before svc10.
-func naturalLess(a, b string) bool {
-	for a != "" && b != "" {
-		da, db := digitRun(a), digitRun(b)
-		if da > 0 && db > 0 {
-			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
-			if len(na) != len(nb) {
-				return len(na) < len(nb)
-			}
-			if na != nb {
-				return na < nb
-			}
-			if da != db { // equal values: fewer leading zeros first
-				return da < db
-			}
-			a, b = a[da:], b[db:]
-			continue
-		}
-		if a[0] != b[0] {
-			return a[0] < b[0]
-		}
-		a, b = a[1:], b[1:]
-	}
-	return len(a) < len(b)
-}
-
-func digitRun(s string) int {
-	n := 0
-	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
-		n++
-	}
-	return n
-}
+// naturalLess is plan.NaturalCompare as a less: the one order of names
+// in every plan view.
+func naturalLess(a, b string) bool { return plan.NaturalCompare(a, b) < 0 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/plan"
 )
@@ -26,19 +27,19 @@ const MarkdownLimit = 60000
 // the whole stays within MarkdownLimit; the rest are counted at the end,
 // with where to see them.
 func PlanMarkdown(w io.Writer, p plan.Plan, diags []plan.Diagnostic) error {
-	doc := newPlanDocument(p, diags)
+	doc := plan.NewDocument(p, diags)
 	var out strings.Builder
 	writeMarkdownSummary(&out, doc)
-	if doc.hasChanges() {
+	if doc.HasChanges() {
 		writeMarkdownGroups(&out, groupChanges(p.Changes), len(doc.Changes), MarkdownLimit)
 	}
 	_, err := io.WriteString(w, out.String())
 	return err
 }
 
-func writeMarkdownSummary(out *strings.Builder, doc planDocument) {
+func writeMarkdownSummary(out *strings.Builder, doc plan.Document) {
 	s := doc.Summary
-	if !doc.hasChanges() {
+	if !doc.HasChanges() {
 		out.WriteString("### rmqtopo plan: no changes\n\nThe broker matches the spec.\n\n")
 	} else {
 		fmt.Fprintf(out, "### rmqtopo plan: %d to create, %d to update, %d to replace, %d to delete%s\n\n",
@@ -48,8 +49,9 @@ func writeMarkdownSummary(out *strings.Builder, doc planDocument) {
 		out.WriteString(mdEscape(doc.RabbitMQ.String()) + ".\n\n")
 	}
 	var destructive []plan.Change
+	rerouted := reroutedBindings(doc.Changes)
 	for _, c := range doc.Changes {
-		if c.Action == plan.Replace || c.Action == plan.Delete {
+		if (c.Action == plan.Replace || c.Action == plan.Delete) && !routineDelete(c, rerouted) {
 			destructive = append(destructive, c)
 		}
 	}
@@ -97,6 +99,41 @@ func writeMarkdownSummary(out *strings.Builder, doc planDocument) {
 			out.WriteString("\n")
 		}
 	}
+}
+
+// route is what a binding routes, without where to: a binding deleted
+// while one with the same route is created only moves that route.
+type route struct{ vhost, source, key string }
+
+// reroutedBindings are the routes of the bindings the changes create.
+func reroutedBindings(changes []plan.Change) map[route]bool {
+	out := map[route]bool{}
+	for _, c := range changes {
+		if c.Action == plan.Create && c.After != nil && c.After.Binding != nil {
+			out[route{c.Address.Vhost, c.After.Binding.Source, c.Address.Key}] = true
+		}
+	}
+	return out
+}
+
+// routineDelete reports whether deleting c destroys nothing a reader must
+// weigh, so that the summary leaves it out of the destructive changes:
+// a binding whose route the plan re-creates to another destination (a
+// retry binding moving to a new wait queue), or an empty wait queue
+// without consumers that the spec no longer uses. The changes by queue
+// still show it.
+func routineDelete(c plan.Change, rerouted map[route]bool) bool {
+	if c.Action != plan.Delete || c.Before == nil {
+		return false
+	}
+	switch {
+	case c.Before.Binding != nil:
+		return rerouted[route{c.Address.Vhost, c.Before.Binding.Source, c.Address.Key}]
+	case c.Before.Queue != nil:
+		m, n := c.Messages(), c.Consumers()
+		return contract.IsWaitQueue(c.Address.Name) && m != nil && *m == 0 && n != nil && *n == 0
+	}
+	return false
 }
 
 // mdReasons is a change's reason and the messages it puts at stake.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -55,7 +56,7 @@ func fleetPlan(n int) (plan.Plan, []plan.Diagnostic) {
 	live.Sort()
 	p := plan.DiffTopology(live, fleet(n, 3600000), plan.Options{Prune: true, Owned: owned(live),
 		Messages: map[topology.Address]int64{queueAddr("svc1"): 7, queueAddr("svc0"): 0, queueAddr("legacy"): 0}})
-	return p, plan.Check(p, plan.CheckOptions{AllowDestroy: true})
+	return p, flagwords.Diagnostics(plan.Check(p, plan.CheckOptions{AllowDestroy: true}))
 }
 
 // TestPlanMarkdownFleet: the pull-request plan of 3 and of 400 queues.

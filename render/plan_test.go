@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -112,7 +113,7 @@ func planCases() []planCase {
 	var cases []planCase
 	add := func(name string, live, desired topology.Topology, opts plan.Options, check plan.CheckOptions) {
 		p := plan.DiffTopology(live, desired, opts)
-		cases = append(cases, planCase{name: name, plan: p, diags: plan.Check(p, check)})
+		cases = append(cases, planCase{name: name, plan: p, diags: flagwords.Diagnostics(plan.Check(p, check))})
 	}
 
 	add("empty", cur, cur, plan.Options{Owned: all}, plan.CheckOptions{})
@@ -142,6 +143,12 @@ func planCases() []planCase {
 
 	add("schedule-change", cur, orders("2m", 120000), plan.Options{Owned: all, IsWaitQueue: isWaitQueue,
 		Messages: map[topology.Address]int64{queueAddr("orders.wait.3.1m"): 17}}, plan.CheckOptions{})
+
+	// The same change once the old wait queue is empty: routine, nothing
+	// destructive to headline.
+	add("schedule-change-empty", cur, orders("2m", 120000), plan.Options{Owned: all, IsWaitQueue: isWaitQueue,
+		Messages:  map[topology.Address]int64{queueAddr("orders.wait.3.1m"): 0},
+		Consumers: map[topology.Address]int64{queueAddr("orders.wait.3.1m"): 0}}, plan.CheckOptions{})
 
 	pruned := orders("1m", 60000)
 	pruned.Queues = pruned.Queues[:1] // orders only: no DLQ, no wait queues
@@ -235,13 +242,7 @@ func TestPlanJSONShape(t *testing.T) {
 			if err := render.PlanJSON(&buf, c.plan, c.diags); err != nil {
 				t.Fatal(err)
 			}
-			var doc struct {
-				FormatVersion int               `json:"format_version"`
-				RabbitMQ      *plan.Judged      `json:"rabbitmq"`
-				Changes       []plan.Change     `json:"changes"`
-				Diagnostics   []plan.Diagnostic `json:"diagnostics"`
-				Summary       plan.ActionCounts `json:"summary"`
-			}
+			var doc plan.Document
 			dec := json.NewDecoder(&buf)
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&doc); err != nil {

@@ -21,7 +21,7 @@ func TestPlanJSONStreamed(t *testing.T) {
 		{Action: plan.NoOp, Address: topology.Address{Kind: topology.KindVhost, Name: "/"}},
 		{Action: plan.Create, Address: b.Addr(), After: &plan.Object{Binding: &b}},
 		{Action: plan.Delete, Address: q.Addr(), Before: &plan.Object{Queue: &q},
-			Details: &plan.Details{Reason: "not in spec; \"quoted\"", Messages: &n, Owner: "spec <shop>"}},
+			Details: &plan.Details{Reasons: []plan.Reason{{Kind: plan.ReasonText, Text: "not in spec; \"quoted\""}}, Messages: &n, Owner: "spec <shop>"}},
 	}
 	diags := []plan.Diagnostic{{Code: "RT001", Severity: plan.SeverityError, Address: q.Addr(), Message: "deleting <it> destroys 7 messages"}}
 	for name, tc := range map[string]struct {
@@ -39,7 +39,7 @@ func TestPlanJSONStreamed(t *testing.T) {
 		enc := json.NewEncoder(&want)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(newPlanDocument(tc.p, tc.diags)); err != nil {
+		if err := enc.Encode(plan.NewDocument(tc.p, tc.diags)); err != nil {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer

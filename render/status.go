@@ -47,14 +47,15 @@ func StatusText(w io.Writer, s statusdata.Report, color bool) error {
 func statusTables(w io.Writer, s statusdata.Report, p planPalette) error {
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	t := statusTable{p: p, delayed: countsDelayed(s)}
 	for i, wq := range s.Queues {
 		if i > 0 {
 			fmt.Fprintln(tw)
 		}
 		fmt.Fprintf(tw, "queue %s (vhost %s, %s)\n", wq.Queue, wq.Vhost, wq.File)
-		fmt.Fprintln(tw, "  QUEUE\tROLE\tMESSAGES\tREADY\tUNACKED\tCONSUMERS\tIN/S\tOUT/S\tFLAGS")
+		t.header(tw)
 		for _, q := range wq.Queues {
-			statusRow(tw, q, p)
+			t.row(tw, q)
 		}
 		for _, q := range wq.Queues {
 			for _, d := range q.Drift {
@@ -62,6 +63,7 @@ func statusTables(w io.Writer, s statusdata.Report, p planPalette) error {
 			}
 		}
 	}
+	t.draining(tw, s)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -74,29 +76,103 @@ func statusTables(w io.Writer, s statusdata.Report, p planPalette) error {
 	return nil
 }
 
-// statusRow writes one queue's row of a table.
-func statusRow(tw io.Writer, q statusdata.QueueStatus, p planPalette) {
-	role := q.Role
-	if q.Role == statusdata.RoleWait {
-		role = fmt.Sprintf("wait %s (%s %s)", q.Delay, english.Plural(len(q.Retries), "retry", "retries"), joinInts(q.Retries))
-		if q.Shared {
-			role += ", shared"
+// statusTable writes the tables' headers and rows. Its DELAYED column,
+// the messages a queue itself holds back until their delay is over
+// (RabbitMQ 4.3's delayed retry), is there only when the broker counts
+// them for some queue.
+type statusTable struct {
+	p       planPalette
+	delayed bool
+}
+
+// countsDelayed reports whether the broker counted delayed messages for
+// any queue of s.
+func countsDelayed(s statusdata.Report) bool {
+	for _, wq := range s.Queues {
+		for _, q := range wq.Queues {
+			if q.Delayed != nil {
+				return true
+			}
 		}
 	}
+	for _, q := range s.Draining {
+		if q.Delayed != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (t statusTable) header(tw io.Writer) {
+	delayed := ""
+	if t.delayed {
+		delayed = "DELAYED\t"
+	}
+	fmt.Fprintf(tw, "  QUEUE\tROLE\tMESSAGES\tREADY\tUNACKED\t%sCONSUMERS\tIN/S\tOUT/S\tFLAGS\n", delayed)
+}
+
+// draining writes, per vhost, the retired wait queues kept while they
+// drain, in the columns of the work queues' tables.
+func (t statusTable) draining(tw io.Writer, s statusdata.Report) {
+	for i, q := range s.Draining {
+		if i == 0 || q.Vhost != s.Draining[i-1].Vhost {
+			if i > 0 || len(s.Queues) > 0 {
+				fmt.Fprintln(tw)
+			}
+			fmt.Fprintf(tw, "retired wait queues draining (vhost %s): no queue of the spec uses them; a later apply deletes each once empty\n", q.Vhost)
+			t.header(tw)
+		}
+		t.row(tw, q.QueueStatus)
+	}
+}
+
+// row writes one queue's row of a table.
+func (t statusTable) row(tw io.Writer, q statusdata.QueueStatus) {
+	role := waitRole(q)
 	var flags []string
 	for _, f := range q.Flags {
 		code := "33" // yellow
 		if f == statusdata.FlagDLQNotEmpty || f == statusdata.FlagMissing || f == statusdata.FlagStuck {
 			code = "31" // red
 		}
-		flags = append(flags, p.wrap(code, f))
+		flags = append(flags, t.p.wrap(code, f))
+	}
+	delayed := ""
+	if t.delayed {
+		delayed = "-\t"
+		if q.Present && q.Delayed != nil {
+			delayed = strconv.FormatInt(*q.Delayed, 10) + "\t"
+		}
 	}
 	if !q.Present {
-		fmt.Fprintf(tw, "  %s\t%s\t-\t-\t-\t-\t-\t-\t%s\n", q.Name, role, strings.Join(flags, " "))
+		fmt.Fprintf(tw, "  %s\t%s\t-\t-\t-\t%s-\t-\t-\t%s\n", q.Name, role, delayed, strings.Join(flags, " "))
 		return
 	}
-	fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", q.Name, role, q.Messages, q.Ready, q.Unacked,
-		q.Consumers, rate(q.PublishRate), rate(q.DeliverRate), strings.Join(flags, " "))
+	fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%s%d\t%s\t%s\t%s\n", q.Name, role, q.Messages, q.Ready, q.Unacked,
+		delayed, q.Consumers, rate(q.PublishRate), rate(q.DeliverRate), strings.Join(flags, " "))
+}
+
+// waitRole describes a queue's role; a wait queue's with its delay and the
+// retries that wait in it, or, for a level of a delay ladder, its level
+// and how soon what waits there is due.
+func waitRole(q statusdata.QueueStatus) string {
+	var role string
+	switch {
+	case q.Role != statusdata.RoleWait:
+		return q.Role
+	case q.Level != nil:
+		role = fmt.Sprintf("ladder level %d: wait %s, due within %s", *q.Level, q.Delay, q.DueWithin)
+	case len(q.Retries) == 0 && q.Delay != "":
+		role = "wait " + q.Delay
+	case len(q.Retries) == 0:
+		role = "wait"
+	default:
+		role = fmt.Sprintf("wait %s (%s %s)", q.Delay, english.Plural(len(q.Retries), "retry", "retries"), joinInts(q.Retries))
+	}
+	if q.Shared {
+		role += ", shared"
+	}
+	return role
 }
 
 // statusSummary says in one line what the status found.
@@ -125,6 +201,13 @@ func statusSummary(s statusdata.Report, p planPalette) string {
 	}
 	if sum.RetriesWaiting > 0 {
 		parts = append(parts, fmt.Sprintf("%d %s waiting in return queues", sum.RetriesWaiting, english.Plural(int(sum.RetriesWaiting), "retry", "retries")))
+	}
+	if sum.RetriesDelayed > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s delayed inside work queues", sum.RetriesDelayed, english.Plural(int(sum.RetriesDelayed), "retry", "retries")))
+	}
+	if sum.RetiredDraining > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s draining in %d retired wait %s", sum.RetiredMessages, english.Plural(int(sum.RetiredMessages), "message", "messages"),
+			sum.RetiredDraining, english.Plural(sum.RetiredDraining, "queue", "queues")))
 	}
 	if sum.Migrations > 0 {
 		parts = append(parts, p.wrap("33", fmt.Sprintf("%d %s in progress (rmqtopo apply finishes it)", sum.Migrations, english.Plural(sum.Migrations, "migration", "migrations"))))

@@ -74,6 +74,55 @@ func statusHeld() statusdata.Report {
 	}
 }
 
+// statusLevels has a queue of the levels layout, whose rows are the
+// ladder's levels with no retry numbers, and retired wait queues still
+// draining in two vhosts: a shared one and a level of a retired ladder.
+func statusLevels() statusdata.Report {
+	level := func(k int) *int { return &k }
+	return statusdata.Report{
+		FormatVersion: statusdata.FormatVersion,
+		DriftChecked:  true,
+		Queues: []statusdata.WorkQueueStatus{
+			{Vhost: "v", File: "levels.yaml", Queue: "email.send", Queues: []statusdata.QueueStatus{
+				{Name: "email.send", Role: statusdata.RoleWork, Present: true, Consumers: 1},
+				{Name: "rmqtopo.levels.100ms.10.q9.51200ms", Role: statusdata.RoleWait, Delay: "51200ms", Level: level(9), DueWithin: "1m42.3s", Shared: true, Present: true, Messages: 2, Ready: 2},
+				{Name: "rmqtopo.levels.100ms.10.q0.100ms", Role: statusdata.RoleWait, Delay: "100ms", Level: level(0), DueWithin: "100ms", Shared: true, Present: true},
+				{Name: "email.send.dlq", Role: statusdata.RoleDLQ, Present: true},
+			}},
+		},
+		Draining: []statusdata.DrainingQueue{
+			{Vhost: "v", QueueStatus: statusdata.QueueStatus{Name: "rmqtopo.wait.30s", Role: statusdata.RoleWait, Delay: "30s", Present: true, Messages: 3, Ready: 3,
+				Flags: []string{statusdata.FlagDraining}}},
+			{Vhost: "w", QueueStatus: statusdata.QueueStatus{Name: "rmqtopo.levels.1s.6.q5.32s", Role: statusdata.RoleWait, Delay: "32s", Level: level(5), DueWithin: "1m3s",
+				Present: true, Messages: 1, Ready: 1, Flags: []string{statusdata.FlagDraining}}},
+		},
+		Summary: statusdata.Summary{MessagesInRetries: 2, RetiredDraining: 2, RetiredMessages: 4},
+	}
+}
+
+// statusDelayed is read from RabbitMQ 4.3: its quorum queues count the
+// messages their delayed retry holds back (a work queue with retries
+// waiting inside it), its classic queue does not, and one queue is
+// missing.
+func statusDelayed() statusdata.Report {
+	n := func(v int64) *int64 { return &v }
+	return statusdata.Report{
+		FormatVersion: statusdata.FormatVersion,
+		DriftChecked:  true,
+		Queues: []statusdata.WorkQueueStatus{
+			{Vhost: "v", File: "native.yaml", Queue: "orders", Queues: []statusdata.QueueStatus{
+				{Name: "orders", Role: statusdata.RoleWork, Present: true, Messages: 7, Ready: 3, Unacked: 1, Delayed: n(3), Consumers: 1},
+				{Name: "orders.dlq", Role: statusdata.RoleDLQ, Present: true, Delayed: n(0)},
+			}},
+			{Vhost: "v", File: "native.yaml", Queue: "audit", Queues: []statusdata.QueueStatus{
+				{Name: "audit", Role: statusdata.RoleWork, Present: true, Consumers: 1},
+				{Name: "audit.dlq", Role: statusdata.RoleDLQ, Flags: []string{statusdata.FlagMissing, statusdata.FlagDrift}, Drift: []string{"create"}},
+			}},
+		},
+		Summary: statusdata.Summary{MissingQueues: 1, DriftedObjects: 1, RetriesDelayed: 3},
+	}
+}
+
 // statusEmpty is a spec without queues, its drift checked: there is none.
 func statusEmpty() statusdata.Report {
 	return statusdata.Report{FormatVersion: statusdata.FormatVersion, DriftChecked: true}
@@ -82,9 +131,11 @@ func statusEmpty() statusdata.Report {
 // TestStatusGolden: the status views as text, coloured text and JSON.
 func TestStatusGolden(t *testing.T) {
 	for name, st := range map[string]statusdata.Report{
-		"drift": statusDrift(),
-		"held":  statusHeld(),
-		"empty": statusEmpty(),
+		"drift":   statusDrift(),
+		"held":    statusHeld(),
+		"empty":   statusEmpty(),
+		"levels":  statusLevels(),
+		"delayed": statusDelayed(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			var text, color, js bytes.Buffer

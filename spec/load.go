@@ -363,6 +363,11 @@ func (d *decoder) fieldsOf(n *yaml.Node, path string, expected func() []string, 
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		key := k.Value
+		if v.Tag == "!!null" && v.Value == "" && k.LineComment != "" && v.Line == k.Line {
+			// "key: #..." is a key without a value: YAML read the # as a
+			// comment. Kept on the value for describe to say so.
+			v.LineComment = k.LineComment
+		}
 		if duplicateKey(n.Content[:i], key) {
 			d.add(at(k, join(path, key)), "duplicate key %q", key)
 			continue
@@ -396,6 +401,9 @@ func describe(n *yaml.Node) string {
 	case yaml.ScalarNode:
 		switch n.Tag {
 		case "!!null":
+			if n.Value == "" && n.LineComment != "" {
+				return "nothing: an unquoted # starts a YAML comment; quote the value (\"#\")"
+			}
 			return "null"
 		case "!!int", "!!float":
 			return "number " + n.Value

@@ -81,9 +81,9 @@ type Policy struct {
 	Definition Args   `json:"definition"`
 }
 
-// Kind is the kind of a topology object. It is a byte, not its name: a
-// large plan holds a million addresses. Text and JSON show the name, and
-// kinds sort as their names do.
+// Kind is the kind of a topology object. It is a byte, not its name, so
+// that an Address stays small; text and JSON show the name, and kinds
+// sort as their names do.
 type Kind uint8
 
 const (
@@ -149,8 +149,8 @@ type Address struct {
 // String renders an address the way plans and errors show it.
 func (a Address) String() string { return string(a.Append(nil)) }
 
-// Append appends String's text to b: a large plan names a million
-// addresses, each better written than built.
+// Append appends String's text to b, building no string: renderers write
+// every address of a plan so.
 func (a Address) Append(b []byte) []byte {
 	// strconv.Quote is what %q does to a string.
 	b = append(b, a.Kind.String()...)
@@ -180,8 +180,8 @@ func (p Policy) Addr() Address { return Address{Kind: KindPolicy, Vhost: p.Vhost
 // difference is a different binding, so the whole binding is its identity.
 func (b Binding) Addr() Address {
 	// Built in a buffer on the stack and allocated once, at its size,
-	// without fmt: a plan of a million objects computes this for every
-	// binding, and keeps it. strconv.Quote is what %q does to a string.
+	// without fmt: every binding of a plan computes it and keeps it.
+	// strconv.Quote is what %q does to a string.
 	var buf [128]byte
 	key := append(buf[:0], '[')
 	key = append(key, b.DestinationType...)
@@ -252,8 +252,8 @@ func appendJSONValue(b []byte, v any) []byte {
 }
 
 // JSONPlain reports whether json.Marshal writes s unchanged between
-// quotes: printable ASCII without the characters it escapes. Renderers of
-// large plans use it to skip json.Marshal for most values.
+// quotes: printable ASCII without the characters it escapes. Renderers
+// use it to skip json.Marshal for most values.
 func JSONPlain(s string) bool {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply"
+	"github.com/rmqtopo/rmqtopo/apply/target"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/failpoint"
 	"github.com/rmqtopo/rmqtopo/internal/progress"
@@ -19,7 +20,10 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-var _ apply.Target = (*broker.Session)(nil)
+var (
+	_ target.Target = (*broker.Session)(nil)
+	_ target.Locker = (*broker.Session)(nil)
+)
 
 type applyCmd struct {
 	Files        []string      `arg:"" name:"FILE" help:"Spec files (one vhost each), or one plan saved with 'rmqtopo plan --out'."`
@@ -66,9 +70,9 @@ func (c *applyCmd) Run(e *env) (err error) {
 	sess.MigrateHook = migrateHook(e)
 
 	report := progress.Start(e.stderr, progress.Options[apply.Progress]{
-		Line: apply.Progress.Line, Terminal: isTerminal(e.stderr), Every: 2, Keep: func(last, next apply.Progress) bool { return next.Newer(last) }})
+		Line: applyProgressLine, Terminal: isTerminal(e.stderr), Every: 2, Keep: func(last, next apply.Progress) bool { return next.Newer(last) }})
 	defer report.Stop()
-	b := apply.Broker{Target: sess, Source: client, Lock: sess.Lock, Errors: brokerErrors}
+	b := apply.Backend{Target: sess, Source: client, Locker: sess}
 	out, err := apply.Run(e.ctx, b, apply.Request{
 		Saved: saved, SavedPath: c.Files[0], Desired: desired, Choices: ch,
 		LockTimeout: c.LockTimeout,
@@ -85,26 +89,14 @@ func (c *applyCmd) Run(e *env) (err error) {
 	res := out.Result
 	switch {
 	case err != nil && out.Applied:
-		fmt.Fprintf(e.stderr, "Apply stopped after %s: %s; %s\n", res.Elapsed.Round(time.Millisecond), res.String(), brokerErrors.NotDone(res, err))
+		fmt.Fprintf(e.stderr, "Apply stopped after %s: %s; %s\n", res.Elapsed.Round(time.Millisecond), resultText(res), notDoneText(res, err))
 		return err
 	case err != nil:
-		return err
+		return applyError(err)
 	case out.Plan.HasChanges():
-		fmt.Fprintf(e.stdout, "\nApply complete: %s in %s.\n", res.String(), res.Elapsed.Round(time.Millisecond))
+		fmt.Fprintf(e.stdout, "\nApply complete: %s in %s.\n", resultText(res), res.Elapsed.Round(time.Millisecond))
 	}
 	return nil
-}
-
-// brokerErrors are the broker's errors as the apply workflow tells them
-// apart.
-var brokerErrors = apply.Errors{
-	Locked:        func(err error) bool { return errors.Is(err, broker.ErrLocked) },
-	VhostNotFound: func(err error) bool { return errors.Is(err, broker.ErrVhostNotFound) },
-	NotEmpty:      func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) },
-	Connection: func(err error) bool {
-		return errors.Is(err, broker.ErrUnreachable) || errors.Is(err, broker.ErrTimeout) || errors.Is(err, broker.ErrServer)
-	},
-	NodeDown: func(err error) bool { return errors.Is(err, broker.ErrNodeDown) },
 }
 
 // review checks the plan apply is about to carry out, shows it and asks
@@ -127,7 +119,7 @@ func (c *applyCmd) review(e *env, client *broker.Client, saved bool, specs map[s
 		return diags, nil
 	}
 	if b := plan.Blocking(diags); len(b) > 0 {
-		return nil, plan.BlockingError("apply", b)
+		return nil, blockingError(b)
 	}
 	// A saved plan was reviewed and approved when it was saved, and it
 	// is refused above if the broker changed since: asking again would
@@ -144,7 +136,7 @@ func (c *applyCmd) input(e *env) (*planfile.File, []*spec.File, topology.Topolog
 	if len(c.Files) == 1 {
 		saved, err := planfile.Read(c.Files[0])
 		if err != nil {
-			return nil, nil, topology.Topology{}, plan.Choices{}, err
+			return nil, nil, topology.Topology{}, plan.Choices{}, planfileError(err)
 		}
 		if saved != nil {
 			switch {

@@ -16,7 +16,7 @@ import (
 
 // cli is the command tree. Each command lives in the file of its name
 // (validate.go, render.go, plan.go, apply.go, show.go, status.go, dlq.go,
-// import.go); conn.go holds the flags that reach a broker.
+// move.go, import.go); conn.go holds the flags that reach a broker.
 type cli struct {
 	Validate validateCmd `cmd:"" help:"Check spec files and report every problem at once."`
 	Render   renderCmd   `cmd:"" help:"Render spec files offline: definitions, mermaid, dot, schedule, k8s or terraform."`
@@ -25,6 +25,7 @@ type cli struct {
 	Show     showCmd     `cmd:"" help:"Show a plan saved with 'plan --out' as text, JSON or Markdown."`
 	Status   statusCmd   `cmd:"" help:"Show queue, wait-queue, DLQ and parking-lot depths for specs."`
 	DLQ      dlqCmd      `cmd:"" name:"dlq" help:"Inspect, replay and sweep dead-letter queues."`
+	Move     moveCmd     `cmd:"" help:"Move a queue's messages, headers and all, into another queue (a renamed queue's)."`
 	Import   importCmd   `cmd:"" help:"Write a spec for what already exists in one vhost of a broker or definitions file."`
 
 	Version     versionFlag `help:"Print the version and VCS revision, then exit."`
@@ -138,12 +139,11 @@ func input(err error) error {
 
 // named prefixes the error of command cmd ("dlq sweep") with its name,
 // once for every command: not an ExitError or an inputError, which say
-// all they mean, nor an error that names the command already (the apply
-// and status packages name theirs, plan.BlockingError is told it).
+// all they mean. Libraries never name the command.
 func named(cmd string, err error) error {
 	var ee *ExitError
 	var in inputError
-	if err == nil || errors.As(err, &ee) || errors.As(err, &in) || strings.HasPrefix(err.Error(), cmd+": ") {
+	if err == nil || errors.As(err, &ee) || errors.As(err, &in) {
 		return err
 	}
 	return fmt.Errorf("%s: %w", cmd, err)

@@ -56,12 +56,22 @@ func (c *dlqShowCmd) Run(e *env) error {
 	}
 	shown, err := ops.ShowQueue(e.ctx, b, ops.ShowRequest{Vhost: c.Vhost, Queue: c.Queue, Limit: c.Limit, Window: c.Window, Log: e.stderr})
 	if err != nil {
-		return err
+		return vhostHint(err, c.Vhost)
 	}
 	if c.Format == "json" {
 		return render.DLQShowJSON(e.stdout, shown)
 	}
 	return render.DLQShowText(e.stdout, shown)
+}
+
+// vhostHint completes a missing queue of the default vhost with the flag
+// that names another: the queue is most often in a vhost of its own.
+func vhostHint(err error, vhost string) error {
+	var nf *ops.QueueNotFoundError
+	if errors.As(err, &nf) && nf.Vhost == "/" && vhost == "/" {
+		return fmt.Errorf("%w; give the queue's vhost with --vhost", err)
+	}
+	return err
 }
 
 type dlqReplayCmd struct {
@@ -92,7 +102,7 @@ func (c *dlqReplayCmd) Run(e *env) error {
 	}
 	results, err := ops.ReplayQueue(e.ctx, b, ops.ReplayRequest{Vhost: c.Vhost, Log: e.stderr, ReplayOptions: ops.ReplayOptions{
 		Queue: c.Queue, To: c.To, Limit: c.Limit, Headers: headers, RoutingKey: c.RoutingKey, Window: c.Window, DryRun: c.DryRun}})
-	return c.finish(e, results, err)
+	return c.finish(e, results, vhostHint(err, c.Vhost))
 }
 
 type dlqSweepCmd struct {

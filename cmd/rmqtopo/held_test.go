@@ -25,6 +25,8 @@ type waitCounts struct {
 	Ready    int64  `json:"messages_ready"`
 	Unacked  int64  `json:"messages_unacknowledged"`
 	DLX      *int64 `json:"messages_dlx"`
+	// Delayed is what a quorum queue's delayed retry holds back (4.3).
+	Delayed *int64 `json:"messages_delayed"`
 }
 
 // waitHeld waits until the management API shows the wait queue holding

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/rmqtopo/rmqtopo/internal/importer"
 )
@@ -37,6 +38,13 @@ func (c *importCmd) Run(e *env) (err error) {
 	for _, s := range res.Skipped {
 		fmt.Fprintf(e.stderr, "not imported: %s\n", s)
 	}
+	if res.Unrecorded {
+		fmt.Fprintf(e.stderr, "note: vhost %q holds what rmqtopo applies, but the source has no ownership record (a RabbitMQ 4.3 definitions export leaves them out): the spec has no name; if a spec applied it, set name to that spec's, or import from the broker\n", c.Vhost)
+	}
+	if len(res.Specs) > 1 {
+		fmt.Fprintf(e.stderr, "note: vhost %q holds the ownership records of %d specs (%s); the spec describes all of it and has no name: split it into one spec per name before applying it\n",
+			c.Vhost, len(res.Specs), strings.Join(quoted(res.Specs), ", "))
+	}
 	if c.Out == "" {
 		_, err = e.stdout.Write(res.YAML)
 		return err
@@ -44,6 +52,18 @@ func (c *importCmd) Run(e *env) (err error) {
 	if err := os.WriteFile(c.Out, res.YAML, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "Wrote %s: %d queues with retry topology recognised, %d objects not imported.\n", c.Out, res.Recognised, len(res.Skipped))
+	named := ""
+	if res.Name != "" {
+		named = fmt.Sprintf(" (spec %q, as the vhost's ownership record names it)", res.Name)
+	}
+	fmt.Fprintf(e.stderr, "Wrote %s%s: %d queues with retry topology recognised, %d objects not imported.\n", c.Out, named, res.Recognised, len(res.Skipped))
 	return nil
+}
+
+func quoted(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fmt.Sprintf("%q", n)
+	}
+	return out
 }

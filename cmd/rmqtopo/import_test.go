@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -70,7 +72,7 @@ func TestPlanRabbitMQVersion(t *testing.T) {
 // TestOnlineImportRabbitMQDefinitions imports vhosts of RabbitMQ's own
 // definitions test files, applies each imported spec to a vhost of a real
 // broker, and plans it again: no changes. Then a live import of that vhost
-// gives the spec back.
+// gives the spec back, with the name of the spec applied.
 func TestOnlineImportRabbitMQDefinitions(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ file, vhost string }{
@@ -89,7 +91,17 @@ func TestOnlineImportRabbitMQDefinitions(t *testing.T) {
 			}
 			spec := filepath.Join(o.dir, "imported.yaml")
 			os.WriteFile(spec, []byte(vhostLine.ReplaceAllString(stdout, "vhost: "+quote(o.vhost))), 0o644)
-			o.must(t, 0, "apply", "--auto-approve", spec)
+			out, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", spec}, o.conn()...)...)
+			if code == 1 && removedFeatures.MatchString(out) && strings.Contains(stderr, "nothing was written") {
+				// These files are of RabbitMQ 3.x: classic mirroring (ha-*),
+				// x-queue-mode and transient queues, which 4.0 and 4.3
+				// removed or deny. The plan refuses them before any write;
+				// the rest of the round trip needs a broker that takes them.
+				t.Skipf("RabbitMQ %s refuses what this 3.x file holds, before any write:\n%s", o.b.Version(t), removedFeatures.FindAllString(out, -1))
+			}
+			if code != 0 {
+				t.Fatalf("apply: exit %d\n%s\n%s", code, out, stderr)
+			}
 			if out := o.must(t, 0, "plan", "--detailed-exitcode", spec); !strings.Contains(out, "No changes.") {
 				t.Errorf("plan after apply:\n%s", out)
 			}
@@ -97,12 +109,19 @@ func TestOnlineImportRabbitMQDefinitions(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("live import: exit %d\n%s", code, stderr)
 			}
-			if diff := cmp.Diff(body(stdout), body(live)); diff != "" {
+			// The live vhost holds the record of the spec applied, named after its file.
+			want := strings.Replace(stdout, "version: 1\n", "version: 1\nname: imported\n", 1)
+			if diff := cmp.Diff(body(want), body(live)); diff != "" {
 				t.Errorf("live import differs from the file's (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
+
+// removedFeatures are the plan's codes for what a RabbitMQ release no
+// longer accepts (docs/plan-apply.md): a policy key (RT009), x-queue-mode
+// (RT103), a transient queue (RT104).
+var removedFeatures = regexp.MustCompile(`error\[RT(009|103|104)\]`)
 
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
 
@@ -115,4 +134,89 @@ func body(spec string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestOnlineImportLevelsWithReturnQueue: a vhost with a ladder, a levels
+// queue, a return-queue queue and a queue that is both imports with every
+// queue recognised and its policy's attributes kept; the imported spec
+// plans no changes.
+func TestOnlineImportLevelsWithReturnQueue(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	applied := o.spec(t, "levels.yaml", `levels: {resolution: 1s, max: 1h}
+queues:
+  - {name: email.send, type: quorum, delivery_limit: 5, retry: {exponential: {initial: 1s, factor: 2, attempts: 4, jitter: full}}, layout: levels}
+  - {name: sms.send, type: classic, message_ttl: 1h, retry: {fixed: {delay: 3s, attempts: 3}}, return_queue: true}
+  - {name: push.send, type: quorum, delivery_limit: 7, message_ttl: 30m, retry: {fixed: {delay: 2s, attempts: 2}}, layout: levels, return_queue: true}
+`)
+	o.must(t, 0, "apply", "--auto-approve", applied)
+	imported := filepath.Join(o.dir, "imported.yaml")
+	_, stderr, code := rmqtopo(t, "", append([]string{"import", "--vhost", o.vhost, "-o", imported}, o.conn()...)...)
+	if code != 0 || strings.Contains(stderr, "not imported:") || !strings.Contains(stderr, ": 3 queues with retry topology recognised") {
+		t.Fatalf("import: exit %d\n%s", code, stderr)
+	}
+	data, _ := os.ReadFile(imported)
+	for _, s := range []string{"levels: {resolution: 1s, max: 1h}", "delivery_limit: 5", "delivery_limit: 7", "message_ttl: 1h", "message_ttl: 30m", "return_queue: true"} {
+		if !strings.Contains(string(data), s) {
+			t.Errorf("the imported spec lacks %q:\n%s", s, data)
+		}
+	}
+	if strings.Contains(string(data), "raw: true") {
+		t.Errorf("the imported spec writes objects raw:\n%s", data)
+	}
+	if out := o.must(t, 0, "plan", "--detailed-exitcode", imported); !strings.Contains(out, "No changes.") {
+		t.Errorf("plan of the imported spec:\n%s", out)
+	}
+}
+
+// TestOnlineImportNamesTheRecordedSpec: import writes the name the vhost's
+// ownership record gives, so the imported spec is the spec that owns the
+// vhost's objects: it plans no changes, and without one of its queues it
+// plans that queue's delete (a spec of another name owns nothing). An
+// export with the record gives the same name; a vhost with two specs'
+// records gets no name and a note naming both.
+func TestOnlineImportNamesTheRecordedSpec(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	applied := o.spec(t, "deploy.yaml", "name: shop\nqueues:\n  - {name: orders, type: quorum, retry: {delays: [1s, 5s]}}\n  - {name: audit, raw: true}\n")
+	o.must(t, 0, "apply", "--auto-approve", applied)
+	imported := filepath.Join(o.dir, "imported.yaml")
+	_, stderr, code := rmqtopo(t, "", append([]string{"import", "--vhost", o.vhost, "-o", imported}, o.conn()...)...)
+	data, _ := os.ReadFile(imported)
+	if code != 0 || !strings.Contains(string(data), "\nname: shop\n") || !strings.Contains(stderr, `spec "shop"`) {
+		t.Fatalf("import: exit %d\n%s\n%s", code, stderr, data)
+	}
+	if out := o.must(t, 0, "plan", "--detailed-exitcode", imported); !strings.Contains(out, "No changes.") {
+		t.Errorf("plan of the imported spec:\n%s", out)
+	}
+	// The export names the spec too where it carries the record: 3.10.8's
+	// does; 4.3.6's leaves every internal exchange out, the records
+	// included (seen live), and then gives no name.
+	export := o.api(t, http.MethodGet, "/api/definitions/"+url.PathEscape(o.vhost), "")
+	exportPath := filepath.Join(o.dir, "export.json")
+	os.WriteFile(exportPath, export, 0o644)
+	want := body(string(data))
+	recorded := strings.Contains(string(export), "rmqtopo.owner.shop.")
+	if !recorded {
+		want = strings.Replace(want, "name: shop\n", "", 1)
+	}
+	stdout, stderr, code := rmqtopo(t, "", "import", "--definitions", exportPath, "--vhost", o.vhost)
+	if code != 0 || body(stdout) != want || recorded == strings.Contains(stderr, "no ownership record") {
+		t.Errorf("import of the export (record in it: %v): exit %d\n%s\n%s", recorded, code, stderr, stdout)
+	}
+	less := strings.Replace(string(data), "  - name: audit\n    raw: true\n", "", 1)
+	if less == string(data) {
+		t.Fatalf("no raw queue audit in:\n%s", data)
+	}
+	os.WriteFile(imported, []byte(less), 0o644)
+	if out := o.must(t, 2, "plan", "--detailed-exitcode", "--prune", imported); !strings.Contains(out, `- queue "audit"`) || !strings.Contains(out, `record of spec "shop"`) {
+		t.Errorf("plan --prune without audit:\n%s", out)
+	}
+
+	other := o.spec(t, "other.yaml", "name: billing\nqueues:\n  - {name: invoices, raw: true}\n")
+	o.must(t, 0, "apply", "--auto-approve", other)
+	stdout, stderr, code = rmqtopo(t, "", append([]string{"import", "--vhost", o.vhost}, o.conn()...)...)
+	if code != 0 || strings.Contains(stdout, "\nname:") || !strings.Contains(stderr, `2 specs ("billing", "shop")`) || !strings.Contains(stdout, `2 specs ("billing", "shop")`) {
+		t.Errorf("two records: exit %d\n%s\n%s", code, stderr, stdout)
+	}
 }

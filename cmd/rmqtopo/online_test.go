@@ -66,7 +66,7 @@ func rmqtopo(t *testing.T, stdin string, args ...string) (stdout, stderr string,
 }
 
 // progressLine is a line apply's progress report prints to stderr every 2 s
-// when stderr is not a terminal (apply.Progress.Line).
+// when stderr is not a terminal (applyProgressLine).
 var progressLine = regexp.MustCompile(`(?m)^apply: .* \((\d+h)?(\d+m)?\d+s\)\n`)
 
 // withoutProgress is stderr without apply's progress lines, which a busy

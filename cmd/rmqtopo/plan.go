@@ -94,9 +94,10 @@ func (c *planCmd) Run(e *env) (err error) {
 		fmt.Fprintf(e.stderr, "Saved the plan to %s; apply it with: rmqtopo apply %s\n", c.Out, c.Out)
 	}
 	if len(blocking) > 0 {
-		err := plan.BlockingError("plan", blocking)
+		err := blockingError(blocking)
 		if c.DetailedExitcode {
-			return &ExitError{Code: ExitRefused, Err: err}
+			// An ExitError says all it means: it names the command itself.
+			return &ExitError{Code: ExitRefused, Err: fmt.Errorf("plan: %w", err)}
 		}
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
@@ -24,9 +25,10 @@ func review(e *env, p *plan.Plan, st *topology.State, client *broker.Client, o p
 	}
 	diags, warning, err := plan.Review(e.ctx, p, st, o)
 	if warning != nil {
-		fmt.Fprintf(e.stderr, "warning: %v\n", warning)
+		// The only warning: the broker would not say its version.
+		fmt.Fprintf(e.stderr, "warning: %v (give --rabbitmq-version)\n", warning)
 	}
-	return diags, err
+	return flagwords.Diagnostics(diags), err
 }
 
 // expandFor is the files' expansion t (for the unknown release) as the

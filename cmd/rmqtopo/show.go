@@ -21,7 +21,7 @@ type showCmd struct {
 func (c *showCmd) Run(e *env) error {
 	saved, err := planfile.Read(c.File)
 	if err != nil {
-		return err
+		return planfileError(err)
 	}
 	if saved == nil {
 		return fmt.Errorf("%s is not a plan saved by 'rmqtopo plan --out'", c.File)

@@ -139,8 +139,8 @@ func BenchmarkPlanApply(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
-		fmt.Fprintf(os.Stderr, "  apply concurrency %d: %s total, %s of changes (%s)\n", conc, total.Round(time.Millisecond),
-			res.Elapsed.Round(time.Millisecond), res.String())
+		fmt.Fprintf(os.Stderr, "  apply concurrency %d: %s total, %s of changes (%d changes)\n", conc, total.Round(time.Millisecond),
+			res.Elapsed.Round(time.Millisecond), res.Changes())
 		if i == 0 {
 			applyTotal, applyOnly, applyVhost = total, res.Elapsed, vhost
 		}
@@ -168,7 +168,7 @@ func BenchmarkPlanApply(b *testing.B) {
 	// The same apply through the management API.
 	httpVhost := bk.NewVhost(b)
 	lh := connect(b, bk, httpVhost)
-	lh.s.HTTPWrites = true
+	lh.s.UseHTTPWrites()
 	dh := benchSpec(b, httpVhost, queues)
 	var httpApply time.Duration
 	{

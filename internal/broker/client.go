@@ -57,6 +57,8 @@ type Config struct {
 	TLS *tls.Config
 	// Timeout bounds every call; 0 is DefaultTimeout.
 	Timeout time.Duration
+	// Flags names the caller's settings that errors point to.
+	Flags Flags
 }
 
 // Client talks to the management API. It is safe for concurrent use and
@@ -202,17 +204,17 @@ func (c *Client) doStatus(ctx context.Context, method, path string, query url.Va
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil && c.certAsked.Load() {
-		if e := missingClientCert("the management API", c.display, err); e != nil {
+		if e := missingClientCert("the management API", c.display, c.cfg.Flags, err); e != nil {
 			return 0, e
 		}
 	}
 	if err != nil {
-		return 0, transportError(c.display, c.timeout.String(), ctx, err)
+		return 0, transportError(c.display, c.timeout.String(), c.cfg.Flags, ctx, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return resp.StatusCode, transportError(c.display, c.timeout.String(), ctx, err)
+		return resp.StatusCode, transportError(c.display, c.timeout.String(), c.cfg.Flags, ctx, err)
 	}
 	if resp.StatusCode >= 400 {
 		var e struct {
@@ -286,7 +288,8 @@ func (c *Client) Server(ctx context.Context) (string, error) {
 	err := c.do(ctx, http.MethodGet, "/api/overview", url.Values{"columns": {"rabbitmq_version,product_name"}}, nil, &o)
 	var be *Error
 	switch {
-	case err != nil && errors.As(err, &be) && (be.Kind == ErrAuth || be.Kind == ErrUnreachable || be.Kind == ErrTimeout):
+	// A refused login or a missing tag is RabbitMQ's own answer: said as it is.
+	case err != nil && errors.As(err, &be) && (be.Kind == ErrAuth || be.Kind == ErrPermission || be.Kind == ErrUnreachable || be.Kind == ErrTimeout):
 		return "", err
 	case err != nil:
 		return "", &Error{Kind: ErrNotRabbitMQ, Err: err,
@@ -329,5 +332,5 @@ func (c *Client) AMQPURL(ctx context.Context) (string, error) {
 			return u.String(), nil
 		}
 	}
-	return "", fmt.Errorf("the broker at %s lists no %s listener; set --amqp-url", c.display, want)
+	return "", fmt.Errorf("the broker at %s lists no %s listener%s", c.display, want, hint("; set %s", c.cfg.Flags.AMQPURL))
 }

@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/apply/target"
 )
 
 // Kinds of broker failure. Every error this package returns for a failed
@@ -27,16 +29,19 @@ var (
 	ErrPermission = errors.New("permission denied")
 	// ErrNotFound: the object does not exist.
 	ErrNotFound = errors.New("not found")
-	// ErrVhostNotFound: the vhost does not exist.
-	ErrVhostNotFound = errors.New("vhost not found")
+	// ErrVhostNotFound: the vhost does not exist (target's kind: apply
+	// skips locking it).
+	ErrVhostNotFound = target.ErrVhostNotFound
 	// ErrInequivalent: an object of that name exists with other
 	// properties or arguments (406 PRECONDITION_FAILED, or HTTP 400).
 	ErrInequivalent = errors.New("inequivalent object")
-	// ErrNotEmpty: a guarded queue delete found messages in the queue.
-	ErrNotEmpty = errors.New("queue not empty")
+	// ErrNotEmpty: a guarded queue delete found messages in the queue
+	// (target's kind: apply explains it).
+	ErrNotEmpty = target.ErrNotEmpty
 	// ErrLocked: another connection holds an exclusive queue, which is how
-	// another rmqtopo apply holds a vhost's lock.
-	ErrLocked = errors.New("resource locked")
+	// another rmqtopo apply holds a vhost's lock (target's kind: apply
+	// waits for it).
+	ErrLocked = target.ErrLocked
 	// ErrRefused: the broker refused the request for another reason
 	// (HTTP 400, AMQP 406 other than the above).
 	ErrRefused = errors.New("refused by the broker")
@@ -90,13 +95,17 @@ func OneLine(s string) string {
 }
 
 // httpError classifies an HTTP answer >= 400. The management API answers
-// {"error": ..., "reason": ...}; 3.x uses 401 for missing permissions too,
-// so "Login failed" is what tells a bad password from a missing tag.
+// {"error": ..., "reason": ...}, and 401 for missing permissions too. A
+// refused login is error "not_authorized" (with a z) in every release,
+// with reason "Login failed" up to 3.12 and "Not_Authorized" since;
+// a missing tag or permission is "not_authorised" (with an s) with the
+// reason (rabbit_mgmt_util.erl in 3.10, rabbit_web_dispatch_access_control.erl
+// in 3.13 and 4.x: not_authenticated against not_authorised).
 func (c *Client) httpError(status int, code, reason string) error {
 	code, reason = OneLine(code), OneLine(reason)
 	e := &Error{Status: status}
 	switch {
-	case status == 401 && (reason == "Login failed" || reason == "" || code == ""):
+	case status == 401 && (code == "not_authorized" || reason == "Login failed" || reason == "Not_Authorized" || reason == "" || code == ""):
 		e.Kind = ErrAuth
 		e.Msg = fmt.Sprintf("authentication failed for user %q at %s (HTTP 401)", c.user, c.display)
 	case status == 401 || status == 403:
@@ -133,7 +142,7 @@ func (c *Client) httpError(status int, code, reason string) error {
 // transportError classifies a failure to get any HTTP answer. The message
 // names the management URL without credentials; the cause is reduced to
 // its innermost error because net/http's *url.Error repeats the URL.
-func transportError(display string, timeout string, ctx context.Context, err error) error {
+func transportError(display string, timeout string, f Flags, ctx context.Context, err error) error {
 	e := &Error{Kind: ErrUnreachable, Err: err}
 	var ue *url.Error
 	inner := err
@@ -151,13 +160,13 @@ func transportError(display string, timeout string, ctx context.Context, err err
 		e.Msg = "interrupted"
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err):
 		e.Kind = ErrTimeout
-		e.Msg = fmt.Sprintf("the management API at %s did not answer within %s (--timeout)", display, timeout)
+		e.Msg = fmt.Sprintf("the management API at %s did not answer within %s%s", display, timeout, hint(" (%s)", f.Timeout))
 	case errors.Is(err, syscall.ECONNREFUSED):
 		e.Msg = fmt.Sprintf("cannot connect to the management API at %s: connection refused — is the management plugin enabled?", display)
 	case errors.As(err, &dnsErr):
 		e.Msg = fmt.Sprintf("cannot connect to the management API at %s: no such host %q", display, dnsErr.Name)
 	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr):
-		e.Msg = fmt.Sprintf("TLS with the management API at %s failed: %s (see --ca-cert)", display, OneLine(inner.Error()))
+		e.Msg = fmt.Sprintf("TLS with the management API at %s failed: %s%s", display, OneLine(inner.Error()), hint(" (see %s)", f.CACert))
 	case errors.As(err, &recordErr):
 		e.Msg = fmt.Sprintf("TLS with the management API at %s failed: the server does not speak TLS (use http://)", display)
 	default:
@@ -237,7 +246,7 @@ func amqpError(display string, err error) error {
 
 // dialError classifies a failed AMQP dial of user to vhost at display (a
 // URL without credentials); timeout is the dial's bound.
-func dialError(display, user, vhost string, timeout time.Duration, err error) error {
+func dialError(display, user, vhost string, timeout time.Duration, f Flags, err error) error {
 	var ae *amqp.Error
 	switch {
 	case errors.As(err, &ae) && ae.Code == amqp.AccessRefused:
@@ -252,14 +261,14 @@ func dialError(display, user, vhost string, timeout time.Duration, err error) er
 		// cache was used up (10,000 quorum queues, docs/operations.md):
 		// it takes the TCP connection, then waits for a handle for ever.
 		return &Error{Kind: ErrTimeout, Err: err, Msg: fmt.Sprintf(
-			"AMQP at %s accepted the connection but did not answer its handshake within %s (--timeout): the node is overloaded or out of file handles (see docs/operations.md, \"Open files\")", display, timeout)}
+			"AMQP at %s accepted the connection but did not answer its handshake within %s%s: the node is overloaded or out of file handles (see docs/operations.md, \"Open files\")", display, timeout, hint(" (%s)", f.Timeout))}
 	case errors.As(err, &ae):
 		return amqpError(display, err)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return &Error{Kind: ErrUnreachable, Err: err,
-			Msg: fmt.Sprintf("cannot connect to AMQP at %s: connection refused (set --amqp-url)", display)}
+			Msg: fmt.Sprintf("cannot connect to AMQP at %s: connection refused%s", display, hint(" (set %s)", f.AMQPURL))}
 	case isTimeout(err):
-		return &Error{Kind: ErrTimeout, Err: err, Msg: fmt.Sprintf("AMQP at %s did not answer within %s (--timeout)", display, timeout)}
+		return &Error{Kind: ErrTimeout, Err: err, Msg: fmt.Sprintf("AMQP at %s did not answer within %s%s", display, timeout, hint(" (%s)", f.Timeout))}
 	}
 	msg := err.Error()
 	if strings.Contains(msg, "Exception (501)") || strings.Contains(msg, "EOF") {

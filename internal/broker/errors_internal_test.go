@@ -38,7 +38,7 @@ func TestOneLineCutsOnARuneBoundary(t *testing.T) {
 // and never answers the handshake is a timeout that says so, not a
 // refusal or a credentials problem.
 func TestHandshakeTimeoutIsATimeout(t *testing.T) {
-	err := dialError("amqp://127.0.0.1:5672/", "guest", "v", 30*time.Second,
+	err := dialError("amqp://127.0.0.1:5672/", "guest", "v", 30*time.Second, Flags{},
 		&amqp.Error{Code: amqp.FrameError, Reason: "read tcp 127.0.0.1:1->127.0.0.1:5672: i/o timeout"})
 	var e *Error
 	if !errors.As(err, &e) || e.Kind != ErrTimeout || !strings.Contains(e.Msg, "did not answer its handshake within 30s") {

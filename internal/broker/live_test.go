@@ -59,7 +59,8 @@ func newLive(t *testing.T) *live {
 
 func connect(t testing.TB, b *brokertest.Broker, vhost string) *live {
 	t.Helper()
-	c, err := broker.NewClient(broker.Config{URL: b.MgmtURL, AMQPURL: b.AMQPURL, User: b.User, Password: b.Password})
+	c, err := broker.NewClient(broker.Config{URL: b.MgmtURL, AMQPURL: b.AMQPURL, User: b.User, Password: b.Password,
+		Flags: broker.Flags{AllowDestroy: "--allow-destroy"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +116,7 @@ func (l *live) plan(t *testing.T, desired topology.Topology, prune bool) (plan.P
 func (l *live) converge(t *testing.T, desired topology.Topology, prune bool) plan.Plan {
 	t.Helper()
 	p, st := l.plan(t, desired, prune)
-	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs()),
-		IsNotEmpty: func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) }}); err != nil {
+	if _, err := apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())}); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 	again, _ := l.plan(t, desired, prune)
@@ -521,8 +521,7 @@ func TestDeleteGuard(t *testing.T) {
 				return false
 			})
 			publish(t, conn, "", "work", nil, 1)
-			_, err = apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs()),
-				IsNotEmpty: func(err error) bool { return errors.Is(err, broker.ErrNotEmpty) }})
+			_, err = apply.Apply(context.Background(), l.s, p, apply.Options{Records: plan.OwnRecords(st, l.specs())})
 			if !errors.Is(err, broker.ErrNotEmpty) || !strings.Contains(err.Error(), "arrived after the plan was made") {
 				t.Fatalf("err = %v, want the not-empty stop", err)
 			}
@@ -851,7 +850,7 @@ func TestSessionErrors(t *testing.T) {
 func TestHTTPWrites(t *testing.T) {
 	t.Parallel()
 	l := newLive(t)
-	l.s.HTTPWrites = true
+	l.s.UseHTTPWrites()
 	const specFmt = "version: 1\nlayout: per-attempt\nexchanges: [{name: biz, type: headers}]\nqueues:\n" +
 		"  - name: work\n    bindings: [{exchange: biz, arguments: {x-match: any, kind: work}}]\n    retry: {delays: [%s]}\n%s"
 	before := spec.Expand(parseFor(t, "a.yaml", []byte(fmt.Sprintf(specFmt, "1s, 2s", "  - {name: extra, type: quorum}\n")), l.vhost))

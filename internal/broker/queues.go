@@ -25,6 +25,11 @@ type QueueInfo struct {
 	// not confirmed yet. Nil when the broker does not report it (classic
 	// queues).
 	DeadLettered *int64 `json:"messages_dlx,omitempty"`
+	// Delayed is messages_delayed, which quorum queues report from
+	// RabbitMQ 4.3: returned deliveries the queue's delayed retry
+	// (x-delayed-retry-type) holds back until their delay is over. Nil
+	// when the broker does not report it (before 4.3, classic queues).
+	Delayed      *int64 `json:"messages_delayed,omitempty"`
 	Arguments    map[string]any
 	PolicyLimits map[string]any // effective_policy_definition
 }
@@ -74,7 +79,7 @@ func jsonInt(v any) (int64, bool) {
 
 // queueColumns are the columns QueueInfo holds: the broker sends nothing
 // else, which keeps a listing of thousands of queues small.
-const queueColumns = "name,type,messages,messages_ready,messages_unacknowledged,messages_dlx,consumers," +
+const queueColumns = "name,type,messages,messages_ready,messages_unacknowledged,messages_dlx,messages_delayed,consumers," +
 	"message_stats.publish_details.rate,message_stats.deliver_get_details.rate," +
 	"arguments,effective_policy_definition"
 
@@ -87,6 +92,7 @@ type apiQueue struct {
 	Unacked      int64          `json:"messages_unacknowledged"`
 	Consumers    int64          `json:"consumers"`
 	DeadLettered *int64         `json:"messages_dlx"`
+	Delayed      *int64         `json:"messages_delayed"`
 	Arguments    map[string]any `json:"arguments"`
 	Policy       map[string]any `json:"effective_policy_definition"`
 	MessageStats struct {
@@ -103,7 +109,7 @@ func (a apiQueue) info() QueueInfo {
 	return QueueInfo{
 		Name: a.Name, Type: typ, Messages: a.Messages, Ready: a.Ready, Unacked: a.Unacked,
 		Consumers: a.Consumers, PublishRate: a.MessageStats.Publish.Rate, DeliverRate: a.MessageStats.DeliverGet.Rate,
-		DeadLettered: a.DeadLettered, Arguments: a.Arguments, PolicyLimits: a.Policy,
+		DeadLettered: a.DeadLettered, Delayed: a.Delayed, Arguments: a.Arguments, PolicyLimits: a.Policy,
 	}
 }
 

@@ -34,50 +34,77 @@ const LockQueue = contract.LockQueue
 // consumer counts are not read; see Count.
 func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, error) {
 	vhosts = uniqueSorted(vhosts)
-	// Every request is made at once, so that the plan costs about the
-	// largest of them, the binding listing. The overview's answer is
-	// still judged first: a server that is not RabbitMQ gives that one
-	// error, whatever it answered to the others.
-	var (
-		version, defaults  = "", map[string]string(nil)
-		serverErr, listErr error
-		// The key table's facts; a failure to read them leaves them
-		// unknown, which the plan says, rather than failing the read.
-		deprecated  map[string]string
-		plugins     map[string]bool
-		docs        = make([]vhostDoc, len(vhosts))
-		operator    = make([][]topology.Policy, len(vhosts))
-		operatorErr = make([]error, len(vhosts))
-		wg          sync.WaitGroup
-	)
-	wg.Add(4 + 2*len(vhosts))
-	go func() { defer wg.Done(); version, serverErr = c.Server(ctx) }()
-	go func() { defer wg.Done(); deprecated, _ = c.deprecatedFeatures(ctx) }()
-	go func() { defer wg.Done(); plugins, _ = c.enabledPlugins(ctx) }()
-	go func() { defer wg.Done(); defaults, listErr = c.defaultQueueTypes(ctx) }()
-	for i, v := range vhosts {
-		go func() { defer wg.Done(); docs[i] = c.vhostListings(ctx, v) }()
-		go func() { defer wg.Done(); operator[i], operatorErr[i] = c.OperatorPolicies(ctx, v) }()
+	l, err := c.fetchListings(ctx, vhosts)
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	if serverErr != nil {
-		return nil, serverErr
-	}
-	if listErr != nil {
-		return nil, listErr
-	}
-	st := topology.NewState(vhosts)
-	st.BrokerVersion = version
-	st.Deprecated, st.Plugins = deprecated, plugins
 	parts := make([]vhostRead, len(vhosts))
+	var wg sync.WaitGroup
 	wg.Add(len(vhosts))
 	for i, v := range vhosts {
 		go func() {
 			defer wg.Done()
-			parts[i] = readVhost(v, defaults[v], docs[i])
+			parts[i] = readVhost(v, l.defaults[v], l.docs[i])
 		}()
 	}
 	wg.Wait()
+	st := topology.NewState(vhosts)
+	st.BrokerVersion = l.version
+	st.Deprecated, st.Plugins = l.deprecated, l.plugins
+	if err := mergeVhosts(st, vhosts, parts, l); err != nil {
+		return nil, err
+	}
+	// Each vhost's part is sorted (ToTopology sorts), and vhosts come in
+	// order: one vhost needs no second sort, costly at 16,000 objects.
+	if len(parts) > 1 {
+		st.Topology.Sort()
+	}
+	return st, nil
+}
+
+// listings are the broker's answers Read builds the state from.
+type listings struct {
+	version     string
+	defaults    map[string]string // default queue type by vhost
+	docs        []vhostDoc        // by vhost, in order
+	operator    [][]topology.Policy
+	operatorErr []error
+	// The key table's facts; a failure to read them leaves them unknown,
+	// which the plan says, rather than failing the read.
+	deprecated map[string]string
+	plugins    map[string]bool
+}
+
+// fetchListings makes every request of Read at once, so that the plan
+// costs about the largest of them, the binding listing. The overview's
+// answer is still judged first: a server that is not RabbitMQ gives that
+// one error, whatever it answered to the others.
+func (c *Client) fetchListings(ctx context.Context, vhosts []string) (listings, error) {
+	l := listings{docs: make([]vhostDoc, len(vhosts)), operator: make([][]topology.Policy, len(vhosts)),
+		operatorErr: make([]error, len(vhosts))}
+	var (
+		serverErr, listErr error
+		wg                 sync.WaitGroup
+	)
+	wg.Add(4 + 2*len(vhosts))
+	go func() { defer wg.Done(); l.version, serverErr = c.Server(ctx) }()
+	go func() { defer wg.Done(); l.deprecated, _ = c.deprecatedFeatures(ctx) }()
+	go func() { defer wg.Done(); l.plugins, _ = c.enabledPlugins(ctx) }()
+	go func() { defer wg.Done(); l.defaults, listErr = c.defaultQueueTypes(ctx) }()
+	for i, v := range vhosts {
+		go func() { defer wg.Done(); l.docs[i] = c.vhostListings(ctx, v) }()
+		go func() { defer wg.Done(); l.operator[i], l.operatorErr[i] = c.OperatorPolicies(ctx, v) }()
+	}
+	wg.Wait()
+	if serverErr != nil {
+		return listings{}, serverErr
+	}
+	return l, listErr
+}
+
+// mergeVhosts adds each vhost's part, in order, to st; the first error of
+// a vhost, in order, fails it.
+func mergeVhosts(st *topology.State, vhosts []string, parts []vhostRead, l listings) error {
 	owned := 0
 	for _, p := range parts {
 		for _, r := range p.records {
@@ -87,17 +114,17 @@ func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, er
 	st.Owned = make(map[topology.Address]bool, owned)
 	for i, p := range parts {
 		if p.err != nil {
-			return nil, p.err
+			return p.err
 		}
-		if operatorErr[i] != nil {
-			return nil, operatorErr[i]
+		if l.operatorErr[i] != nil {
+			return l.operatorErr[i]
 		}
 		st.Topology.Vhosts = append(st.Topology.Vhosts, p.t.Vhosts...)
 		st.Topology.Exchanges = append(st.Topology.Exchanges, p.t.Exchanges...)
 		st.Topology.Queues = append(st.Topology.Queues, p.t.Queues...)
 		st.Topology.Bindings = append(st.Topology.Bindings, p.t.Bindings...)
 		st.Topology.Policies = append(st.Topology.Policies, p.t.Policies...)
-		st.OperatorPolicies = append(st.OperatorPolicies, operator[i]...)
+		st.OperatorPolicies = append(st.OperatorPolicies, l.operator[i]...)
 		st.Records = append(st.Records, p.records...)
 		for _, r := range p.records {
 			for a := range r.Owned {
@@ -108,12 +135,7 @@ func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, er
 			st.DefaultQueueType[vhosts[i]] = p.defaultType
 		}
 	}
-	// Each vhost's part is sorted (ToTopology sorts), and vhosts come in
-	// order: one vhost needs no second sort, costly at 16,000 objects.
-	if len(parts) > 1 {
-		st.Topology.Sort()
-	}
-	return st, nil
+	return nil
 }
 
 // vhostRead is what Read learns about one vhost.

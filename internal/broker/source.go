@@ -65,51 +65,14 @@ func (s *Session) PassiveCounts(ctx context.Context, vhost string, names []strin
 		return nil, err
 	}
 	defer conn.Close()
+	pc := &passiveCounter{conn: conn, display: s.display, out: make(map[string]amqp.Queue, len(names))}
 	work := make(chan string)
-	var (
-		mu    sync.Mutex
-		out   = make(map[string]amqp.Queue, len(names))
-		first error
-		wg    sync.WaitGroup
-	)
-	fail := func(err error) {
-		mu.Lock()
-		if first == nil {
-			first = err
-		}
-		mu.Unlock()
-	}
+	var wg sync.WaitGroup
 	for w := 0; w < min(countChannels, len(names)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var ch *amqp.Channel
-			defer func() {
-				if ch != nil {
-					ch.Close()
-				}
-			}()
-			for name := range work {
-				if ch == nil || ch.IsClosed() {
-					var cerr error
-					if ch, cerr = conn.Channel(); cerr != nil {
-						fail(amqpError(s.display, cerr))
-						continue
-					}
-				}
-				q, err := ch.QueueDeclarePassive(name, false, false, false, false, nil)
-				var ae *amqp.Error
-				switch {
-				case err == nil:
-					mu.Lock()
-					out[name] = q
-					mu.Unlock()
-				case errors.As(err, &ae) && (ae.Code == amqp.NotFound || ae.Code == amqp.ResourceLocked):
-					ch = nil // the broker closed the channel
-				default:
-					fail(amqpError(s.display, err))
-				}
-			}
+			pc.count(work)
 		}()
 	}
 feed:
@@ -117,14 +80,64 @@ feed:
 		select {
 		case work <- n:
 		case <-ctx.Done():
-			fail(ctx.Err())
+			pc.fail(ctx.Err())
 			break feed
 		}
 	}
 	close(work)
 	wg.Wait()
-	if first != nil {
-		return nil, first
+	if pc.first != nil {
+		return nil, pc.first
 	}
-	return out, nil
+	return pc.out, nil
+}
+
+// passiveCounter gathers the answers of PassiveCounts' channels.
+type passiveCounter struct {
+	conn    *amqp.Connection
+	display string
+	mu      sync.Mutex
+	out     map[string]amqp.Queue
+	first   error
+}
+
+func (pc *passiveCounter) fail(err error) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.first == nil {
+		pc.first = err
+	}
+}
+
+// count declares passively each queue it receives, on a channel of its
+// own, opening another when the broker closed it (a missing or exclusive
+// queue).
+func (pc *passiveCounter) count(work <-chan string) {
+	var ch *amqp.Channel
+	defer func() {
+		if ch != nil {
+			ch.Close()
+		}
+	}()
+	for name := range work {
+		if ch == nil || ch.IsClosed() {
+			var cerr error
+			if ch, cerr = pc.conn.Channel(); cerr != nil {
+				pc.fail(amqpError(pc.display, cerr))
+				continue
+			}
+		}
+		q, err := ch.QueueDeclarePassive(name, false, false, false, false, nil)
+		var ae *amqp.Error
+		switch {
+		case err == nil:
+			pc.mu.Lock()
+			pc.out[name] = q
+			pc.mu.Unlock()
+		case errors.As(err, &ae) && (ae.Code == amqp.NotFound || ae.Code == amqp.ResourceLocked):
+			ch = nil // the broker closed the channel
+		default:
+			pc.fail(amqpError(pc.display, err))
+		}
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -20,21 +22,21 @@ import (
 // makes of it.
 func (s *Session) dialFailure(u *url.URL, vhost string, certAsked bool, err error) error {
 	if certAsked {
-		if e := missingClientCert("AMQP", s.display, err); e != nil {
+		if e := missingClientCert("AMQP", s.display, s.cfg.Flags, err); e != nil {
 			return e
 		}
 	}
 	var certErr *tls.CertificateVerificationError
 	if errors.As(err, &certErr) {
-		return &Error{Kind: ErrUnreachable, Err: err, Msg: fmt.Sprintf("TLS with AMQP at %s failed: %s (see --ca-cert)",
-			s.display, OneLine(innermost(err).Error()))}
+		return &Error{Kind: ErrUnreachable, Err: err, Msg: fmt.Sprintf("TLS with AMQP at %s failed: %s%s",
+			s.display, OneLine(innermost(err).Error()), hint(" (see %s)", s.cfg.Flags.CACert))}
 	}
 	var ae *amqp.Error
 	if u.Scheme == "amqp" && !errors.Is(err, syscall.ECONNREFUSED) && !isTimeout(err) &&
 		(!errors.As(err, &ae) || ae.Code == amqp.FrameError) && speaksTLS(u.Host, s.timeout) {
-		return plainToTLS(s.display, err)
+		return plainToTLS(s.display, s.cfg.Flags, err)
 	}
-	return dialError(s.display, s.amqpUser(), vhost, s.timeout, err)
+	return dialError(s.display, s.amqpUser(), vhost, s.timeout, s.cfg.Flags, err)
 }
 
 // connTLS returns the TLS configuration of one connection: a copy of base,
@@ -79,7 +81,7 @@ func connTLS(base *tls.Config, need bool) (cfg *tls.Config, asked *atomic.Bool) 
 // broker may ask without insisting (verify_peer without
 // fail_if_no_peer_cert), so a refused connection, a timeout or an answer
 // from the broker itself (AMQP 403, 530) is some other failure.
-func missingClientCert(what, display string, err error) error {
+func missingClientCert(what, display string, f Flags, err error) error {
 	// amqp091-go turns a failed read into a frame error (501) that keeps
 	// only the cause's text.
 	var ae *amqp.Error
@@ -90,8 +92,9 @@ func missingClientCert(what, display string, err error) error {
 		return nil
 	}
 	return &Error{Kind: ErrAuth, Err: err, Msg: fmt.Sprintf(
-		"TLS with %s at %s failed: the broker asked for a client certificate and none was given; set --client-cert and --client-key (%s)",
-		what, display, OneLine(innermost(err).Error()))}
+		"TLS with %s at %s failed: the broker asked for a client certificate and none was given%s (%s)",
+		what, display, hint("; set %s", strings.Join(slices.DeleteFunc([]string{f.ClientCert, f.ClientKey}, func(s string) bool { return s == "" }), " and ")),
+		OneLine(innermost(err).Error()))}
 }
 
 // innermost is the cause of err with the wrappers that repeat the URL
@@ -134,8 +137,9 @@ func remoteAlert(err error) bool {
 }
 
 // plainToTLS is the error of amqp:// aimed at a port that speaks TLS.
-func plainToTLS(display string, err error) error {
+func plainToTLS(display string, f Flags, err error) error {
 	return &Error{Kind: ErrUnreachable, Err: err, Msg: fmt.Sprintf(
-		"cannot connect to AMQP at %s: the port speaks TLS; use amqps:// (with --ca-cert if the broker's certificate is not signed by a system CA)",
-		display)}
+		"cannot connect to AMQP at %s: the port speaks TLS; use amqps://%s",
+		display, hint(" (with %s if the broker's certificate is not signed by a system CA)", f.CACert))}
+
 }

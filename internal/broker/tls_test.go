@@ -29,7 +29,7 @@ func TestHTTPSMissingClientCert(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(srv.Certificate())
 	cfg := &tls.Config{RootCAs: pool}
-	c, err := broker.NewClient(broker.Config{URL: srv.URL, TLS: cfg})
+	c, err := broker.NewClient(broker.Config{URL: srv.URL, TLS: cfg, Flags: broker.Flags{ClientCert: "--client-cert", ClientKey: "--client-key"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,9 @@ func TestHTTPErrors(t *testing.T) {
 	}{
 		{401, `{"error":"not_authorized","reason":"Login failed"}`, broker.ErrAuth,
 			`authentication failed for user "alice" at http://127.0.0.1:PORT (HTTP 401)`},
+		// 3.13 and 4.x word a refused login so.
+		{401, `{"error":"not_authorized","reason":"Not_Authorized"}`, broker.ErrAuth,
+			`authentication failed for user "alice" at http://127.0.0.1:PORT (HTTP 401)`},
 		{401, `{"error":"not_authorised","reason":"Not administrator user"}`, broker.ErrPermission,
 			`permission denied for user "alice": Not administrator user (HTTP 401); see "Least privilege" in docs/plan-apply.md for the tags and permissions each command needs`},
 		{403, `{"error":"not_authorised","reason":"User not authorised to access virtual host"}`, broker.ErrPermission,
@@ -116,6 +119,31 @@ func TestReadRefusesWhatIsNotRabbitMQ(t *testing.T) {
 	}
 }
 
+// The first call's 401 is RabbitMQ's answer, not a sign of another
+// server: a wrong password reads as one on 3.10 and on 4.x alike, and a
+// user without the management tag as a missing permission.
+func TestServerSaysWhyLoginFailed(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		kind error
+		msg  string
+	}{
+		{`{"error":"not_authorized","reason":"Login failed"}`, broker.ErrAuth, `authentication failed for user "alice" at http://127.0.0.1:PORT (HTTP 401)`},
+		{`{"error":"not_authorized","reason":"Not_Authorized"}`, broker.ErrAuth, `authentication failed for user "alice" at http://127.0.0.1:PORT (HTTP 401)`},
+		{`{"error":"not_authorised","reason":"Not management user"}`, broker.ErrPermission, `permission denied for user "alice": Not management user (HTTP 401)`},
+	} {
+		c := fakeAPI(t, 401, tc.body)
+		_, err := c.Server(context.Background())
+		if !errors.Is(err, tc.kind) || errors.Is(err, broker.ErrNotRabbitMQ) {
+			t.Errorf("%s: err = %v, want kind %v", tc.body, err, tc.kind)
+			continue
+		}
+		if got := portRE(err.Error(), c.URL()); got != tc.msg {
+			t.Errorf("%s:\n got %s\nwant %s", tc.body, got, tc.msg)
+		}
+	}
+}
+
 func TestReadMissingVhost(t *testing.T) {
 	c := fakeRabbit(t, 400, `{"error":"bad_request","reason":"vhost_not_found"}`)
 	got, err := c.ReadVhost(context.Background(), "nope")
@@ -148,7 +176,7 @@ func TestTransportErrors(t *testing.T) {
 	}))
 	defer hang.Close()
 	defer close(release)
-	c, _ = broker.NewClient(broker.Config{URL: hang.URL, Timeout: 100 * time.Millisecond})
+	c, _ = broker.NewClient(broker.Config{URL: hang.URL, Timeout: 100 * time.Millisecond, Flags: broker.Flags{Timeout: "--timeout"}})
 	err = c.PutVhost(context.Background(), "v")
 	want = "the management API at " + hang.URL + " did not answer within 100ms (--timeout)"
 	if !errors.Is(err, broker.ErrTimeout) || err.Error() != want {

@@ -10,7 +10,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// The write methods below are the management API's side of apply.Target.
+// The write methods below are the management API's side of target.Target.
 // Each is idempotent: creating what exists identically succeeds, deleting
 // what is gone succeeds. Errors are *Error without context; the caller
 // names the object.

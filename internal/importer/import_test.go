@@ -57,7 +57,7 @@ func TestImportLeavesOutWhatTheSpecRefuses(t *testing.T) {
 			t.Errorf("the spec's header does not list %s:\n%s", s.Object, res.YAML)
 		}
 	}
-	if !strings.Contains(res.Skipped[3].Reason, "rmqtopo-managed policy") {
+	if r := res.Skipped[3].Reason; !strings.Contains(r, "rmqtopo's own policy") || !strings.Contains(r, `queue "gone", which the vhost does not have`) {
 		t.Errorf("reason for the rmqtopo policy no queue generates: %q", res.Skipped[3].Reason)
 	}
 	if !strings.Contains(res.Skipped[4].Reason, `unknown queue argument "x-max-lenght"`) {
@@ -146,14 +146,37 @@ policies:
 }
 
 // skippedManaged lists the objects res leaves out, checking that each is
-// an rmqtopo-managed policy left out for that reason.
+// rmqtopo's own policy, left out for that reason.
 func skippedManaged(res *importer.Result) []string {
 	var out []string
 	for _, s := range res.Skipped {
-		if !strings.Contains(s.Reason, "rmqtopo-managed policy") {
+		if !strings.Contains(s.Reason, "rmqtopo's own policy") {
 			return append(out, "not a managed policy: "+s.String())
 		}
 		out = append(out, s.Object)
 	}
 	return out
+}
+
+// TestImportSaysWhyItDropsRmqtopoPolicies: a queue whose retry topology is
+// not as rmqtopo declares it is written raw; its rmqtopo policy is left
+// out with a reason that names the queue, the object that differs, and
+// the settings the spec therefore lacks.
+func TestImportSaysWhyItDropsRmqtopoPolicies(t *testing.T) {
+	live := mustParse(t, "version: 1\nvhost: v\nqueues: [{name: a, type: quorum, delivery_limit: 5, message_ttl: 1h, retry: {delays: [5s]}}]\n")
+	for i, q := range live.Queues {
+		if q.Name == "a.dlq" {
+			live.Queues[i].Arguments["x-max-length"] = int64(9)
+		}
+	}
+	res := mustImport(t, "v", live)
+	if len(res.Skipped) != 1 || res.Recognised != 0 {
+		t.Fatalf("recognised %d, skipped %v", res.Recognised, res.Skipped)
+	}
+	for _, w := range []string{`"rmqtopo.queue.a"`, `queue "a" is written raw`, `queue "a.dlq" in vhost "v" is not as it would declare it`,
+		"delivery-limit=5, message-ttl=3600000"} {
+		if !strings.Contains(res.Skipped[0].String(), w) {
+			t.Errorf("the reason lacks %q: %s", w, res.Skipped[0])
+		}
+	}
 }

@@ -21,6 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/rmqtopo/rmqtopo/contract"
 
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
@@ -43,6 +47,9 @@ type Input struct {
 	// say. Its default arguments (a quorum queue's delivery limit from 4.0
 	// on) are the same queue declared or not.
 	Release topology.Version
+	// Records are the ownership records of the vhost: the specs rmqtopo
+	// applied there. One record names the imported spec.
+	Records []topology.Record
 }
 
 // Skipped is one object that the spec does not represent, and why.
@@ -63,6 +70,17 @@ type Result struct {
 	Skipped []Skipped
 	// Recognised counts the queues written with retry topology.
 	Recognised int
+	// Name is the spec's name as written: the spec of the vhost's one
+	// ownership record, "" when it has none or several.
+	Name string
+	// Specs are the specs the vhost's ownership records name, sorted.
+	Specs []string
+	// Unrecorded is set when the source holds no ownership record though
+	// the vhost holds what rmqtopo applies (its policies, a recognised
+	// retry topology):
+	// a definitions export of RabbitMQ 4.3, which leaves the records out
+	// with every internal exchange, so the spec's name is unknown.
+	Unrecorded bool
 }
 
 // maxRounds bounds the validate-and-demote loop; each round removes at
@@ -77,6 +95,7 @@ func Import(in Input) (*Result, error) {
 	l := index(in.Topology, in.Vhost)
 	l.release = in.Release
 	m := newModel(l, in.Skipped)
+	m.specs = recordedSpecs(in.Records, in.Vhost)
 	for round := 0; ; round++ {
 		data := m.yaml(in.Source)
 		f, err := spec.Parse("imported.yaml", data)
@@ -85,10 +104,10 @@ func Import(in Input) (*Result, error) {
 		}
 		var es spec.Errors
 		if !errors.As(err, &es) || round >= maxRounds {
-			return nil, fmt.Errorf("import: the written spec does not load: %w", err)
+			return nil, fmt.Errorf("the written spec does not load: %w", err)
 		}
 		if !m.fix(es) {
-			return nil, fmt.Errorf("import: the written spec does not load, and no object can be left out to fix it: %w", err)
+			return nil, fmt.Errorf("the written spec does not load, and no object can be left out to fix it: %w", err)
 		}
 	}
 }
@@ -101,7 +120,7 @@ func (m *model) result(data []byte, f *spec.File) (*Result, error) {
 	// their shape, which the comparison must grant too.
 	got := plan.KeepLegacy(want, spec.ExpandFor(m.l.release, f), m.l.release)
 	if !reflect.DeepEqual(normal(want), normal(got)) {
-		return nil, fmt.Errorf("import: the written spec does not reproduce vhost %q: %s", m.l.vhost, firstDifference(want, got))
+		return nil, fmt.Errorf("the written spec does not reproduce vhost %q: %s", m.l.vhost, firstDifference(want, got))
 	}
 	sk := m.sortedSkipped()
 	n := 0
@@ -110,7 +129,49 @@ func (m *model) result(data []byte, f *spec.File) (*Result, error) {
 			n++
 		}
 	}
-	return &Result{YAML: data, File: f, Skipped: sk, Recognised: n}, nil
+	return &Result{YAML: data, File: f, Skipped: sk, Recognised: n, Name: m.name(), Specs: m.specs, Unrecorded: m.unrecorded()}, nil
+}
+
+// recordedSpecs are the distinct specs that records name in vhost, sorted.
+func recordedSpecs(records []topology.Record, vhost string) []string {
+	var out []string
+	for _, r := range records {
+		if r.Vhost == vhost && !slices.Contains(out, r.Spec) {
+			out = append(out, r.Spec)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unrecorded reports a vhost without an ownership record that holds
+// what rmqtopo applies: its policies, or a retry topology it recognised.
+func (m *model) unrecorded() bool {
+	if len(m.specs) > 0 {
+		return false
+	}
+	for _, o := range m.queues {
+		if o.cand != nil {
+			return true
+		}
+	}
+	for name := range m.l.policies {
+		if strings.HasPrefix(name, contract.ManagedPolicyPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// name is the spec's name: the one spec the vhost's ownership records
+// name, so that plan and apply of the imported spec act for the spec that
+// owns the vhost's objects, not for a new one named after the file. With
+// several, the imported spec describes them all and takes none's name.
+func (m *model) name() string {
+	if len(m.specs) == 1 {
+		return m.specs[0]
+	}
+	return ""
 }
 
 // normal makes empty and nil slices compare equal.

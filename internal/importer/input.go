@@ -41,7 +41,7 @@ func FromBroker(ctx context.Context, b Broker, vhost string) (Input, error) {
 	if in.Skipped, err = Extras(data, vhost); err != nil {
 		return in, err
 	}
-	in.Topology, in.Source = st.Topology, "the broker at "+b.URL()
+	in.Topology, in.Records, in.Source = st.Topology, st.Records, "the broker at "+b.URL()
 	if v, err := b.Version(ctx); err == nil {
 		in.Source += " (RabbitMQ " + v.String() + ")"
 		in.Release = v
@@ -65,6 +65,9 @@ func FromFile(path, vhost string) (Input, error) {
 		return in, fmt.Errorf("%s has no vhost %q", path, vhost)
 	}
 	if in.Skipped, err = Extras(data, vhost); err != nil {
+		return in, fmt.Errorf("%s: %w", path, err)
+	}
+	if in.Records, err = doc.Records(vhost); err != nil {
 		return in, fmt.Errorf("%s: %w", path, err)
 	}
 	in.Source = "the definitions file " + filepath.Base(path)

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -40,7 +41,7 @@ func (l *live) findLadder() *ladder {
 		seen[c] = true
 		lv := spec.Levels{Resolution: c.Resolution, Max: ladderMax(c)}
 		g := spec.Expand(&spec.File{Spec: spec.Spec{Version: spec.Version, Vhost: l.vhost, WaitQueueType: l.specWaitQueueType(), Levels: &lv}})
-		if objects, ok := l.holds(g); ok {
+		if objects, miss := l.holds(g); miss == "" {
 			found = append(found, &ladder{l: c, levels: lv, objects: objects})
 		}
 	}
@@ -77,9 +78,10 @@ func ladderMax(c contract.Ladder) time.Duration {
 }
 
 // deliveryBinding is the binding the ladder's delivery exchange has to
-// every queue a spec declares.
-func (ld *ladder) deliveryBinding(vhost, queue string) topology.Binding {
-	return topology.Binding{Vhost: vhost, Source: ld.l.DeliveryExchange(), Destination: queue,
+// every queue a spec declares: to the queue itself, or to its return
+// queue (dest) when the queue has one; the pattern is the queue's.
+func (ld *ladder) deliveryBinding(vhost, queue, dest string) topology.Binding {
+	return topology.Binding{Vhost: vhost, Source: ld.l.DeliveryExchange(), Destination: dest,
 		DestinationType: topology.DestQueue, RoutingKey: ld.l.DeliveryPattern(queue)}
 }
 
@@ -128,7 +130,8 @@ func attemptOf(b topology.Binding) (int, bool) {
 
 // ladderShared is what the spec's ladder generates beyond any queue: its
 // own objects and the delivery exchange's bindings to the queues of the
-// vhost. Empty without a ladder.
+// vhost, or to their return queues. Empty without a ladder. Which queue
+// keeps its return queue is decided later; ladderFits checks the choice.
 func (m *model) ladderShared() map[topology.Address]bool {
 	out := map[topology.Address]bool{}
 	ld := m.l.ladder
@@ -139,41 +142,56 @@ func (m *model) ladderShared() map[topology.Address]bool {
 		out[a] = true
 	}
 	for _, q := range m.l.t.Queues {
-		b := ld.deliveryBinding(m.l.vhost, q.Name)
-		if _, ok := m.l.bindings[b.Addr()]; ok && !m.dropped(q.Addr()) {
-			out[b.Addr()] = true
+		if m.dropped(q.Addr()) {
+			continue
+		}
+		for _, dest := range []string{q.Name, contract.ReturnQueue(q.Name)} {
+			b := ld.deliveryBinding(m.l.vhost, q.Name, dest)
+			if _, ok := m.l.bindings[b.Addr()]; ok && !m.dropped(topology.Address{Kind: topology.KindQueue, Vhost: m.l.vhost, Name: dest}) {
+				out[b.Addr()] = true
+			}
 		}
 	}
 	return out
 }
 
-// ladderFits reports whether a spec with the ladder expands to what the
-// vhost holds, given what the spec generates: every queue it declares has
-// its delivery binding, every delivery binding goes to a declared queue,
-// and nothing the spec does not generate refers to the ladder.
-func (m *model) ladderFits(gen map[topology.Address]bool) bool {
+// ladderFits says why a spec with the ladder would not expand to what the
+// vhost holds, given what the spec generates and the queues it
+// recognised, "" when it would: the delivery exchange's bindings are
+// exactly one for every queue the spec declares (to its return queue when
+// it has one), and nothing else the spec does not generate refers to the
+// ladder.
+func (m *model) ladderFits(gen map[topology.Address]bool, cands map[string]*candidate) string {
 	ld := m.l.ladder
-	for _, b := range m.l.t.Bindings {
-		a := b.Addr()
-		if gen[a] || m.dropped(a) {
-			if b.Source == ld.l.DeliveryExchange() && gen[destAddr(b)] {
-				return false // a queue the spec generates cannot be bound
-			}
-			continue
-		}
-		if ld.objects[exchangeAddr(b.Vhost, b.Source)] || ld.objects[destAddr(b)] {
-			return false
-		}
-	}
+	want := map[topology.Address]bool{}
 	for _, q := range m.l.t.Queues {
 		if gen[q.Addr()] || m.dropped(q.Addr()) {
 			continue
 		}
-		if _, ok := m.l.bindings[ld.deliveryBinding(m.l.vhost, q.Name).Addr()]; !ok {
-			return false
+		dest := q.Name
+		if c := cands[q.Name]; c != nil {
+			dest = spec.ReturnTo(c.q)
+		}
+		a := ld.deliveryBinding(m.l.vhost, q.Name, dest).Addr()
+		if _, ok := m.l.bindings[a]; !ok {
+			return fmt.Sprintf("it does not deliver to queue %q (the vhost has no %s)", q.Name, a)
+		}
+		want[a] = true
+	}
+	for _, b := range m.l.t.Bindings {
+		a := b.Addr()
+		switch {
+		case m.dropped(a):
+		case b.Source == ld.l.DeliveryExchange():
+			if !want[a] {
+				return fmt.Sprintf("a spec with it would not declare %s", a)
+			}
+		case gen[a]:
+		case ld.objects[exchangeAddr(b.Vhost, b.Source)] || ld.objects[destAddr(b)]:
+			return fmt.Sprintf("%s, which a spec with it would not declare, refers to it", a)
 		}
 	}
-	return true
+	return ""
 }
 
 func exchangeAddr(vhost, name string) topology.Address {

@@ -102,6 +102,13 @@ func TestImportLevelsRetiredOrRaw(t *testing.T) {
 	if diff := cmp.Diff(want, skippedManaged(res)); diff != "" {
 		t.Errorf("no delivery binding to b: skipped (-want +got):\n%s", diff)
 	}
+	// The reason says which queue it is for, why that is raw, and what
+	// the spec loses.
+	for _, w := range []string{`queue "a" is written raw`, `delay ladder is written raw: it does not deliver to queue "b"`, "message-ttl=3600000"} {
+		if !strings.Contains(res.Skipped[0].Reason, w) {
+			t.Errorf("the reason lacks %q: %s", w, res.Skipped[0].Reason)
+		}
+	}
 	if res.Recognised != 0 || strings.Contains(string(res.YAML), "levels: {resolution: 1s") {
 		t.Errorf("want the 1s ladder and a raw:\n%s", res.YAML)
 	}
@@ -114,4 +121,37 @@ func mustImport(t *testing.T, vhost string, live topology.Topology) *importer.Re
 		t.Fatal(err)
 	}
 	return res
+}
+
+// TestImportLevelsWithReturnQueues: the ladder's delivery exchange binds a
+// queue with a return queue through its return queue. A levels queue
+// beside a return-queue queue, and a queue that is both, are recognised
+// with their policies' attributes, and the ladder is a levels key.
+func TestImportLevelsWithReturnQueues(t *testing.T) {
+	for name, src := range map[string]string{
+		"beside": `  - {name: email.send, type: quorum, delivery_limit: 5, retry: {exponential: {initial: 1s, factor: 2, attempts: 4, jitter: full}}, layout: levels}
+  - {name: sms.send, type: classic, message_ttl: 1h, retry: {fixed: {delay: 3s, attempts: 3}}, return_queue: true}
+  - {name: plain, raw: true}
+`,
+		"both": `  - {name: email.send, type: quorum, delivery_limit: 5, message_ttl: 1h, retry: {fixed: {delay: 1s, attempts: 4}}, layout: levels, return_queue: true}
+  - {name: sms.send, retry: {fixed: {delay: 3s, attempts: 3}}, return_queue: true}
+`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			want := mustParse(t, "version: 1\nvhost: v\nlevels: {resolution: 1s, max: 1h}\nqueues:\n"+src)
+			res := mustImport(t, "v", want)
+			if diff := cmp.Diff(want, spec.Expand(res.File)); diff != "" {
+				t.Errorf("(-want +got):\n%s\n%s", diff, res.YAML)
+			}
+			y := string(res.YAML)
+			for _, s := range []string{"levels: {resolution: 1s, max: 1h}", "delivery_limit: 5", "message_ttl: 1h", "layout: levels"} {
+				if !strings.Contains(y, s) {
+					t.Errorf("the spec lacks %q:\n%s", s, y)
+				}
+			}
+			if res.Recognised != 2 || len(res.Skipped) != 0 {
+				t.Errorf("recognised %d, skipped %v:\n%s", res.Recognised, res.Skipped, y)
+			}
+		})
+	}
 }

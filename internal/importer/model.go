@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -16,9 +17,15 @@ import (
 // queue's generated objects come back as raw ones.
 type model struct {
 	l *live
-	// forbid holds work queues not to recognise: their retry topology did
-	// not survive validation, so they are written raw.
-	forbid map[string]bool
+	// forbid holds work queues not to recognise, with the validator's
+	// message: their retry topology did not survive validation, so they
+	// are written raw.
+	forbid map[string]string
+	// why says, for each queue of the vhost written raw, why no retry
+	// topology was recognised for it.
+	why map[string]string
+	// rawLadder says why the vhost's ladder is written raw, "" when it is not.
+	rawLadder string
 	// drop holds the objects left out, with the reason.
 	drop map[topology.Address]string
 	// skipped is what the caller found plus, after build, drop.
@@ -31,6 +38,8 @@ type model struct {
 	shared map[topology.Address]bool
 	// retired holds the objects of other ladders, left out (in drop).
 	retired []topology.Address
+	// specs are the specs the vhost's ownership records name, sorted.
+	specs []string
 }
 
 type exchangeObj struct {
@@ -45,7 +54,7 @@ type queueObj struct {
 }
 
 func newModel(l *live, given []Skipped) *model {
-	m := &model{l: l, forbid: map[string]bool{}, drop: map[topology.Address]string{}, given: given}
+	m := &model{l: l, forbid: map[string]string{}, drop: map[topology.Address]string{}, given: given}
 	if l.ladder != nil {
 		m.retireOtherLadders()
 	}
@@ -57,18 +66,13 @@ func newModel(l *live, given []Skipped) *model {
 // their bindings; every object no recognised queue generates, raw.
 func (m *model) build() {
 	l := m.l
-	cands := map[string]*candidate{}
-	for _, q := range l.t.Queues {
-		if m.forbid[q.Name] || m.dropped(q.Addr()) {
-			continue
-		}
-		if c := l.recognise(q); c != nil {
-			cands[q.Name] = c
-		}
-	}
+	cands := m.candidates()
 	m.shared = m.ladderShared()
 	gen := m.resolve(cands, m.shared)
-	if l.ladder != nil && !m.ladderFits(gen) {
+	if l.ladder != nil {
+		m.rawLadder = m.ladderFits(gen, cands)
+	}
+	if m.rawLadder != "" && l.ladder != nil {
 		// A spec with the ladder would not expand to the vhost: write
 		// the ladder and its queues raw.
 		l.ladder = nil
@@ -111,7 +115,7 @@ func (m *model) build() {
 		switch {
 		case gen[a] || m.dropped(a):
 		case strings.HasPrefix(p.Name, contract.ManagedPolicyPrefix):
-			m.skipped = append(m.skipped, Skipped{Object: a.String(), Reason: unclaimedPolicyReason})
+			m.skipped = append(m.skipped, Skipped{Object: a.String(), Reason: m.unclaimedPolicyReason(p)})
 		default:
 			m.policies = append(m.policies, p)
 		}
@@ -124,11 +128,71 @@ func (m *model) build() {
 	sort.SliceStable(m.policies, func(i, j int) bool { return naturalLess(m.policies[i].Name, m.policies[j].Name) })
 }
 
-// unclaimedPolicyReason is why an rmqtopo-managed policy that no
-// recognised queue generates is left out: a spec's own policies may not
-// take names that rmqtopo keeps for itself.
-const unclaimedPolicyReason = "an rmqtopo-managed policy (name prefix \"" + contract.ManagedPolicyPrefix +
-	"\") that no imported queue's retry topology generates; a spec's policies may not use that prefix"
+// candidates recognises the retry topology of every queue not left out
+// or forbidden, and notes in m.why why a queue has none.
+func (m *model) candidates() map[string]*candidate {
+	cands := map[string]*candidate{}
+	m.why = map[string]string{}
+	for _, q := range m.l.t.Queues {
+		if m.dropped(q.Addr()) {
+			continue
+		}
+		if why, ok := m.forbid[q.Name]; ok {
+			m.why[q.Name] = "its retry block does not validate: " + why
+			continue
+		}
+		if c, why := m.l.recognise(q); c != nil {
+			cands[q.Name] = c
+		} else {
+			m.why[q.Name] = why
+		}
+	}
+	return cands
+}
+
+// unclaimedPolicyReason says which of rmqtopo's own policies is left out
+// and why: no recognised queue generates it, and a spec's own policies may
+// not take names rmqtopo keeps for itself. It names the queue or exchange
+// the policy is for, why that is written raw, and the settings the spec
+// therefore does not carry.
+func (m *model) unclaimedPolicyReason(p topology.Policy) string {
+	const prefix = "rmqtopo's own policy (a spec's policies may not be named \"" + contract.ManagedPolicyPrefix + "*\"), left out"
+	settings := "its settings (" + policySettings(p.Definition) + ") are not in the spec"
+	kind, name, ok := contract.ManagedPolicyTarget(p.Name)
+	switch {
+	case !ok:
+		return prefix + ": no object rmqtopo generates has this name; " + settings
+	case kind == "exchange":
+		if _, ok := m.l.exchanges[name]; !ok {
+			return prefix + fmt.Sprintf(": it is for exchange %q, which the vhost does not have", name)
+		}
+		return prefix + fmt.Sprintf(": it is for exchange %q, written raw; ", name) + settings
+	}
+	if _, ok := m.l.queues[name]; !ok {
+		return prefix + fmt.Sprintf(": it is for queue %q, which the vhost does not have (a queue since removed)", name)
+	}
+	why, ok := m.why[name]
+	if !ok {
+		return prefix + fmt.Sprintf(": it is for queue %q, which no recognised retry topology generates; ", name) + settings
+	}
+	if m.rawLadder != "" {
+		why += "; the vhost's delay ladder is written raw: " + m.rawLadder
+	}
+	return prefix + fmt.Sprintf(": queue %q is written raw (%s), so ", name, why) + settings
+}
+
+// policySettings lists a policy's definition as key=value, sorted.
+func policySettings(def topology.Args) string {
+	keys := make([]string, 0, len(def))
+	for k := range def {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		keys[i] = fmt.Sprintf("%s=%v", k, def[k])
+	}
+	return strings.Join(keys, ", ")
+}
 
 // naturalLess orders names as a person would: digit runs by their value,
 // so "q2" comes before "q10"; equal-valued runs fall back to the text.
@@ -180,21 +244,21 @@ func (m *model) resolve(cands map[string]*candidate, shared map[topology.Address
 				by[a] = append(by[a], name)
 			}
 		}
-		demote := map[string]bool{}
+		demote := map[string]string{}
 		for _, b := range m.l.t.Bindings {
 			if len(by[b.Addr()]) > 0 || shared[b.Addr()] || m.dropped(b.Addr()) {
 				continue
 			}
-			for _, n := range by[exchangeAddr(b.Vhost, b.Source)] {
-				demote[n] = true
-			}
-			for _, n := range by[destAddr(b)] {
-				demote[n] = true
+			for _, a := range []topology.Address{exchangeAddr(b.Vhost, b.Source), destAddr(b)} {
+				for _, n := range by[a] {
+					demote[n] = fmt.Sprintf("%s refers to %s, which its retry topology generates, and a spec binds only objects it declares", b.Addr(), a)
+				}
 			}
 		}
 		for name := range cands {
-			if len(by[topology.Address{Kind: topology.KindQueue, Vhost: m.l.vhost, Name: name}]) > 0 {
-				demote[name] = true
+			a := topology.Address{Kind: topology.KindQueue, Vhost: m.l.vhost, Name: name}
+			if others := by[a]; len(others) > 0 {
+				demote[name] = fmt.Sprintf("the retry topology of queue %q generates it too", others[0])
 			}
 		}
 		if len(demote) == 0 {
@@ -207,8 +271,9 @@ func (m *model) resolve(cands map[string]*candidate, shared map[topology.Address
 			}
 			return gen
 		}
-		for n := range demote {
+		for n, why := range demote {
 			delete(cands, n)
+			m.why[n] = why
 		}
 	}
 }
@@ -240,8 +305,9 @@ func (m *model) fix(es spec.Errors) bool {
 			o := m.queues[i]
 			if o.cand != nil {
 				// Its retry topology does not validate: write it raw.
-				changed = changed || !m.forbid[o.q.Name]
-				m.forbid[o.q.Name] = true
+				_, forbidden := m.forbid[o.q.Name]
+				changed = changed || !forbidden
+				m.forbid[o.q.Name] = e.Message
 				continue
 			}
 			changed = m.set(o.q.Addr(), e.Message) || changed

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -116,17 +117,32 @@ type candidate struct {
 var recognisers = []func(*live, topology.Queue) *candidate{levels, native, goqueue, outbox, spring}
 
 // recognise returns the first candidate for q whose expansion the live
-// topology holds exactly, or nil.
-func (l *live) recognise(q topology.Queue) *candidate {
+// topology holds exactly, or nil and why none is: what the first guess
+// lacks, or that nothing was guessed.
+func (l *live) recognise(q topology.Queue) (*candidate, string) {
 	if t := q.QueueType(); t != spec.TypeClassic && t != spec.TypeQuorum || !q.Durable || q.AutoDelete {
-		return nil
+		return nil, "it is not a durable classic or quorum queue"
 	}
+	why := "nothing around it is a retry topology rmqtopo knows"
+	if _, ok := l.exchanges[contract.RetryExchange(q.Name)]; ok {
+		why = fmt.Sprintf("it has the retry exchange %q, but what that routes to is no retry layout rmqtopo knows (a wait queue missing, say)",
+			contract.RetryExchange(q.Name))
+	}
+	guessed := false
 	for _, r := range recognisers {
-		if c := r(l, q); c != nil && l.verify(c, q) {
-			return c
+		c := r(l, q)
+		if c == nil {
+			continue
+		}
+		miss := l.verify(c, q)
+		if miss == "" {
+			return c, ""
+		}
+		if !guessed {
+			why, guessed = "it looks like "+c.what+", but "+miss, true
 		}
 	}
-	return nil
+	return nil, why
 }
 
 // base guesses what every kind of work queue has: its type, the
@@ -258,14 +274,14 @@ func outbox(l *live, q topology.Queue) *candidate {
 }
 
 // verify expands the candidate on its own and accepts it when the live
-// topology holds every object of the expansion exactly. Arguments of the
-// work queue that the expansion does not write become the candidate's
-// arguments.
-func (l *live) verify(c *candidate, q topology.Queue) bool {
+// topology holds every object of the expansion exactly; else it says what
+// differs. Arguments of the work queue that the expansion does not write
+// become the candidate's arguments.
+func (l *live) verify(c *candidate, q topology.Queue) string {
 	g := l.expand(c.q)
 	wq, ok := g.Queue(l.vhost, q.Name)
 	if !ok {
-		return false
+		return "its expansion has no work queue"
 	}
 	// GoQueue declares the work queue with the service's arguments, which
 	// its preset_options name.
@@ -284,41 +300,48 @@ func (l *live) verify(c *candidate, q topology.Queue) bool {
 	if *extra != nil {
 		g = l.expand(c.q)
 	}
-	gen, ok := l.holds(g)
+	gen, miss := l.holds(g)
 	delete(gen, q.Addr())
 	c.generated = gen
-	return ok
+	return miss
 }
 
 // holds reports whether the vhost holds every object of g exactly,
-// rmqtopo's policies included, and returns their addresses.
-func (l *live) holds(g topology.Topology) (map[topology.Address]bool, bool) {
+// rmqtopo's policies included, and returns their addresses; when it does
+// not, it says which object it lacks or holds otherwise.
+func (l *live) holds(g topology.Topology) (map[topology.Address]bool, string) {
 	out := map[topology.Address]bool{}
+	differs := func(a topology.Address, found bool) (map[topology.Address]bool, string) {
+		if !found {
+			return nil, "the vhost has no " + a.String()
+		}
+		return nil, a.String() + " is not as it would declare it"
+	}
 	for _, e := range g.Exchanges {
-		if !reflect.DeepEqual(l.exchanges[e.Name], e) {
-			return nil, false
+		if le, ok := l.exchanges[e.Name]; !reflect.DeepEqual(le, e) {
+			return differs(e.Addr(), ok)
 		}
 		out[e.Addr()] = true
 	}
 	for _, gq := range g.Queues {
-		if !reflect.DeepEqual(l.queues[gq.Name], gq) {
-			return nil, false
+		if lq, ok := l.queues[gq.Name]; !reflect.DeepEqual(lq, gq) {
+			return differs(gq.Addr(), ok)
 		}
 		out[gq.Addr()] = true
 	}
 	for _, b := range g.Bindings {
 		if _, ok := l.bindings[b.Addr()]; !ok {
-			return nil, false
+			return differs(b.Addr(), false)
 		}
 		out[b.Addr()] = true
 	}
 	for _, p := range g.Policies {
 		if lp, ok := l.policies[p.Name]; !ok || !reflect.DeepEqual(lp, p) {
-			return nil, false
+			return differs(p.Addr(), ok)
 		}
 		out[p.Addr()] = true
 	}
-	return out, true
+	return out, ""
 }
 
 // expand is the topology one queue of the vhost generates, with the

@@ -22,6 +22,10 @@ func (m *model) yaml(source string) []byte {
 	root := mapping()
 	root.HeadComment = m.header(source)
 	add(root, "version", scalar(spec.Version))
+	if name := m.name(); name != "" {
+		add(root, "name", scalar(name))
+		root.Content[len(root.Content)-2].HeadComment = "The spec the vhost's ownership record names: plan and apply act for it."
+	}
 	add(root, "vhost", scalar(m.l.vhost))
 	if ld := m.l.ladder; ld != nil {
 		add(root, "levels", levelsNode(ld))
@@ -68,6 +72,14 @@ func (m *model) header(source string) string {
 		fmt.Sprintf("Imported by rmqtopo import from %s, vhost %q.", source, m.l.vhost),
 		"Planning this spec against the same source shows no changes.",
 	}
+	if m.unrecorded() {
+		lines = append(lines, "", "The vhost holds what rmqtopo applies, but the source no ownership record (a RabbitMQ",
+			"4.3 export leaves them out): if a spec applied it, set name to that spec's.")
+	}
+	if len(m.specs) > 1 {
+		lines = append(lines, "", fmt.Sprintf("The vhost holds the ownership records of %d specs (%s): this spec describes",
+			len(m.specs), quoteAll(m.specs)), "all of it and names none of them. Split it into one spec per name before applying it.")
+	}
 	if sk := m.sortedSkipped(); len(sk) > 0 {
 		lines = append(lines, "", "Not imported: the spec cannot represent these objects.")
 		for _, s := range sk {
@@ -86,6 +98,14 @@ func (m *model) sortedSkipped() []Skipped {
 		return sk[i].Reason < sk[j].Reason
 	})
 	return sk
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

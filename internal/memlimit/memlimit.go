@@ -164,9 +164,8 @@ func strain(limit int64, before, now gcLook) float64 {
 // gcSentinel is a garbage object whose finalizer runs after the
 // collection that found it unreachable. It is 16 bytes: the runtime packs
 // smaller objects without pointers into shared blocks, whose finalizers
-// run only once every object in the block is garbage, which in a run
-// that allocates millions of small strings was seven times in fifty
-// collections.
+// run only once every object in the block is garbage, which can be many
+// collections later.
 type gcSentinel struct{ _ [16]byte }
 
 // ParseSize reads a byte count: a number with an optional unit, KiB, MiB,

@@ -4,6 +4,10 @@ package opsdata
 // x-death header could not be read.
 const NoteUnreadable = "unreadable x-death, left in place"
 
+// NoteWouldMove is the note of a message a dry run would have moved: a
+// dry run leaves every message, and counts these under it.
+const NoteWouldMove = "would move (dry run)"
+
 // Result counts what a pass did.
 type Result struct {
 	Queue  string `json:"queue"`

@@ -55,7 +55,7 @@ func Read(ctx context.Context, b Broker, files []*spec.File, opts Options) (Repo
 	// A server that is not RabbitMQ would read as a broker with nothing on
 	// it: every queue "missing", exit 0.
 	if _, err := b.Server(ctx); err != nil {
-		return Report{}, fmt.Errorf("status: %w", err)
+		return Report{}, err
 	}
 	vhosts := spec.Expand(files...).VhostNames()
 	stats := map[string][]broker.QueueInfo{}
@@ -65,7 +65,7 @@ func Read(ctx context.Context, b Broker, files []*spec.File, opts Options) (Repo
 			continue // no vhost: every queue shows as missing
 		}
 		if err != nil {
-			return Report{}, fmt.Errorf("status: %w", err)
+			return Report{}, err
 		}
 		stats[v] = qs
 	}
@@ -73,12 +73,12 @@ func Read(ctx context.Context, b Broker, files []*spec.File, opts Options) (Repo
 	if opts.Drift {
 		var err error
 		if live, err = b.Read(ctx, vhosts); err != nil {
-			return Report{}, fmt.Errorf("status: reading the live topology for drift (--no-drift skips it): %w", err)
+			return Report{}, fmt.Errorf("reading the live topology for drift (--no-drift skips it): %w", err)
 		}
 	}
 	st := Build(files, stats, live)
 	if err := watchHeld(ctx, &st, b, opts); err != nil {
-		return Report{}, fmt.Errorf("status: re-reading wait queues that hold dead-letters: %w", err)
+		return Report{}, fmt.Errorf("re-reading wait queues that hold dead-letters: %w", err)
 	}
 	return st, nil
 }

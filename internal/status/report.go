@@ -10,6 +10,7 @@ type (
 	WorkQueueStatus = statusdata.WorkQueueStatus
 	QueueStatus     = statusdata.QueueStatus
 	DriftItem       = statusdata.DriftItem
+	DrainingQueue   = statusdata.DrainingQueue
 	Summary         = statusdata.Summary
 )
 
@@ -33,6 +34,7 @@ const (
 	FlagHeld            = statusdata.FlagHeld
 	FlagStuck           = statusdata.FlagStuck
 	FlagReturnNotServed = statusdata.FlagReturnNotServed
+	FlagDraining        = statusdata.FlagDraining
 )
 
 // FormatVersion is the version of Report's JSON form.

@@ -27,10 +27,11 @@ import (
 // topology and the spec as plan.Diff computes it: any change but a no-op.
 func Build(files []*spec.File, stats map[string][]broker.QueueInfo, live *topology.State) Report {
 	st := Report{FormatVersion: FormatVersion, DriftChecked: live != nil}
+	drift, draining := addDrift(&st, files, live)
 	b := builder{
 		st:      &st,
 		stats:   map[vhostQueue]broker.QueueInfo{},
-		drift:   addDrift(&st, files, live),
+		drift:   drift,
 		users:   waitQueueUsers(files),
 		counted: map[vhostQueue]bool{},
 	}
@@ -44,6 +45,9 @@ func Build(files []*spec.File, stats map[string][]broker.QueueInfo, live *topolo
 			st.Queues = append(st.Queues, b.workQueue(f, q))
 		}
 	}
+	for _, c := range draining {
+		st.Draining = append(st.Draining, b.draining(c))
+	}
 	return st
 }
 
@@ -54,14 +58,20 @@ type vhostQueue [2]string
 // specs' ownership records, the operator policies, the wait-queue names),
 // so that status drift is plan drift: it lists the objects other than
 // queues that differ in s.Drift, counts all of them, and returns each
-// queue's drift. Without live it does nothing.
-func addDrift(s *Report, files []*spec.File, live *topology.State) map[vhostQueue][]string {
+// queue's drift, and the retired wait queues plan keeps while they drain
+// (plan's RT004), which are no drift. Without live it does nothing.
+func addDrift(s *Report, files []*spec.File, live *topology.State) (map[vhostQueue][]string, []plan.Change) {
 	queueDrift := map[vhostQueue][]string{}
 	if live == nil {
-		return queueDrift
+		return queueDrift, nil
 	}
 	p := plan.Diff(live, spec.Expand(files...), plan.Choices{Specs: spec.Names(files)})
+	var draining []plan.Change
 	for _, c := range p.Changes {
+		if c.Action == plan.NoOp && c.Why() == plan.WhyDraining && c.Address.Kind == topology.KindQueue {
+			draining = append(draining, c)
+			continue
+		}
 		if c.Action == plan.NoOp {
 			continue
 		}
@@ -77,7 +87,7 @@ func addDrift(s *Report, files []*spec.File, live *topology.State) map[vhostQueu
 		}
 		s.Drift = append(s.Drift, DriftItem{Action: c.Action, Address: c.Address.String(), Reason: c.Reason()})
 	}
-	return queueDrift
+	return queueDrift, draining
 }
 
 // waitQueueUsers counts the work queues of its vhost that use each wait
@@ -139,6 +149,7 @@ func (b *builder) fill(vhost string, row QueueStatus) QueueStatus {
 		row.Messages, row.Ready, row.Unacked = info.Messages, info.Ready, info.Unacked
 		row.Consumers, row.PublishRate, row.DeliverRate = info.Consumers, info.PublishRate, info.DeliverRate
 		held = info.DeadLettersHeld()
+		row.Delayed = info.Delayed
 	}
 	row.Drift = b.drift[k]
 	first := !b.counted[k]
@@ -171,6 +182,9 @@ func (b *builder) fill(vhost string, row QueueStatus) QueueStatus {
 	case row.Role == RoleMigration:
 		row.Flags = append(row.Flags, FlagMigrating)
 		sum.Migrations++
+	}
+	if row.Role == RoleWork && row.Delayed != nil {
+		sum.RetriesDelayed += *row.Delayed
 	}
 	if len(row.Drift) > 0 {
 		row.Flags = append(row.Flags, FlagDrift)

@@ -46,6 +46,11 @@ const (
 	// contract.ReturnQueueHandover before it moves on to the back of its work
 	// queue.
 	FlagReturnNotServed = "return-not-served"
+	// FlagDraining marks a retired wait queue: no queue of the specs uses
+	// it any more, but it still holds retries in flight, which expire
+	// back into their work queue by themselves; a later apply deletes it
+	// once it is empty (plan's info RT004).
+	FlagDraining = "retired-draining"
 )
 
 // FormatVersion is the version of Report's JSON form.
@@ -60,6 +65,13 @@ type QueueStatus struct {
 	// contract.HeaderAttempt "2").
 	Delay   string `json:"delay,omitempty"`
 	Retries []int  `json:"retries,omitempty"`
+	// Level is, for a level queue of a delay ladder (the levels layout),
+	// its level k: it holds a message for Delay = resolution × 2^k when
+	// bit k of the message's delay is set, so no fixed retry waits in it
+	// and Retries is empty. DueWithin bounds when a message in it is due:
+	// this level's TTL plus every lower one's, (2^(k+1) − 1) × resolution.
+	Level     *int   `json:"level,omitempty"`
+	DueWithin string `json:"due_within,omitempty"`
 	// Shared is set on a wait queue other work queues of the vhost also use,
 	// whose counts are therefore theirs too.
 	Shared   bool  `json:"shared,omitempty"`
@@ -71,6 +83,11 @@ type QueueStatus struct {
 	// (broker.QueueInfo.DeadLettersHeld: messages_dlx, or the messages
 	// counted but neither ready nor delivered).
 	Held int64 `json:"dead_letters_held,omitempty"`
+	// Delayed is, where the broker counts it (quorum queues from RabbitMQ
+	// 4.3), the returned deliveries the queue itself holds back until
+	// their delay is over (its delayed retry, x-delayed-retry-type): on a
+	// work queue, retries waiting inside it. Nil where it is not counted.
+	Delayed *int64 `json:"messages_delayed,omitempty"`
 	// Stuck is, for a wait queue flagged FlagStuck, the dead-letters it
 	// held at the last reading of the held margin.
 	Stuck       int64    `json:"dead_letters_stuck,omitempty"`
@@ -107,6 +124,10 @@ type Report struct {
 	// Drift lists the exchanges, bindings, policies and vhosts that differ
 	// from the spec; queues carry their own.
 	Drift []DriftItem `json:"drift,omitempty"`
+	// Draining lists the retired wait queues kept while they drain
+	// (FlagDraining), as plan finds them; read with the drift, so empty
+	// when DriftChecked is false.
+	Draining []DrainingQueue `json:"retired_draining,omitempty"`
 	// HeldMargin is how long status re-read the wait queues that held
 	// dead-letters (status --exit-code); empty when it did not.
 	HeldMargin string  `json:"held_margin,omitempty"`
@@ -135,6 +156,19 @@ type Summary struct {
 	// RetriesWaiting counts the ready messages of return queues: retries
 	// whose delay is over, waiting to be picked up (RoleReturn).
 	RetriesWaiting int64 `json:"retries_waiting,omitempty"`
+	// RetriesDelayed counts the retries waiting inside work queues, held
+	// back by the broker's delayed retry (QueueStatus.Delayed).
+	RetriesDelayed int64 `json:"retries_delayed_in_queues,omitempty"`
+	// RetiredDraining counts the retired wait queues still draining, and
+	// RetiredMessages the messages they hold: retries in flight.
+	RetiredDraining int   `json:"retired_wait_queues_draining,omitempty"`
+	RetiredMessages int64 `json:"messages_in_retired_wait_queues,omitempty"`
+}
+
+// DrainingQueue is a retired wait queue of a vhost, kept while it drains.
+type DrainingQueue struct {
+	Vhost string `json:"vhost"`
+	QueueStatus
 }
 
 // DLQHasMessages reports whether any DLQ of the status holds messages.

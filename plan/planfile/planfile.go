@@ -114,12 +114,18 @@ func Read(path string) (*File, error) {
 	}
 	if json.Unmarshal(data, &probe) != nil || probe.Kind != Kind {
 		if strings.HasSuffix(path, ".json") && !looksLikeSpec(data) {
-			return nil, fmt.Errorf("%s is JSON but not a plan saved by 'rmqtopo plan --out'", path)
+			return nil, &NotAPlanError{Path: path}
 		}
 		return nil, nil
 	}
 	return decode(path, data)
 }
+
+// NotAPlanError is a JSON file given where a saved plan or a spec was
+// expected: it is neither.
+type NotAPlanError struct{ Path string }
+
+func (e *NotAPlanError) Error() string { return e.Path + " is JSON but not a saved plan" }
 
 func decode(path string, data []byte) (*File, error) {
 	var f File

@@ -8,9 +8,61 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
+// Document is the JSON plan (docs/plan-json.md), which `plan --format
+// json` writes and the text and Markdown plans are drawn from: the one
+// definition of its shape. Each change is written as its ChangeJSON.
+// render.PlanJSON streams it a change at a time, field by field as this
+// type declares them, and a test holds the stream to encoding/json's
+// bytes for the whole Document.
+type Document struct {
+	FormatVersion int `json:"format_version"`
+	// RabbitMQ is the version the plan was judged for; absent from plans
+	// that were never checked against one.
+	RabbitMQ    *Judged      `json:"rabbitmq,omitempty"`
+	Changes     []Change     `json:"changes"`
+	Diagnostics []Diagnostic `json:"diagnostics"`
+	Summary     ActionCounts `json:"summary"`
+}
+
+// NewDocument is the Document of plan p with diagnostics diags. No-ops
+// are only counted: they are the unchanged part of the broker, and
+// anything worth knowing about one (a draining wait queue) is a
+// diagnostic.
+func NewDocument(p Plan, diags []Diagnostic) Document {
+	doc := Document{
+		FormatVersion: FormatVersion,
+		RabbitMQ:      p.RabbitMQ,
+		Changes:       []Change{},
+		Diagnostics:   append([]Diagnostic{}, diags...),
+		Summary:       p.CountActions(),
+	}
+	n := 0
+	for _, c := range p.Changes {
+		if c.Action != NoOp {
+			n++
+		}
+	}
+	switch {
+	case n == len(p.Changes) && n > 0:
+		doc.Changes = p.Changes // nothing to leave out: no copy of a large plan
+	case n > 0:
+		doc.Changes = make([]Change, 0, n)
+		for _, c := range p.Changes {
+			if c.Action != NoOp {
+				doc.Changes = append(doc.Changes, c)
+			}
+		}
+	}
+	return doc
+}
+
+// HasChanges reports whether the document lists a change.
+func (d Document) HasChanges() bool { return len(d.Changes) > 0 }
+
 // ChangeJSON is a Change as JSON shows it (docs/plan-json.md): the fields
-// of its Details in place, and its Why as the boolean of its name, in the
-// order they had when they were booleans of Details.
+// of its Details in place, its Reasons as one sentence, and its Why as the
+// boolean of its name, in the order they had when they were booleans of
+// Details.
 type ChangeJSON struct {
 	Action     Action           `json:"action"`
 	Address    topology.Address `json:"address"`
@@ -51,7 +103,7 @@ type changeEncoder struct {
 func (c Change) JSON() ChangeJSON {
 	j := ChangeJSON{Action: c.Action, Address: c.Address, Before: c.Before, After: c.After}
 	if d := c.Details; d != nil {
-		j.Reason, j.Messages, j.Consumers, j.Owner = d.Reason, d.Messages, d.Consumers, d.Owner
+		j.Reason, j.Messages, j.Consumers, j.Owner = reasonsText(d.Reasons), d.Messages, d.Consumers, d.Owner
 		j.Conflict, j.Pinned, j.InPolicy = d.Conflict, d.Pinned, d.InPolicy
 		j.Resumes, j.MayDelete = d.Why == WhyResumes, d.Why == WhyMayDelete
 		j.LeftBehind, j.Draining = d.Why == WhyLeftBehind, d.Why == WhyDraining
@@ -95,7 +147,7 @@ func (c *Change) UnmarshalJSON(data []byte) error {
 	}
 	jsonDecoders.Put(d)
 	*c = Change{Action: j.Action, Address: j.Address, Before: j.Before, After: j.After}
-	det := Details{Reason: j.Reason, Messages: j.Messages, Consumers: j.Consumers, Owner: j.Owner,
+	det := Details{Reasons: reasonsOf(j.Reason), Messages: j.Messages, Consumers: j.Consumers, Owner: j.Owner,
 		Conflict: j.Conflict, Pinned: j.Pinned, InPolicy: j.InPolicy}
 	for _, w := range []struct {
 		set bool
@@ -106,7 +158,7 @@ func (c *Change) UnmarshalJSON(data []byte) error {
 		}
 	}
 	// A change without details reads as it was written: without Details.
-	if det.Why != WhyNone || det.Reason != "" || det.Messages != nil || det.Consumers != nil || det.Owner != "" ||
+	if det.Why != WhyNone || det.Reasons != nil || det.Messages != nil || det.Consumers != nil || det.Owner != "" ||
 		det.Conflict != nil || det.Pinned != nil || det.InPolicy != nil {
 		c.Details = &det
 	}

@@ -1,0 +1,43 @@
+// Package flagwords is the CLI's words for what the library reports as
+// data: the flags that would accept a diagnostic or clear it. Library
+// packages name no flag (internal/archtest checks); the CLI words their
+// diagnostics here before it shows or saves them, and the tests that
+// compare the CLI's output (render's golden files, plan's convergence
+// corpus) word them the same way.
+package flagwords
+
+import "github.com/rmqtopo/rmqtopo/plan"
+
+// Remedy words r as the end of a diagnostic's message.
+func Remedy(r plan.Remedy) string {
+	switch {
+	case r.Prune && r.AllowDestroy:
+		return "; drain it, or rmqtopo apply --prune --allow-destroy SPEC removes it with them"
+	case r.Prune:
+		return "; rmqtopo apply --prune SPEC removes it"
+	case r.Accepted:
+		return " (accepted with --allow-destroy)"
+	case r.StopConsumers:
+		return "; stop them or re-run with --allow-destroy"
+	case r.AllowDestroy:
+		s := "; re-run with --allow-destroy to accept"
+		if r.Otherwise {
+			s = ", or re-run with --allow-destroy to accept"
+		}
+		if r.Migrate {
+			s += ", or --migrate to keep them (see RT030)"
+		}
+		return s
+	}
+	return ""
+}
+
+// Diagnostics words the remedy of each diagnostic into its message, in
+// place, and clears the remedy, so that wording twice words once.
+func Diagnostics(ds []plan.Diagnostic) []plan.Diagnostic {
+	for i := range ds {
+		ds[i].Message += Remedy(ds[i].Remedy)
+		ds[i].Remedy = plan.Remedy{}
+	}
+	return ds
+}
