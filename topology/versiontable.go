@@ -278,7 +278,7 @@ var (
 	anyCount     = Values{Kind: IntValue, Min: 0, Max: maxInt}
 	positive     = Values{Kind: IntValue, Min: 1, Max: maxInt}
 	ttl          = Values{Kind: IntValue, Min: 0, Max: maxTTL}
-	expiry       = Values{Kind: IntValue, Min: 1, Max: maxTTL}
+	expiry       = Values{Kind: IntValue, Min: 1, Max: maxTTL, Example: int64(3_600_000)} // a probe's queue must outlive its declare
 	milliseconds = Values{Kind: IntValue, Min: 0, Max: maxTTL, Example: int64(60000)}
 	name         = Values{Kind: StringValue}
 	overflow     = Values{Kind: StringValue, Enum: []string{"drop-head", "reject-publish", "reject-publish-dlx"}}
