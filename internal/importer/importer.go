@@ -92,8 +92,7 @@ const maxRounds = 1000
 // inconsistency: a spec it wrote that does not expand back to the
 // topology it was written from.
 func Import(in Input) (*Result, error) {
-	l := index(in.Topology, in.Vhost)
-	l.release = in.Release
+	l := index(in.Topology, in.Vhost, in.Release)
 	m := newModel(l, in.Skipped)
 	m.specs = recordedSpecs(in.Records, in.Vhost)
 	for round := 0; ; round++ {

@@ -37,11 +37,11 @@ type live struct {
 	ladder *ladder
 }
 
-func index(t topology.Topology, vhost string) *live {
+func index(t topology.Topology, vhost string, release topology.Version) *live {
 	l := &live{vhost: vhost, queues: map[string]topology.Queue{}, exchanges: map[string]topology.Exchange{},
 		bindings: map[topology.Address]topology.Binding{}, policies: map[string]topology.Policy{},
 		bySource: map[string][]topology.Binding{}, byDest: map[string][]topology.Binding{},
-		outboxDelays: map[string][]time.Duration{}, springs: map[string]springLayout{}}
+		outboxDelays: map[string][]time.Duration{}, springs: map[string]springLayout{}, release: release}
 	l.t.Vhosts = []string{vhost}
 	for _, e := range t.Exchanges {
 		if e.Vhost == vhost {
