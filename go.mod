@@ -3,6 +3,7 @@ module github.com/rmqtopo/rmqtopo
 go 1.25
 
 require (
+	github.com/Azure/go-amqp v1.7.0
 	github.com/alecthomas/kong v1.17.0
 	github.com/goccy/go-yaml v1.19.2
 	github.com/google/go-cmp v0.7.0

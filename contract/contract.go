@@ -51,6 +51,13 @@
 // has no dead-letter exchange, so nothing leaves it except by an operator's
 // confirmed move.
 //
+// # The native layout
+//
+// On RabbitMQ 4.3.1 and later a quorum work queue may delay its own
+// retries (layout native): no retry exchange, no wait queue; the schedule
+// and the settle route are in Q's own arguments. See NativeArguments,
+// ParseNative and the comment at the top of native.go.
+//
 // # Headers
 //
 // Every header the contract owns starts with "rmqtopo-", never "x-": a

@@ -253,6 +253,28 @@ func ParseLadderObject(name string) (Ladder, bool) {
 	return Ladder{}, false
 }
 
+// LevelsMarker names the marker of a work queue whose delayed retries go
+// through the vhost's delay ladder ("Q.retry.levels"): a fanout exchange
+// with no bindings, there only to be found (not internal: the Kubernetes
+// operator and Terraform cannot declare an internal exchange; a message
+// published to it reaches no queue). The broker tells an
+// AMQP client whether an exchange exists, but not where a binding leads,
+// so a service cannot see that Q.retry sends its delayed attempts into a
+// ladder; the marker says so. A helper without the ladder (and the delays
+// it picks) must refuse such a queue: its retry copies, published with Q
+// as routing key, match no stage of the ladder, and would be returned
+// and taken for an exhausted schedule. A helper with a ladder must refuse
+// a queue without the marker: a wait queue would dead-letter its copies,
+// routed by the ladder's key, to no queue.
+func LevelsMarker(queue string) string { return queue + levelsMarkerSuffix }
+
+const levelsMarkerSuffix = ".retry.levels"
+
+// IsLevelsMarker reports whether name is a LevelsMarker.
+func IsLevelsMarker(name string) bool {
+	return len(name) > len(levelsMarkerSuffix) && strings.HasSuffix(name, levelsMarkerSuffix)
+}
+
 // Name is the ladder's common name prefix, "rmqtopo.levels.100ms.23", for
 // showing the ladder as one thing.
 func (l Ladder) Name() string { return l.id() }

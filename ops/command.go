@@ -29,7 +29,7 @@ type session struct {
 
 func open(ctx context.Context, b Broker, vhost string, window int, purpose string) (*session, error) {
 	if window < 1 || window > 65535 {
-		return nil, fmt.Errorf("--window must be between 1 and 65535, got %d", window)
+		return nil, &WindowError{Window: window}
 	}
 	s := &session{b: b}
 	var err error
@@ -119,7 +119,7 @@ func ReplayQueue(ctx context.Context, b Broker, r ReplayRequest) ([]Result, erro
 		return nil, err
 	}
 	if _, err := b.Queue(ctx, r.Vhost, target); errors.Is(err, ErrNotFound) {
-		return nil, fmt.Errorf("work queue %q not found in vhost %q; give the queue to replay to with --to", target, r.Vhost)
+		return nil, &QueueNotFoundError{Queue: target, Vhost: r.Vhost, Work: true}
 	} else if err != nil {
 		return nil, err
 	}

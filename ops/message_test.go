@@ -172,7 +172,7 @@ func TestCheckSweepTargets(t *testing.T) {
 		{"declared and there", sources, declared, false, false, ""},
 		{"declared, not there", missing, declared, false, false, `target "parked" is in the specs but not on the broker; run rmqtopo apply first`},
 		{"declared, not there, dry run", missing, declared, false, true, ""},
-		{"undeclared", sources, nil, false, false, `target "dead.dlq.a" of queue "dlq.a" is not a queue of any --spec`},
+		{"undeclared", sources, nil, false, false, `target "dead.dlq.a" of queue "dlq.a" is not a queue of any spec given`},
 		{"undeclared, unmanaged allowed", missing, nil, true, false, ""},
 	} {
 		err := CheckSweepTargets(tt.sources, queues, tt.declared, tt.unmanaged, tt.dryRun)

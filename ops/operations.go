@@ -81,7 +81,7 @@ func ReplayTarget(queue, to string) (string, error) {
 	}
 	work, ok := strings.CutSuffix(queue, contract.DeadLetterQueue(""))
 	if !ok || work == "" {
-		return "", fmt.Errorf("queue %q is not named like a DLQ (%q); give the work queue with --to", queue, contract.DeadLetterQueue("QUEUE"))
+		return "", &NotDLQNameError{Queue: queue}
 	}
 	return work, nil
 }
@@ -97,7 +97,7 @@ func Replay(ctx context.Context, conn *amqp.Connection, o ReplayOptions) (Result
 	if err := queueExists(conn, target); err != nil {
 		var nf *QueueNotFoundError
 		if errors.As(err, &nf) {
-			return Result{Queue: o.Queue, Target: target}, fmt.Errorf("work queue %q not found; give the queue to replay to with --to", target)
+			return Result{Queue: o.Queue, Target: target}, &QueueNotFoundError{Queue: target, Work: true}
 		}
 		return Result{Queue: o.Queue, Target: target}, err
 	}
@@ -256,7 +256,7 @@ func CheckSweepTargets(sources []SweepSource, queues []Queue, declared map[strin
 		case declared[src.Target] && !exists[src.Target] && !dryRun:
 			return fmt.Errorf("target %q is in the specs but not on the broker; run rmqtopo apply first", src.Target)
 		case !declared[src.Target] && !unmanaged:
-			return fmt.Errorf("target %q of queue %q is not a queue of any --spec; pass the spec that declares it, or --unmanaged-target to use a queue no spec manages", src.Target, src.Queue.Name)
+			return &UndeclaredTargetError{Target: src.Target, Queue: src.Queue.Name}
 		}
 	}
 	return nil

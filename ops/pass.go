@@ -8,6 +8,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/move"
 )
 
@@ -66,14 +67,46 @@ func FormatProgress(r Result, elapsed time.Duration) string {
 		r.Queue, r.Scanned, r.Depth, verb, n, r.Left, r.Failed, elapsed.Round(time.Second))
 }
 
-// QueueNotFoundError says a queue does not exist (in Vhost, when known).
-type QueueNotFoundError struct{ Queue, Vhost string }
+// QueueNotFoundError says a queue does not exist (in Vhost, when known);
+// Work marks the work queue a replay moves to, which the caller may name.
+type QueueNotFoundError struct {
+	Queue, Vhost string
+	Work         bool
+}
 
 func (e *QueueNotFoundError) Error() string {
-	if e.Vhost != "" {
-		return fmt.Sprintf("queue %q not found in vhost %q", e.Queue, e.Vhost)
+	what := "queue"
+	if e.Work {
+		what = "work queue"
 	}
-	return fmt.Sprintf("queue %q not found", e.Queue)
+	if e.Vhost != "" {
+		return fmt.Sprintf("%s %q not found in vhost %q", what, e.Queue, e.Vhost)
+	}
+	return fmt.Sprintf("%s %q not found", what, e.Queue)
+}
+
+// WindowError is a window (messages held at once) out of AMQP's prefetch
+// range.
+type WindowError struct{ Window int }
+
+func (e *WindowError) Error() string {
+	return fmt.Sprintf("the window must be between 1 and 65535 messages, got %d", e.Window)
+}
+
+// NotDLQNameError is a replay from a queue whose work queue its name does
+// not give ("Q.dlq"): the caller names the work queue.
+type NotDLQNameError struct{ Queue string }
+
+func (e *NotDLQNameError) Error() string {
+	return fmt.Sprintf("queue %q is not named like a DLQ (%q): name the work queue to replay to", e.Queue, contract.DeadLetterQueue("QUEUE"))
+}
+
+// UndeclaredTargetError is a sweep target that no spec the caller gave
+// declares (see CheckSweepTargets).
+type UndeclaredTargetError struct{ Target, Queue string }
+
+func (e *UndeclaredTargetError) Error() string {
+	return fmt.Sprintf("target %q of queue %q is not a queue of any spec given", e.Target, e.Queue)
 }
 
 // Run runs the pass on a channel of its own over conn, with the engine

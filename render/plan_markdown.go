@@ -13,6 +13,13 @@ import (
 	"github.com/rmqtopo/rmqtopo/plan"
 )
 
+// MarkdownOptions is what only the Markdown plan's caller knows.
+type MarkdownOptions struct {
+	// SeeAll ends the note on the changes a long plan leaves out: where a
+	// reader sees them all (the caller's commands for a whole plan).
+	SeeAll string
+}
+
 // MarkdownLimit bounds the characters of a Markdown plan: a GitHub comment
 // holds 65,536, and the rest is room for what a pipeline wraps around it.
 const MarkdownLimit = 60000
@@ -25,13 +32,13 @@ const MarkdownLimit = 60000
 // its part of the text plan, open when it destroys something. Groups and
 // names are in natural order (svc2 before svc10). Groups are added while
 // the whole stays within MarkdownLimit; the rest are counted at the end,
-// with where to see them.
-func PlanMarkdown(w io.Writer, p plan.Plan, diags []plan.Diagnostic) error {
+// with where to see them (MarkdownOptions.SeeAll).
+func PlanMarkdown(w io.Writer, p plan.Plan, diags []plan.Diagnostic, o MarkdownOptions) error {
 	doc := plan.NewDocument(p, diags)
 	var out strings.Builder
 	writeMarkdownSummary(&out, doc)
 	if doc.HasChanges() {
-		writeMarkdownGroups(&out, groupChanges(p.Changes), len(doc.Changes), MarkdownLimit)
+		writeMarkdownGroups(&out, groupChanges(p.Changes), len(doc.Changes), MarkdownLimit, o.SeeAll)
 	}
 	_, err := io.WriteString(w, out.String())
 	return err
@@ -156,7 +163,7 @@ const markdownFooterRoom = 600
 
 // writeMarkdownGroups appends one <details> block per group while the
 // whole stays within limit characters, then says what it left out.
-func writeMarkdownGroups(out *strings.Builder, groups []planGroup, total, limit int) {
+func writeMarkdownGroups(out *strings.Builder, groups []planGroup, total, limit int, seeAll string) {
 	vhosts := map[string]bool{}
 	for _, g := range groups {
 		vhosts[g.Vhost] = true
@@ -179,11 +186,13 @@ func writeMarkdownGroups(out *strings.Builder, groups []planGroup, total, limit 
 		return
 	}
 	left := groups[shown:]
-	fmt.Fprintf(out, "**%d of %d changes are not shown here**, in %d %s from %s to %s, to keep this comment within %d characters. "+
-		"See them all with `rmqtopo show PLANFILE` (a plan saved with `rmqtopo plan --out PLANFILE`), "+
-		"or in the JSON plan (`rmqtopo plan -f json`, `rmqtopo show -f json PLANFILE`) kept as the pipeline's artifact.\n",
+	fmt.Fprintf(out, "**%d of %d changes are not shown here**, in %d %s from %s to %s, to keep this comment within %d characters.",
 		total-shownChanges, total, len(left), english.Plural(len(left), "group", "groups"),
 		mdCode(groupTitle(left[0])), mdCode(groupTitle(left[len(left)-1])), limit)
+	if seeAll != "" {
+		out.WriteString(" " + seeAll)
+	}
+	out.WriteString("\n")
 }
 
 func groupTitle(g planGroup) string {

@@ -68,7 +68,7 @@ func TestPlanMarkdownFleet(t *testing.T) {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			p, diags := fleetPlan(n)
 			var md, text bytes.Buffer
-			if err := render.PlanMarkdown(&md, p, diags); err != nil {
+			if err := render.PlanMarkdown(&md, p, diags, render.MarkdownOptions{SeeAll: flagwords.MarkdownSeeAll}); err != nil {
 				t.Fatal(err)
 			}
 			if err := render.PlanText(&text, p, diags, false); err != nil {

@@ -27,7 +27,7 @@ func TestPlanViewsShareOneOrder(t *testing.T) {
 	for name, write := range map[string]func(*bytes.Buffer) error{
 		"text":     func(b *bytes.Buffer) error { return render.PlanText(b, p, nil, false) },
 		"json":     func(b *bytes.Buffer) error { return render.PlanJSON(b, p, nil) },
-		"markdown": func(b *bytes.Buffer) error { return render.PlanMarkdown(b, p, nil) },
+		"markdown": func(b *bytes.Buffer) error { return render.PlanMarkdown(b, p, nil, render.MarkdownOptions{}) },
 	} {
 		var b bytes.Buffer
 		if err := write(&b); err != nil {
@@ -78,7 +78,7 @@ func TestMarkdownRoutineIsNotDestructive(t *testing.T) {
 		p := plan.DiffTopology(old, next, plan.Options{Owned: owned, Prune: true, IsWaitQueue: func(string) bool { return false },
 			Messages: map[topology.Address]int64{gone: tc.messages}, Consumers: map[topology.Address]int64{gone: 0}})
 		var b bytes.Buffer
-		if err := render.PlanMarkdown(&b, p, nil); err != nil {
+		if err := render.PlanMarkdown(&b, p, nil, render.MarkdownOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		summary, _, _ := strings.Cut(b.String(), "**Changes by queue**")

@@ -200,7 +200,7 @@ func TestPlanGolden(t *testing.T) {
 			if err := render.PlanJSON(&js, c.plan, c.diags); err != nil {
 				t.Fatal(err)
 			}
-			if err := render.PlanMarkdown(&md, c.plan, c.diags); err != nil {
+			if err := render.PlanMarkdown(&md, c.plan, c.diags, render.MarkdownOptions{SeeAll: flagwords.MarkdownSeeAll}); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, c.name+".txt.golden", text.Bytes())

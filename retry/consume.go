@@ -11,6 +11,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
 )
 
 // DefaultPrefetch is Consume's prefetch unless WithPrefetch says otherwise.
@@ -18,11 +20,6 @@ const DefaultPrefetch = 10
 
 // MaxPrefetch is the largest prefetch: AMQP's prefetch-count is 16 bits.
 const MaxPrefetch = 65535
-
-// WithPrefetch sets Consume's consumer prefetch, which is also the number
-// of handlers it runs in parallel: each unacked delivery has a handler
-// (default DefaultPrefetch). CheckPrefetch says which values Consume takes.
-func WithPrefetch(n int) Option { return func(o *options) { o.prefetch = n } }
 
 // CheckPrefetch returns an error unless n is a prefetch Consume accepts,
 // 1 to MaxPrefetch. (0, which AMQP reads as no limit, would mean as many
@@ -35,19 +32,6 @@ func CheckPrefetch(n int) error {
 	return nil
 }
 
-// WithShutdownGrace sets how long Consume lets running handlers go on
-// after its context is cancelled before it cancels their context too
-// (default 0: at once). A handler that then returns its context's error
-// has its delivery requeued unchanged.
-func WithShutdownGrace(d time.Duration) Option { return func(o *options) { o.grace = max(d, 0) } }
-
-// WithReconnectBackoff sets Consume's wait before reconnecting: it starts
-// at lo and doubles up to hi after each failed attempt, with jitter
-// (default 100ms to 10s).
-func WithReconnectBackoff(lo, hi time.Duration) Option {
-	return func(o *options) { o.backoffMin, o.backoffMax = max(lo, time.Millisecond), max(hi, lo) }
-}
-
 // Dialer opens a new connection to the broker, for Consume's first start
 // and every reconnection.
 type Dialer func(ctx context.Context) (*amqp.Connection, error)
@@ -55,7 +39,7 @@ type Dialer func(ctx context.Context) (*amqp.Connection, error)
 // DialURL returns a Dialer that dials url with config (name the
 // connection in config.Properties to find it in the management UI).
 func DialURL(url string, config amqp.Config) Dialer {
-	return func(context.Context) (*amqp.Connection, error) { return amqp.DialConfig(url, config) }
+	return func(context.Context) (*amqp.Connection, error) { return dialRemembered(url, config) }
 }
 
 // Consume consumes queue with h until ctx is cancelled, and returns nil
@@ -73,9 +57,10 @@ func DialURL(url string, config amqp.Config) Dialer {
 // is waiting: delayed retries then reach a handler when their delay is
 // over, not after the work queue's backlog.
 //
-// Only bad arguments (see CheckPrefetch) and a missing topology at the
-// first start are returned as errors (a service pointed at a queue that
-// `rmqtopo apply` never provisioned); afterwards, and for every connection
+// Only bad arguments (see CheckPrefetch), and at the first start a
+// missing topology (a service pointed at a queue that `rmqtopo apply`
+// never provisioned) or options that do not fit the queue's layout (see
+// New), are returned as errors; afterwards, and for every connection
 // error, Consume logs and retries.
 //
 // When ctx is cancelled, Consume cancels its consumer, requeues deliveries
@@ -87,11 +72,11 @@ func DialURL(url string, config amqp.Config) Dialer {
 // connection is lost is delivered again (Redelivered set), including one
 // whose retry or dead-letter copy the broker had already confirmed, which
 // then exists twice. Handlers must be idempotent.
-func Consume(ctx context.Context, dial Dialer, queue string, h Handler, opts ...Option) error {
+func Consume(ctx context.Context, dial Dialer, queue string, h Handler, opts ...ConsumeOption) error {
 	if dial == nil || queue == "" || h == nil {
 		return errors.New("retry: Consume needs a dialer, a queue and a handler")
 	}
-	c := &consumer{queue: queue, h: h, o: newOptions(opts)}
+	c := &consumer{queue: queue, h: h, o: newConsumeOptions(opts)}
 	if err := CheckPrefetch(c.o.prefetch); err != nil {
 		return fmt.Errorf("retry: %w", err)
 	}
@@ -102,7 +87,7 @@ func Consume(ctx context.Context, dial Dialer, queue string, h Handler, opts ...
 type consumer struct {
 	queue string
 	h     Handler
-	o     options
+	o     consumeOptions
 	log   *slog.Logger
 }
 
@@ -114,7 +99,7 @@ func (c *consumer) loop(ctx context.Context, dial Dialer) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !started && !consumed && errors.Is(err, errTopology) {
+		if !started && !consumed && fatalAtStart(err) {
 			return err
 		}
 		started = started || consumed
@@ -139,19 +124,23 @@ func (c *consumer) session(ctx context.Context, dial Dialer, reconnect bool) (co
 	}
 	defer conn.Close()
 	lost := conn.NotifyClose(make(chan *amqp.Error, 1))
-	r, err := newRetrier(conn, c.queue, c.o)
+	r, err := newRetrier(conn, c.queue, c.o.options)
 	if err != nil {
 		return false, err
 	}
 	defer r.Close()
-	ch, deliveries, err := c.subscribe(conn, r)
+	subscribe := c.subscribe
+	if n := r.route.native; n != nil && n.Route == contract.RouteModified {
+		subscribe = c.subscribe10
+	}
+	deliveries, closeFeed, err := subscribe(conn, r)
 	if err != nil {
 		return false, err
 	}
-	defer ch.Close()
-	c.log.Info("retry: consuming", "prefetch", c.o.prefetch, "return_queue", r.back)
+	defer closeFeed()
+	c.log.Info("retry: consuming", "prefetch", c.o.prefetch, "return_queue", r.route.back, "native", r.route.native != nil)
 	c.o.obs.Connected(c.queue, reconnect)
-	return true, c.serve(ctx, ch, deliveries, r, lost)
+	return true, c.serve(ctx, deliveries, r, lost)
 }
 
 // consumerTag names Consume's consumer on its channel.
@@ -159,30 +148,42 @@ const consumerTag = "rmqtopo-retry"
 
 // subscribe consumes the work queue, and its return queue if it has one,
 // on one channel, each consumer with its own prefetch (global=false
-// applies to the consumers started after it).
-func (c *consumer) subscribe(conn *amqp.Connection, r *Retrier) (*amqp.Channel, feed, error) {
+// applies to the consumers started after it). It returns the feed and
+// what closes it.
+func (c *consumer) subscribe(conn *amqp.Connection, r *Retrier) (feed, func(), error) {
 	ch, err := conn.Channel()
 	if err != nil {
-		return nil, feed{}, fmt.Errorf("retry: opening the consumer channel: %w", err)
+		return feed{}, nil, fmt.Errorf("retry: opening the consumer channel: %w", err)
 	}
+	fail := func(err error) (feed, func(), error) { ch.Close(); return feed{}, nil, err }
 	ret, err := c.consumeReturn(ch, r)
 	if err != nil {
-		return nil, feed{}, err
+		return fail(err)
 	}
 	if err := ch.Qos(c.o.prefetch, 0, false); err != nil {
-		return nil, feed{}, fmt.Errorf("retry: setting the prefetch: %w", err)
+		return fail(fmt.Errorf("retry: setting the prefetch: %w", err))
 	}
 	deliveries, err := ch.Consume(c.queue, consumerTag, false, false, false, false, nil)
 	if err != nil {
-		return nil, feed{}, fmt.Errorf("retry: consuming %q: %w", c.queue, err)
+		return fail(fmt.Errorf("retry: consuming %q: %w", c.queue, err))
 	}
-	return ch, feed{ret: ret, work: deliveries}, nil
+	stop := func() {
+		if err := ch.Cancel(consumerTag, false); err != nil {
+			c.log.Warn("retry: cancelling the consumer", "error", err)
+		}
+		if ret != nil {
+			if err := ch.Cancel(returnTag, false); err != nil {
+				c.log.Warn("retry: cancelling the return queue's consumer", "error", err)
+			}
+		}
+	}
+	return feed{ret: ret, work: deliveries, stop: stop}, func() { ch.Close() }, nil
 }
 
 // serve runs the handlers on deliveries until the consumer ends (an error)
 // or ctx is cancelled (nil, once every handler settled).
-func (c *consumer) serve(ctx context.Context, ch *amqp.Channel, deliveries feed, r *Retrier, lost <-chan *amqp.Error) error {
-	hctx, cancel := c.handlerContext(ctx)
+func (c *consumer) serve(ctx context.Context, deliveries feed, r *Retrier, lost <-chan *amqp.Error) error {
+	hctx, graceThenCancel, cancel := c.handlerContext(ctx)
 	defer cancel()
 	var stopping atomic.Bool
 	var wg sync.WaitGroup
@@ -207,14 +208,10 @@ func (c *consumer) serve(ctx context.Context, ch *amqp.Channel, deliveries feed,
 	case <-ctx.Done():
 		stopping.Store(true)
 		c.log.Info("retry: stopping: cancelling the consumer and settling in-flight deliveries", "grace", c.o.grace)
-		if err := ch.Cancel(consumerTag, false); err != nil {
-			c.log.Warn("retry: cancelling the consumer", "error", err)
-		}
-		if deliveries.ret != nil {
-			if err := ch.Cancel(returnTag, false); err != nil {
-				c.log.Warn("retry: cancelling the return queue's consumer", "error", err)
-			}
-		}
+		deliveries.stop()
+		// Only now: a handler cancelled before the consumer was requeues
+		// its delivery to a consumer that may take it again.
+		graceThenCancel()
 		<-finished
 		return nil
 	}
@@ -242,19 +239,20 @@ func (c *consumer) process(ctx context.Context, r *Retrier, d amqp.Delivery, wg 
 	wg.Go(func() { _, _ = r.settle(ctx, d, err, took) })
 }
 
-// handlerContext is the handlers' context: it keeps ctx's values and is
-// cancelled the grace period after ctx.
-func (c *consumer) handlerContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, func() {
-		if c.o.grace > 0 {
-			t := time.AfterFunc(c.o.grace, cancel)
-			context.AfterFunc(hctx, func() { t.Stop() })
+// handlerContext is the handlers' context: it keeps ctx's values, and
+// graceThenCancel cancels it after the grace period (serve calls it once
+// its consumer is cancelled); cancel cancels it at once.
+func (c *consumer) handlerContext(ctx context.Context) (hctx context.Context, graceThenCancel, cancel context.CancelFunc) {
+	hctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+	graceThenCancel = func() {
+		if c.o.grace <= 0 {
+			cancel()
 			return
 		}
-		cancel()
-	})
-	return hctx, func() { stop(); cancel() }
+		t := time.AfterFunc(c.o.grace, cancel)
+		context.AfterFunc(hctx, func() { t.Stop() })
+	}
+	return hctx, graceThenCancel, cancel
 }
 
 // lostReason says why the deliveries stopped while ctx was live.

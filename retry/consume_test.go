@@ -65,13 +65,13 @@ type consumer struct {
 }
 
 // startConsume runs retry.Consume on e's work queue until the test ends.
-func startConsume(tb testing.TB, e *env, h retry.Handler, opts ...retry.Option) *consumer {
+func startConsume(tb testing.TB, e *env, h retry.Handler, opts ...retry.ConsumeOption) *consumer {
 	tb.Helper()
 	c := &consumer{name: fmt.Sprintf("retry-test %s %d", tb.Name(), time.Now().UnixNano()), obs: newSettlements(), done: make(chan error, 1)}
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName(c.name)
 	dial := retry.DialURL(e.b.AMQPURLFor(e.vhost), amqp.Config{Heartbeat: 5 * time.Second, Properties: props})
-	opts = append([]retry.Option{retry.WithLogger(discardLogger()), retry.WithObserver(c.obs),
+	opts = append([]retry.ConsumeOption{retry.WithLogger(discardLogger()), retry.WithObserver(c.obs),
 		retry.WithReconnectBackoff(50*time.Millisecond, time.Second)}, opts...)
 	var ctx context.Context
 	ctx, c.cancel = context.WithCancel(context.Background())

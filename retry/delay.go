@@ -123,39 +123,6 @@ func WithLevels(ladder contract.Ladder, backoff Backoff) Option {
 	return func(o *options) { o.levels = &levels{ladder: ladder, backoff: backoff} }
 }
 
-// check passively declares the ladder's entry exchange.
-func (l *levels) check(conn *amqp.Connection, queue string) error {
-	if l == nil {
-		return nil
-	}
-	if l.backoff == nil {
-		return errors.New("retry: WithLevels needs a backoff")
-	}
-	return checkExchange(conn, l.ladder.EntryExchange(), "topic",
-		fmt.Sprintf("the delay ladder of queue %q", queue))
-}
-
-// retryKey is the routing key of retry n of the queue's delivery: the
-// queue's name (its return queue's, if it has one), or, through a ladder,
-// the delay's bits and the name.
-func (r *Retrier) retryKey(n int, cause error) string {
-	l := r.levels
-	if l == nil && r.back != "" {
-		return r.back // a shared wait queue returns by this key
-	}
-	if l == nil {
-		return r.queue
-	}
-	d := l.backoff(n)
-	var de *DelayError
-	if errors.As(cause, &de) {
-		d = de.Delay
-	}
-	d = min(max(d, 0), l.ladder.MaxDelay())
-	key, _ := l.ladder.RoutingKey(d, r.queue) // d is in range
-	return key
-}
-
 // checkExchange passively declares an exchange on a channel of its own (a
 // failed passive declare closes its channel).
 func checkExchange(conn *amqp.Connection, name, kind, what string) error {
@@ -167,7 +134,7 @@ func checkExchange(conn *amqp.Connection, name, kind, what string) error {
 	if err := ch.ExchangeDeclarePassive(name, kind, true, false, false, false, nil); err != nil {
 		var aerr *amqp.Error
 		if errors.As(err, &aerr) && aerr.Code == amqp.NotFound {
-			return fmt.Errorf("retry: %s has no exchange %q: run `rmqtopo apply` with a spec whose levels match", what, name)
+			return fmt.Errorf("retry: %s has no exchange %q: the ladder given does not match the spec's levels (resolution and max), or run `rmqtopo apply`: %w", what, name, errTopology)
 		}
 		return fmt.Errorf("retry: checking exchange %q of %s: %w", name, what, err)
 	}
@@ -183,8 +150,8 @@ type Delayer struct {
 
 // NewDelayer returns a Delayer publishing over conn through ladder (the
 // spec's levels: contract.NewLadder(resolution, max)). It checks that the
-// ladder's entry and delivery exchanges exist. Options other than
-// WithLogger and WithConfirmTimeout are ignored.
+// ladder's entry and delivery exchanges exist. It takes WithLogger and
+// WithConfirmTimeout, and refuses the other options rather than drop them.
 func NewDelayer(conn *amqp.Connection, ladder contract.Ladder, opts ...Option) (*Delayer, error) {
 	if conn == nil {
 		return nil, errors.New("retry: nil connection")
@@ -193,6 +160,9 @@ func NewDelayer(conn *amqp.Connection, ladder contract.Ladder, opts ...Option) (
 		return nil, fmt.Errorf("retry: invalid ladder %+v: use contract.NewLadder", ladder)
 	}
 	o := newOptions(opts)
+	if o.levels != nil || len(o.obs) > 0 {
+		return nil, errors.New("retry: NewDelayer takes WithLogger and WithConfirmTimeout only (WithLevels and WithObserver are a Retrier's)")
+	}
 	what := "the delay " + ladder.String()
 	for _, x := range []string{ladder.EntryExchange(), ladder.DeliveryExchange()} {
 		if err := checkExchange(conn, x, "topic", what); err != nil {

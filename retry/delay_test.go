@@ -57,6 +57,12 @@ queues:
     bindings: [{exchange: %s, routing_key: %s}]
     retry: {exponential: {initial: 200ms, factor: 2, max: 1s, attempts: 3, jitter: full}}
 `, vhost, waitType, levelsResolution, max, bizExchange, workQueue, bizExchange, bizKey)
+	return specEnv(tb, b, vhost, doc)
+}
+
+// specEnv declares the spec doc in vhost of b, and returns its ladder.
+func specEnv(tb testing.TB, b *brokertest.Broker, vhost, doc string) (*env, contract.Ladder) {
+	tb.Helper()
 	f, err := spec.Parse("levels.yaml", []byte(doc))
 	if err != nil {
 		tb.Fatalf("spec: %v\n%s", err, doc)

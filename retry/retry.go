@@ -57,6 +57,12 @@
 // the broker or the network closes that channel, the next publish opens a
 // new one.
 //
+// A queue of the native layout (RabbitMQ 4.3.1+) has no retry exchange:
+// it delays its retries itself. The helper reads its schedule from its
+// arguments over AMQP 1.0 and returns a failed delivery to it, by
+// basic.reject where the broker computes the schedule, else over AMQP 1.0
+// with the modified outcome held until its time (see decideNative).
+//
 // A Retrier publishes with the connection it is given; it does not reconnect
 // a closed connection. Consume does, with a new Retrier on each connection.
 package retry
@@ -137,76 +143,23 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
 
-// Option configures a Retrier, and Consume.
-type Option func(*options)
-
-type options struct {
-	log            *slog.Logger
-	obs            multiObserver
-	confirmTimeout time.Duration
-	levels         *levels // WithLevels (delay.go)
-	// Consume only.
-	prefetch               int
-	grace                  time.Duration
-	backoffMin, backoffMax time.Duration
-}
-
-func newOptions(opts []Option) options {
-	o := options{
-		log:            slog.Default(),
-		confirmTimeout: 30 * time.Second,
-		prefetch:       DefaultPrefetch,
-		backoffMin:     100 * time.Millisecond,
-		backoffMax:     10 * time.Second,
-	}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o
-}
-
-// WithLogger sets the logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if l != nil {
-			o.log = l
-		}
-	}
-}
-
-// WithObserver adds an observer of settlements, copies and confirmations
-// (see Observer). Given several times, every observer is told, in order.
-func WithObserver(obs Observer) Option {
-	return func(o *options) {
-		if obs != nil {
-			o.obs = append(o.obs, obs)
-		}
-	}
-}
-
-// WithConfirmTimeout bounds the wait for the broker's confirmation of a
-// copy, publishing it again after nacks included (default 30s). On timeout
-// the original is nacked with requeue.
-func WithConfirmTimeout(d time.Duration) Option { return func(o *options) { o.confirmTimeout = d } }
-
-// Retrier settles the deliveries of one work queue.
+// Retrier settles the deliveries of one work queue: it carries out what
+// its route decides (decide.go) over its connection.
 type Retrier struct {
-	queue string
+	route route
 	log   *slog.Logger
 	obs   multiObserver
 	pub   *publisher
 	now   func() time.Time
-	// levels, if set, routes delayed retries through a delay ladder.
-	levels *levels
-	// back is the work queue's return queue, "" if it has none: retries
-	// through a shared wait queue are published with it as routing key.
-	back string
 }
 
 // New returns a Retrier for the deliveries of queue, publishing over conn.
 // It first checks, with passive declares on a throwaway channel, that the
 // queue's retry exchange, dead-letter exchange and DLQ exist, and fails
 // with an error saying to run `rmqtopo apply` if not. It declares nothing.
+// It also refuses options that do not fit the queue's layout: a queue
+// whose delayed retries go through the delay ladder
+// (contract.LevelsMarker) needs WithLevels, and any other refuses it.
 // If the queue has a return queue (contract.ReturnQueue), retries through
 // a shared wait queue are published with its name as routing key, so they
 // come back into it.
@@ -217,35 +170,79 @@ func New(conn *amqp.Connection, queue string, opts ...Option) (*Retrier, error) 
 	if queue == "" {
 		return nil, errors.New("retry: empty queue name")
 	}
-	return newRetrier(conn, queue, newOptions(opts))
+	r, err := newRetrier(conn, queue, newOptions(opts))
+	if err == nil && r.route.native != nil && r.route.native.Route == contract.RouteModified {
+		r.Close()
+		return nil, fmt.Errorf("retry: queue %q holds each retry until a time of the helper's choosing, which needs its deliveries over AMQP 1.0: consume it with Consume: %w", queue, errMisfit)
+	}
+	return r, err
 }
 
 func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error) {
-	back, err := checkTopology(conn, queue)
+	rt, err := findRoute(conn, queue, o.levels)
 	if err != nil {
-		return nil, err
-	}
-	if err := o.levels.check(conn, queue); err != nil {
 		return nil, err
 	}
 	pending := func(delta int) { o.obs.ConfirmsPending(queue, delta) }
 	return &Retrier{
-		queue:  queue,
-		log:    o.log.With("queue", queue),
-		obs:    o.obs,
-		pub:    newPublisher(conn, o.log, o.confirmTimeout, pending),
-		now:    time.Now,
-		levels: o.levels,
-		back:   back,
+		route: rt,
+		log:   o.log.With("queue", queue),
+		obs:   o.obs,
+		pub:   newPublisher(conn, o.log, o.confirmTimeout, pending),
+		now:   time.Now,
 	}, nil
+}
+
+// findRoute finds how queue retries: through its retry exchange (and a
+// return queue, or the delay ladder of l), or, for a queue without one,
+// inside itself (the native layout, read over AMQP 1.0).
+func findRoute(conn *amqp.Connection, queue string, l *levels) (route, error) {
+	retryX := contract.RetryExchange(queue)
+	hasRetry, err := exchangeExists(conn, retryX)
+	if err != nil {
+		return route{}, fmt.Errorf("retry: checking the exchange %q of queue %q: %w", retryX, queue, err)
+	}
+	if !hasRetry {
+		return nativeRoute(conn, queue, l)
+	}
+	back, err := checkTopology(conn, queue)
+	if err != nil {
+		return route{}, err
+	}
+	if err := checkLevels(conn, queue, l); err != nil {
+		return route{}, err
+	}
+	return route{queue: queue, back: back, levels: l}, nil
+}
+
+// nativeRoute is the route of a queue without a retry exchange: native,
+// or a topology that is missing.
+func nativeRoute(conn *amqp.Connection, queue string, l *levels) (route, error) {
+	n, err := readNative(conn, queue)
+	if n == nil {
+		why := ""
+		if err != nil {
+			why = fmt.Sprintf(" (nor could its arguments be read over AMQP 1.0 to find a native queue: %v)", err)
+		}
+		return route{}, fmt.Errorf("retry: queue %q has no exchange %q%s: run `rmqtopo apply` with its spec to provision the retry topology: %w",
+			queue, contract.RetryExchange(queue), why, errTopology)
+	}
+	if l != nil {
+		return route{}, fmt.Errorf("retry: queue %q retries inside itself (layout native): drop retry.WithLevels: %w", queue, errMisfit)
+	}
+	if _, err := checkTopology(conn, queue); err != nil {
+		return route{}, err
+	}
+	return route{queue: queue, native: n}, nil
 }
 
 // errTopology marks a missing retry topology: a configuration error, not a
 // lost connection.
 var errTopology = errors.New("retry topology missing")
 
-// checkTopology passively declares what the helper publishes to, and
-// returns the queue's return queue, or "" if it has none. A failed
+// checkTopology passively declares the dead-letter exchange and queue the
+// helper publishes to, and returns the queue's return queue, or "" if it
+// has none. A failed
 // passive declare closes its channel, which is why it gets one of its own.
 func checkTopology(conn *amqp.Connection, queue string) (back string, err error) {
 	ch, err := conn.Channel()
@@ -260,13 +257,9 @@ func checkTopology(conn *amqp.Connection, queue string) (back string, err error)
 		}
 		return fmt.Errorf("retry: checking the %s %q of queue %q (is the topology provisioned? run `rmqtopo apply`): %w", kind, name, queue, err)
 	}
-	for _, e := range []struct{ name, kind string }{
-		{contract.RetryExchange(queue), "headers"},
-		{contract.DeadLetterExchange(queue), "fanout"},
-	} {
-		if err := ch.ExchangeDeclarePassive(e.name, e.kind, true, false, false, false, nil); err != nil {
-			return "", missing("exchange", e.name, err)
-		}
+	dlx := contract.DeadLetterExchange(queue)
+	if err := ch.ExchangeDeclarePassive(dlx, "fanout", true, false, false, false, nil); err != nil {
+		return "", missing("exchange", dlx, err)
 	}
 	dlq := contract.DeadLetterQueue(queue)
 	if _, err := ch.QueueDeclarePassive(dlq, true, false, false, false, nil); err != nil {

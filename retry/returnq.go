@@ -32,7 +32,12 @@ const returnTag = "rmqtopo-retry-return"
 // queue's (retries whose delay is over) whenever one is waiting, else the
 // work queue's. Each handler has its own copy, as next forgets a closed
 // channel.
-type feed struct{ ret, work <-chan amqp.Delivery }
+type feed struct {
+	ret, work <-chan amqp.Delivery
+	// stop ends the consumers: both channels are closed once the
+	// deliveries the broker sent meanwhile are in them.
+	stop func()
+}
 
 // next returns the next delivery, preferring the return queue; ok is
 // false once both consumers have ended.
@@ -77,15 +82,15 @@ func returnPrefetch(n int) int { return min(max(4*n, 32), MaxPrefetch) }
 // returnPrefetch, when r found one; a nil channel (which next skips)
 // otherwise. The caller sets the work queue's prefetch after it.
 func (c *consumer) consumeReturn(ch *amqp.Channel, r *Retrier) (<-chan amqp.Delivery, error) {
-	if r.back == "" {
+	if r.route.back == "" {
 		return nil, nil
 	}
 	if err := ch.Qos(returnPrefetch(c.o.prefetch), 0, false); err != nil {
 		return nil, fmt.Errorf("retry: setting the return queue's prefetch: %w", err)
 	}
-	deliveries, err := ch.Consume(r.back, returnTag, false, false, false, false, nil)
+	deliveries, err := ch.Consume(r.route.back, returnTag, false, false, false, false, nil)
 	if err != nil {
-		return nil, fmt.Errorf("retry: consuming the return queue %q: %w", r.back, err)
+		return nil, fmt.Errorf("retry: consuming the return queue %q: %w", r.route.back, err)
 	}
 	return deliveries, nil
 }

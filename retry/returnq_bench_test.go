@@ -103,7 +103,7 @@ func floorLateness(b *testing.B, layout, delay string) []time.Duration {
 	t := topo{layout: layout, queueType: "quorum", delays: []string{delay}, returnQueue: true}
 	e := newEnv(b, t, nil)
 	d, _ := contract.ParseDelay(delay)
-	opts := []retry.Option{retry.WithLogger(discardLogger()), retry.WithPrefetch(1)}
+	opts := []retry.ConsumeOption{retry.WithLogger(discardLogger()), retry.WithPrefetch(1)}
 	if layout == "levels" {
 		opts = append(opts, levelsOption(b, t, e, []time.Duration{d}))
 	}
@@ -201,7 +201,7 @@ func (r *backlogRun) run(b *testing.B) {
 	t := topo{layout: r.layout, queueType: "quorum", delays: r.delays, returnQueue: r.returnQueue}
 	e := newEnv(b, t, nil)
 	e.prefill(b, r.n, amqp.Persistent)
-	opts := []retry.Option{retry.WithLogger(discardLogger()), retry.WithPrefetch(r.handlers)}
+	opts := []retry.ConsumeOption{retry.WithLogger(discardLogger()), retry.WithPrefetch(r.handlers)}
 	if r.layout == "levels" {
 		ds := make([]time.Duration, len(r.delays))
 		for i := range ds {

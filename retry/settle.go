@@ -52,18 +52,52 @@ func (r *Retrier) Settle(ctx context.Context, d amqp.Delivery, err error) (Outco
 }
 
 func (r *Retrier) settle(ctx context.Context, d amqp.Delivery, herr error, took time.Duration) (Outcome, error) {
-	var res result
-	switch {
-	case herr == nil:
-		res = r.ack(d)
-	case cancelled(ctx, herr):
-		res = r.requeueUnchanged(d, herr)
-	case errors.Is(herr, ErrReject):
-		res = r.deadLetter(context.WithoutCancel(ctx), d, herr, contract.ReasonRejected)
-	default:
-		res = r.retry(context.WithoutCancel(ctx), d, herr)
+	dec := r.route.decide(&d, herr, cancelled(ctx, herr), r.now())
+	return r.report(d, r.carryOut(context.WithoutCancel(ctx), d, dec), took)
+}
+
+// carryOut does what dec decided for d.
+func (r *Retrier) carryOut(ctx context.Context, d amqp.Delivery, dec decision) result {
+	switch dec.move {
+	case moveAck:
+		return r.ack(d)
+	case moveRequeue:
+		return r.requeueUnchanged(d, dec)
+	case moveRetry:
+		return r.retry(ctx, d, dec)
+	case moveReject, moveModify:
+		return r.returnFailed(d, dec)
 	}
-	return r.report(d, res, took)
+	return r.deadLetter(ctx, d, dec)
+}
+
+// modifier is the acknowledger of a delivery received over AMQP 1.0,
+// which can return it to its queue as failed, held until a time.
+type modifier interface {
+	Modify(deliverAt time.Time) error
+}
+
+// returnFailed gives a delivery of a native queue back to it as failed,
+// so that the broker counts it and holds it for its delay: by
+// basic.reject with requeue (the queue's own delay), or by the modified
+// outcome held until dec.deliverAt. If that fails, the broker delivers it
+// again when its channel or link closes: the attempt is not lost.
+func (r *Retrier) returnFailed(d amqp.Delivery, dec decision) result {
+	var err error
+	if m, ok := d.Acknowledger.(modifier); ok && dec.move == moveModify {
+		err = m.Modify(dec.deliverAt)
+	} else if dec.move == moveModify {
+		// New refuses such a Retrier; requeue rather than hold the delivery.
+		return r.requeue(d, fmt.Errorf("retry: message %q came over AMQP 0.9.1, which cannot hold it until a time", d.MessageId))
+	} else {
+		err = d.Reject(true)
+	}
+	if err != nil {
+		return result{outcome: Requeued, err: fmt.Errorf("retry: returning message %q to its queue for attempt %d: %w", d.MessageId, dec.next, err)}
+	}
+	r.obs.Retried(r.route.queue, dec.next)
+	r.log.Debug("retry: message returned to its queue for a retry", "message_id", d.MessageId, "attempt", dec.attempt, "next_attempt", dec.next, "error", errorText(dec.cause))
+	return result{outcome: Retried}
 }
 
 // cancelled reports whether a handler's error is its own context being
@@ -76,9 +110,9 @@ func cancelled(ctx context.Context, err error) bool {
 // report tells the observers about a settled delivery and returns its
 // outcome.
 func (r *Retrier) report(d amqp.Delivery, res result, took time.Duration) (Outcome, error) {
-	attempt, _ := Attempt(d)
+	attempt, _ := r.route.attemptOf(&d)
 	r.obs.Settled(Settlement{
-		Queue: r.queue, MessageID: d.MessageId, Attempt: attempt,
+		Queue: r.route.queue, MessageID: d.MessageId, Attempt: attempt,
 		Outcome: res.outcome, Reason: res.reason, Handled: took, Err: res.err,
 	})
 	return res.outcome, res.err
@@ -110,40 +144,28 @@ func (r *Retrier) ack(d amqp.Delivery) result {
 // failed after the copy was confirmed, in which case the broker will
 // deliver d again as well.
 func (r *Retrier) Retry(ctx context.Context, d amqp.Delivery, cause error) (Outcome, error) {
-	return r.report(d, r.retry(ctx, d, cause), 0)
+	return r.report(d, r.carryOut(ctx, d, r.route.retry(&d, cause, r.now())), 0)
 }
 
-func (r *Retrier) retry(ctx context.Context, d amqp.Delivery, cause error) result {
-	prev, ok := Attempt(d)
-	if !ok {
-		return r.deadLetter(ctx, d, cause, ReasonMalformedAttempt)
-	}
-	next := prev + 1
-	if next > contract.MaxAttempt {
-		return r.deadLetter(ctx, d, cause, contract.ReasonExhausted)
-	}
-	msg := republishing(&d, cause, r.now())
-	msg.Headers[contract.HeaderAttempt] = contract.AttemptValue(next)
-	// A reason from an earlier trip to the DLQ (before a replay) does not
-	// belong to a retry.
-	delete(msg.Headers, contract.HeaderDeadLetterReason)
-
-	res := r.pub.publish(ctx, contract.RetryExchange(r.queue), r.retryKey(prev, cause), msg) // retry number prev
+// retry publishes dec's retry copy and acks d once the broker confirmed
+// it; a copy the retry exchange returned sends d to the DLQ as exhausted.
+func (r *Retrier) retry(ctx context.Context, d amqp.Delivery, dec decision) result {
+	res := r.pub.publish(ctx, dec.exchange, dec.key, dec.msg)
 	switch {
 	case res.err != nil:
-		return r.requeue(d, fmt.Errorf("retry: publishing attempt %d of message %q: %w", next, d.MessageId, res.err))
+		return r.requeue(d, fmt.Errorf("retry: publishing attempt %d of message %q: %w", dec.next, d.MessageId, res.err))
 	case !res.acked:
-		return r.requeue(d, fmt.Errorf("retry: broker nacked attempt %d of message %q", next, d.MessageId))
+		return r.requeue(d, fmt.Errorf("retry: broker nacked attempt %d of message %q", dec.next, d.MessageId))
 	case res.returned:
 		// No binding for attempt next: the schedule in the topology is
 		// over. The original is still unacked, so nothing is lost if the
 		// dead-letter copy fails in turn.
-		return r.deadLetter(ctx, d, cause, contract.ReasonExhausted)
+		return r.deadLetter(ctx, d, r.route.exhausted(&d, dec.cause, r.now()))
 	}
-	r.obs.Retried(r.queue, next)
-	r.log.Debug("retry: message retried", "message_id", d.MessageId, "attempt", prev, "next_attempt", next, "error", errorText(cause))
+	r.obs.Retried(r.route.queue, dec.next)
+	r.log.Debug("retry: message retried", "message_id", d.MessageId, "attempt", dec.attempt, "next_attempt", dec.next, "error", errorText(dec.cause))
 	if err := d.Ack(false); err != nil {
-		return result{outcome: Retried, err: fmt.Errorf("retry: acking message %q after its attempt %d was confirmed (it will be delivered again): %w", d.MessageId, next, err)}
+		return result{outcome: Retried, err: fmt.Errorf("retry: acking message %q after its attempt %d was confirmed (it will be delivered again): %w", d.MessageId, dec.next, err)}
 	}
 	return result{outcome: Retried}
 }
@@ -152,31 +174,26 @@ func (r *Retrier) retry(ctx context.Context, d amqp.Delivery, cause error) resul
 // cause as its last error, and acks d once the broker confirmed. Errors are
 // as for Retry.
 func (r *Retrier) Reject(ctx context.Context, d amqp.Delivery, cause error) (Outcome, error) {
-	return r.report(d, r.deadLetter(ctx, d, cause, contract.ReasonRejected), 0)
+	return r.report(d, r.deadLetter(ctx, d, r.route.deadLetter(&d, cause, contract.ReasonRejected, r.now())), 0)
 }
 
-// deadLetter publishes d to the DLX with reason, keeping its attempt
-// header (the attempt that failed last), and acks d once confirmed.
-func (r *Retrier) deadLetter(ctx context.Context, d amqp.Delivery, cause error, reason string) result {
-	msg := republishing(&d, cause, r.now())
-	msg.Headers[contract.HeaderDeadLetterReason] = reason
-	dlx := contract.DeadLetterExchange(r.queue)
-	res := r.pub.publish(ctx, dlx, r.queue, msg)
+// deadLetter publishes dec's copy to the DLX and acks d once confirmed.
+func (r *Retrier) deadLetter(ctx context.Context, d amqp.Delivery, dec decision) result {
+	res := r.pub.publish(ctx, dec.exchange, dec.key, dec.msg)
 	switch {
 	case res.err != nil:
-		return r.requeue(d, fmt.Errorf("retry: publishing message %q to the dead-letter exchange %q: %w", d.MessageId, dlx, res.err))
+		return r.requeue(d, fmt.Errorf("retry: publishing message %q to the dead-letter exchange %q: %w", d.MessageId, dec.exchange, res.err))
 	case !res.acked:
-		return r.requeue(d, fmt.Errorf("retry: broker nacked message %q sent to the dead-letter exchange %q", d.MessageId, dlx))
+		return r.requeue(d, fmt.Errorf("retry: broker nacked message %q sent to the dead-letter exchange %q", d.MessageId, dec.exchange))
 	case res.returned:
-		return r.requeue(d, fmt.Errorf("retry: dead-letter exchange %q could not route message %q (is its DLQ bound? run `rmqtopo apply`)", dlx, d.MessageId))
+		return r.requeue(d, fmt.Errorf("retry: dead-letter exchange %q could not route message %q (is its DLQ bound? run `rmqtopo apply`)", dec.exchange, d.MessageId))
 	}
-	r.obs.DeadLettered(r.queue, reason)
-	attempt, _ := Attempt(d)
-	r.log.Warn("retry: message dead-lettered", "message_id", d.MessageId, "attempt", attempt, "reason", reason, "error", errorText(cause))
+	r.obs.DeadLettered(r.route.queue, dec.reason)
+	r.log.Warn("retry: message dead-lettered", "message_id", d.MessageId, "attempt", dec.attempt, "reason", dec.reason, "error", errorText(dec.cause))
 	if err := d.Ack(false); err != nil {
-		return result{outcome: DeadLettered, reason: reason, err: fmt.Errorf("retry: acking message %q after its dead-letter copy was confirmed (it will be delivered again): %w", d.MessageId, err)}
+		return result{outcome: DeadLettered, reason: dec.reason, err: fmt.Errorf("retry: acking message %q after its dead-letter copy was confirmed (it will be delivered again): %w", d.MessageId, err)}
 	}
-	return result{outcome: DeadLettered, reason: reason}
+	return result{outcome: DeadLettered, reason: dec.reason}
 }
 
 // requeue nacks d with requeue after a failed publish, so it is not lost.
@@ -200,9 +217,8 @@ func (r *Retrier) giveBack(d amqp.Delivery) {
 
 // requeueUnchanged gives d back to the broker as it came, after its
 // handler was cancelled: the same attempt is delivered again.
-func (r *Retrier) requeueUnchanged(d amqp.Delivery, cause error) result {
-	attempt, _ := Attempt(d)
-	r.log.Info("retry: handler cancelled; requeueing the message unchanged", "message_id", d.MessageId, "attempt", attempt, "error", cause)
+func (r *Retrier) requeueUnchanged(d amqp.Delivery, dec decision) result {
+	r.log.Info("retry: handler cancelled; requeueing the message unchanged", "message_id", d.MessageId, "attempt", dec.attempt, "error", dec.cause)
 	if err := d.Nack(false, true); err != nil {
 		return result{outcome: Requeued, err: fmt.Errorf("retry: requeueing message %q after its handler was cancelled (the broker redelivers it when the channel closes): %w", d.MessageId, err)}
 	}

@@ -141,6 +141,10 @@ func (b *builder) checkDestination(l contract.Ladder, q Queue) {
 func (b *builder) levelsRetries(q Queue) {
 	l, _ := b.s.Ladder()
 	retry := contract.RetryExchange(q.Name)
+	if len(q.Retry.Delays()) > 0 {
+		b.addExchange(topology.Exchange{Name: contract.LevelsMarker(q.Name), Type: "fanout", Durable: true},
+			b.generated(q, "levels marker"))
+	}
 	for i, d := range q.Retry.Delays() {
 		k := q.ImmediateRetries + i + 1
 		if d > l.MaxDelay() {

@@ -30,7 +30,7 @@ type SizeError struct {
 }
 
 func (e *SizeError) Error() string {
-	return fmt.Sprintf("%s: larger than the spec size limit of %s; raise it with --max-spec-size if the file is really a spec",
+	return fmt.Sprintf("%s: larger than the spec size limit of %s; raise the limit if the file is really a spec",
 		e.Path, FormatSize(e.Limit))
 }
 

@@ -116,7 +116,7 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, maxSpecSize: size}
 	e.color = wantColor(c.Color, stdout, e.getenv)
-	err = named(kctx.Selected().Path(), kctx.Run(e))
+	err = named(kctx.Selected().Path(), flagWords(kctx.Run(e)))
 	for _, s := range e.secrets {
 		err = scrub(err, s())
 	}

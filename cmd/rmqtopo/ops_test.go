@@ -401,6 +401,7 @@ func TestOpsErrors(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, errs, code := runCLI(t, tt.args...)
+			errs = asBefore43(errs)
 			if code != 1 || out != "" || errs != tt.want+"\n" {
 				t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 1, no stdout, stderr:\n%s", code, out, errs, tt.want)
 			}
@@ -410,10 +411,17 @@ func TestOpsErrors(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "shop.yaml")
 	os.WriteFile(file, []byte(fmt.Sprintf(opsSpec, vhost)), 0o644)
 	_, errs, code := runCLI(t, append([]string{"status", file}, noPerm...)...)
+	errs = asBefore43(errs)
 	want := fmt.Sprintf(`rmqtopo: status: listing the queues of vhost %q: permission denied for user %q: User not authorised to access virtual host (HTTP 401)`+"\n", vhost, user)
 	if code != 1 || errs != want {
 		t.Errorf("status without permission: exit %d, stderr:\n%s\nwant exit 1 and:\n%s", code, errs, want)
 	}
+}
+
+// asBefore43 words a vhost its user may not access as 3.10 and 4.0 answer
+// it (401): 4.3 answers 404, which the error says.
+func asBefore43(s string) string {
+	return strings.ReplaceAll(s, "(HTTP 404: the broker hides a vhost from a user without permission on it)", "(HTTP 401)")
 }
 
 var (

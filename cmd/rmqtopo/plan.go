@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/definitions"
 	"github.com/rmqtopo/rmqtopo/plan"
@@ -113,7 +114,7 @@ func renderPlan(e *env, format string, p plan.Plan, diags []plan.Diagnostic) err
 	case "json":
 		return render.PlanJSON(e.stdout, p, diags)
 	case "markdown":
-		return render.PlanMarkdown(e.stdout, p, diags)
+		return render.PlanMarkdown(e.stdout, p, diags, render.MarkdownOptions{SeeAll: flagwords.MarkdownSeeAll})
 	default:
 		return render.PlanText(e.stdout, p, diags, e.color)
 	}

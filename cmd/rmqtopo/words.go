@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply"
+	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/english"
+	"github.com/rmqtopo/rmqtopo/ops"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
+	"github.com/rmqtopo/rmqtopo/spec"
 )
 
 // resultText is a one-line account of what an apply did.
@@ -104,6 +107,33 @@ func planfileError(err error) error {
 	var np *planfile.NotAPlanError
 	if errors.As(err, &np) {
 		return worded{fmt.Sprintf("%s is JSON but not a plan saved by 'rmqtopo plan --out'", np.Path), err}
+	}
+	return err
+}
+
+// flagWords words the libraries' errors that a flag of the CLI answers:
+// the library says what is wrong, the CLI which flag changes it.
+func flagWords(err error) error {
+	var (
+		size  *spec.SizeError
+		win   *ops.WindowError
+		name  *ops.NotDLQNameError
+		nf    *ops.QueueNotFoundError
+		undec *ops.UndeclaredTargetError
+	)
+	switch {
+	case errors.As(err, &size):
+		return worded{fmt.Sprintf("%s: larger than the spec size limit of %s; raise it with --max-spec-size if the file is really a spec",
+			size.Path, spec.FormatSize(size.Limit)), err}
+	case errors.As(err, &win):
+		return worded{fmt.Sprintf("--window must be between 1 and 65535, got %d", win.Window), err}
+	case errors.As(err, &name):
+		return worded{fmt.Sprintf("queue %q is not named like a DLQ (%q); give the work queue with --to", name.Queue, contract.DeadLetterQueue("QUEUE")), err}
+	case errors.As(err, &nf) && nf.Work:
+		return worded{nf.Error() + "; give the queue to replay to with --to", err}
+	case errors.As(err, &undec):
+		return worded{fmt.Sprintf("target %q of queue %q is not a queue of any --spec; pass the spec that declares it, or --unmanaged-target to use a queue no spec manages",
+			undec.Target, undec.Queue), err}
 	}
 	return err
 }

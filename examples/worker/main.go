@@ -209,7 +209,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 func consume(ctx context.Context, c config, log *slog.Logger, stdout, stderr io.Writer) error {
-	opts := []retry.Option{
+	opts := []retry.ConsumeOption{
 		retry.WithLogger(log), retry.WithPrefetch(c.prefetch), retry.WithShutdownGrace(c.grace),
 		retry.WithObserver(&printer{enc: json.NewEncoder(stdout)}),
 	}

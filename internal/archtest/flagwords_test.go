@@ -25,11 +25,7 @@ var flagsAllowed = []string{"cmd/", "examples/", "internal/brokertest/", "intern
 // work that owns it; a file leaves this list once it names none.
 var flagsPending = map[string]bool{
 	"internal/status/read.go": true, // --no-drift, --held-margin
-	"ops/command.go":          true, // --window, --to
-	"ops/operations.go":       true, // --to, --spec, --unmanaged-target
 	"plan/version.go":         true, // --rabbitmq-version
-	"render/plan_markdown.go": true, // plan --out
-	"spec/load.go":            true, // --max-spec-size
 }
 
 // TestFlagsOnlyInCmd: a library names no flag of the CLI in a string

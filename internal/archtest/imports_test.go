@@ -52,13 +52,15 @@ func TestLayering(t *testing.T) {
 }
 
 // TestRetryDeps: services import retry, so it brings nothing but
-// amqp091-go, the standard library and contract.
+// amqp091-go, go-amqp (AMQP 1.0, for native queues), the standard
+// library and contract.
 func TestRetryDeps(t *testing.T) {
 	for _, d := range deps(t, "retry") {
 		if !strings.Contains(strings.SplitN(d, "/", 2)[0], ".") {
 			continue // standard library
 		}
-		if d == module+"retry" || d == module+"contract" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") {
+		if d == module+"retry" || d == module+"contract" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") ||
+			strings.HasPrefix(d, "github.com/Azure/go-amqp") {
 			continue
 		}
 		t.Errorf("retry depends on %s", d)
@@ -89,7 +91,8 @@ func TestMoveDeps(t *testing.T) {
 		if !strings.Contains(strings.SplitN(d, "/", 2)[0], ".") {
 			continue // standard library
 		}
-		if d == module+"internal/move" || d == module+"internal/opsdata" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") {
+		if d == module+"internal/move" || d == module+"internal/opsdata" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") ||
+			strings.HasPrefix(d, "github.com/Azure/go-amqp") {
 			continue
 		}
 		t.Errorf("internal/move depends on %s", d)

@@ -114,6 +114,13 @@ func (c *Client) httpError(status int, code, reason string) error {
 		if strings.Contains(reason, "administrator") {
 			e.Msg += "; see \"Least privilege\" in docs/plan-apply.md for the tags and permissions each command needs"
 		}
+	case status == 404 && code == "not_found" && reason == "Not Found":
+		// 4.3 answers a vhost its user may not access with this 404, where
+		// 3.10 and 4.0 answer 401 "User not authorised to access virtual
+		// host"; a missing object is "Object Not Found" in all three (live
+		// probes of 3.10.8 and 4.3.6).
+		e.Kind = ErrPermission
+		e.Msg = fmt.Sprintf("permission denied for user %q: User not authorised to access virtual host (HTTP 404: the broker hides a vhost from a user without permission on it)", c.user)
 	case reason == "vhost_not_found" || strings.Contains(reason, "no_such_vhost"):
 		e.Kind = ErrVhostNotFound
 		e.Msg = fmt.Sprintf("vhost not found (HTTP %d)", status)

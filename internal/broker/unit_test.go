@@ -47,6 +47,11 @@ func TestHTTPErrors(t *testing.T) {
 			`permission denied for user "alice": Not administrator user (HTTP 401); see "Least privilege" in docs/plan-apply.md for the tags and permissions each command needs`},
 		{403, `{"error":"not_authorised","reason":"User not authorised to access virtual host"}`, broker.ErrPermission,
 			`permission denied for user "alice": User not authorised to access virtual host (HTTP 403)`},
+		// 4.3.6 hides a vhost its user may not access behind a 404; a
+		// missing object is "Object Not Found".
+		{404, `{"error":"not_found","reason":"Not Found"}`, broker.ErrPermission,
+			`permission denied for user "alice": User not authorised to access virtual host (HTTP 404: the broker hides a vhost from a user without permission on it)`},
+		{404, `{"error":"Object Not Found","reason":"Not Found"}`, broker.ErrNotFound, `not found (HTTP 404)`},
 		{400, `{"error":"bad_request","reason":"inequivalent arg 'x-delivery-limit' for queue 'q1' in vhost 'v1': received '21' but current is '20'"}`, broker.ErrInequivalent,
 			`the broker refused: inequivalent arg 'x-delivery-limit' for queue 'q1' in vhost 'v1': received '21' but current is '20' (HTTP 400)`},
 		{400, `{"error":"bad_request","reason":"queue 'c1' in vhost 'v1' not empty"}`, broker.ErrNotEmpty,

@@ -1,11 +1,13 @@
 package importer_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/importer"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -39,6 +41,29 @@ queues:
 	}
 	if res.Recognised != 3 || len(res.Skipped) != 0 {
 		t.Errorf("recognised %d, skipped %v:\n%s", res.Recognised, res.Skipped, y)
+	}
+}
+
+// TestImportLevelsWithoutMarker: a levels queue applied before levels
+// queues had a marker (contract.LevelsMarker) is still recognised; its
+// spec adds the marker.
+func TestImportLevelsWithoutMarker(t *testing.T) {
+	want := mustParse(t, `version: 1
+vhost: v
+queues:
+  - {name: a, retry: {exponential: {initial: 1s, factor: 2, attempts: 4}}, layout: levels}
+`)
+	live := want
+	live.Exchanges = slices.DeleteFunc(slices.Clone(want.Exchanges), func(e topology.Exchange) bool { return e.Name == contract.LevelsMarker("a") })
+	if len(live.Exchanges) != len(want.Exchanges)-1 {
+		t.Fatalf("the expansion has no marker %q", contract.LevelsMarker("a"))
+	}
+	res := mustImport(t, "v", live)
+	if res.Recognised != 1 || len(res.Skipped) != 0 {
+		t.Errorf("recognised %d, skipped %v:\n%s", res.Recognised, res.Skipped, res.YAML)
+	}
+	if diff := cmp.Diff(want, spec.Expand(res.File)); diff != "" {
+		t.Errorf("(-want +got):\n%s\n%s", diff, res.YAML)
 	}
 }
 

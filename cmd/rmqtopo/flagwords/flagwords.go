@@ -41,3 +41,8 @@ func Diagnostics(ds []plan.Diagnostic) []plan.Diagnostic {
 	}
 	return ds
 }
+
+// MarkdownSeeAll is where the Markdown plan sends a reader for the changes
+// a long plan leaves out (render.MarkdownOptions.SeeAll).
+const MarkdownSeeAll = "See them all with `rmqtopo show PLANFILE` (a plan saved with `rmqtopo plan --out PLANFILE`), " +
+	"or in the JSON plan (`rmqtopo plan -f json`, `rmqtopo show -f json PLANFILE`) kept as the pipeline's artifact."

@@ -1,0 +1,179 @@
+package retry
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	amqp10 "github.com/Azure/go-amqp"
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+)
+
+// AMQP 1.0, for queues of the native layout (RabbitMQ 4.3.1+): their
+// schedule is in their arguments, which only AMQP 1.0's management node
+// tells a client, and a retry held until a time of the client's choosing
+// is AMQP 1.0's modified outcome. The helper opens an AMQP 1.0 connection
+// to the node and vhost its AMQP 0.9.1 connection reached, with the login
+// and TLS configuration DialURL or DialURLs dialed it with: a service's
+// API does not change.
+
+// settleTimeout bounds the wait for the broker's answer to an AMQP 1.0
+// disposition or management request.
+const settleTimeout = 30 * time.Second
+
+// login is how a Dialer of this package dialed a connection: amqp091
+// keeps no password in the connection it returns.
+type login struct {
+	user, pass string
+	tls        *tls.Config // nil for a plain connection
+}
+
+// dialedWith holds the login of every open connection DialURL or DialURLs
+// made.
+var dialedWith sync.Map // *amqp.Connection -> login
+
+// dialRemembered dials url with config and remembers its login until the
+// connection closes.
+func dialRemembered(url string, config amqp.Config) (*amqp.Connection, error) {
+	var l login
+	if u, err := amqp.ParseURI(url); err == nil {
+		l.user, l.pass = u.Username, u.Password
+		if u.Scheme == "amqps" {
+			l.tls = &tls.Config{ServerName: u.Host, MinVersion: tls.VersionTLS12}
+		}
+	}
+	for _, a := range config.SASL {
+		if p, ok := a.(*amqp.PlainAuth); ok {
+			l.user, l.pass = p.Username, p.Password
+			break
+		}
+	}
+	if config.TLSClientConfig != nil {
+		l.tls = config.TLSClientConfig.Clone()
+	}
+	conn, err := amqp.DialConfig(url, config)
+	if err != nil {
+		return nil, err
+	}
+	dialedWith.Store(conn, l)
+	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+	go func() { <-closed; dialedWith.Delete(conn) }()
+	return conn, nil
+}
+
+// dial10 opens an AMQP 1.0 connection beside conn, which DialURL or
+// DialURLs made.
+func dial10(ctx context.Context, conn *amqp.Connection) (*amqp10.Conn, error) {
+	v, ok := dialedWith.Load(conn)
+	if !ok {
+		return nil, errors.New("the AMQP 0.9.1 connection was not made by retry.DialURL or retry.DialURLs, so its login is unknown")
+	}
+	l := v.(login)
+	opts := &amqp10.ConnOptions{HostName: "vhost:" + conn.Config.Vhost, SASLType: amqp10.SASLTypePlain(l.user, l.pass)}
+	scheme := "amqp://"
+	if l.tls != nil {
+		scheme, opts.TLSConfig = "amqps://", l.tls.Clone()
+	}
+	c, err := amqp10.Dial(ctx, scheme+conn.RemoteAddr().String(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("opening an AMQP 1.0 connection: %w", err)
+	}
+	return c, nil
+}
+
+// queueAddress is the AMQP 1.0 address of a queue, and the management
+// node's path of it.
+func queueAddress(queue string) string { return "/queues/" + url.PathEscape(queue) }
+
+// queueArguments asks the broker's management node for queue's arguments
+// (GET /queues/{queue}). found is false for a queue that does not exist.
+func queueArguments(ctx context.Context, c *amqp10.Conn, queue string) (args map[string]any, found bool, err error) {
+	// The broker refuses a request that arrives before the reply link's
+	// credit, which go-amqp sends in the background after the attach: wait
+	// a little (RabbitMQ's own Go client waits 10 ms), more if it refused.
+	for _, pause := range []time.Duration{10 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond} {
+		args, found, err = askQueue(ctx, c, queue, pause)
+		var e *amqp10.Error
+		if err == nil || !errors.As(err, &e) || e.Condition != amqp10.ErrCondPreconditionFailed {
+			return args, found, err
+		}
+	}
+	return args, found, err
+}
+
+// askQueue sends GET /queues/{queue} to the management node, pause after
+// attaching its link pair.
+func askQueue(ctx context.Context, c *amqp10.Conn, queue string, pause time.Duration) (args map[string]any, found bool, err error) {
+	s, err := c.NewSession(ctx, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	defer s.Close(context.WithoutCancel(ctx))
+	paired := map[string]any{"paired": true}
+	const node, link = "/management", "management-link-pair"
+	snd, err := s.NewSender(ctx, node, &amqp10.SenderOptions{Name: link, Properties: paired, SourceAddress: node,
+		SettlementMode: amqp10.SenderSettleModeSettled.Ptr(), RequestedReceiverSettleMode: amqp10.ReceiverSettleModeFirst.Ptr()})
+	if err != nil {
+		return nil, false, err
+	}
+	rcv, err := s.NewReceiver(ctx, node, &amqp10.ReceiverOptions{Name: link, Properties: paired, TargetAddress: node,
+		SettlementMode: amqp10.ReceiverSettleModeFirst.Ptr(), RequestedSenderSettleMode: amqp10.SenderSettleModeSettled.Ptr(), Credit: 1})
+	if err != nil {
+		return nil, false, err
+	}
+	time.Sleep(pause)
+	id, to, get, me := "rmqtopo-retry-"+strconv.FormatInt(time.Now().UnixNano(), 36), queueAddress(queue), "GET", "$me"
+	req := &amqp10.Message{Value: amqp10.Null{}, Properties: &amqp10.MessageProperties{MessageID: id, To: &to, Subject: &get, ReplyTo: &me}}
+	if err := snd.Send(ctx, req, &amqp10.SendOptions{Settled: true}); err != nil {
+		return nil, false, err
+	}
+	res, err := rcv.Receive(ctx, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	code := ""
+	if res.Properties != nil && res.Properties.Subject != nil {
+		code = *res.Properties.Subject
+	}
+	switch m, ok := res.Value.(map[string]any); {
+	case code == "404":
+		return nil, false, nil
+	case code != "200" || !ok:
+		return nil, false, fmt.Errorf("the management node answered %q to GET %s", code, to)
+	default:
+		args, _ = m["arguments"].(map[string]any)
+		return args, true, nil
+	}
+}
+
+// readNative returns queue's native schedule, nil if it is not a native
+// queue (or the broker speaks no AMQP 1.0: before RabbitMQ 4.0 it does
+// not on the AMQP port).
+func readNative(conn *amqp.Connection, queue string) (*contract.Native, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	c, err := dial10(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	args, found, err := queueArguments(ctx, c, queue)
+	if err != nil || !found {
+		return nil, err
+	}
+	n, err := contract.ParseNative(args)
+	switch {
+	case errors.Is(err, contract.ErrNotNative):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("queue %q: %w", queue, err)
+	}
+	return &n, nil
+}
