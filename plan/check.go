@@ -91,6 +91,9 @@ type CheckOptions struct {
 	// Access is what the user applying the plan may do; nil skips RT012
 	// (a plan against a definitions export has no user to judge).
 	Access *topology.Access
+	// Kept are the live queues that keep a layout auto would not give
+	// them new (RT107).
+	Kept []LayoutKept
 }
 
 // analyzer is one pass of Check over a plan. Each finds one kind of
@@ -118,7 +121,10 @@ var analyzers = []analyzer{
 	{"broker", func(p Plan, c *checking) []Diagnostic { return precheck(p, c.live, c.facts) }},
 	{"destructive", checkChanges},
 	{"policies", func(p Plan, c *checking) []Diagnostic { return checkPolicies(p, c.CheckOptions) }},
-	{"version", func(p Plan, c *checking) []Diagnostic { return checkVersion(p, c.facts, c.State) }},
+	{"version", func(p Plan, c *checking) []Diagnostic {
+		return append(checkVersion(p, c.facts, c.State), checkNative(p, c.version)...)
+	}},
+	{"layout", func(p Plan, c *checking) []Diagnostic { return checkKept(c.Kept) }},
 	{"access", func(p Plan, c *checking) []Diagnostic {
 		if c.Access == nil || !p.HasChanges() {
 			return nil

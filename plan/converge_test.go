@@ -68,6 +68,17 @@ func planApply(t *testing.T, b *memBroker, data []byte, f converge.Flags) (strin
 	files := []*spec.File{file}
 	specs := spec.Names(files)
 	ch := plan.Choices{Specs: specs, Prune: f.Prune, Migrate: plan.Migration{All: f.Migrate, Queues: spec.Migrations(files...)}}
+	// As the CLI does: the judged version and what is live choose the
+	// layout auto gives each queue.
+	var kept []plan.LayoutKept
+	ch.Expand = func(st *topology.State) topology.Topology {
+		v, _ := topology.ParseVersion(converge.RabbitMQ)
+		kept = kept[:0]
+		for _, k := range spec.Resolve(files, spec.Target{RabbitMQ: v, Live: &st.Topology}) {
+			kept = append(kept, plan.LayoutKept{Address: topology.Address{Kind: topology.KindQueue, Vhost: k.Vhost, Name: k.Queue}, Move: k.String()})
+		}
+		return spec.Expand(files...)
+	}
 	ctx := context.Background()
 	p, st, err := plan.Make(ctx, b, spec.Expand(files...), ch)
 	if err != nil {
@@ -78,7 +89,7 @@ func planApply(t *testing.T, b *memBroker, data []byte, f converge.Flags) (strin
 		t.Fatal(err)
 	}
 	p.RabbitMQ = &j
-	diags := flagwords.Diagnostics(plan.Check(p, plan.CheckOptions{AllowDestroy: f.AllowDestroy, Specs: specs, State: st}))
+	diags := flagwords.Diagnostics(plan.Check(p, plan.CheckOptions{AllowDestroy: f.AllowDestroy, Specs: specs, State: st, Kept: kept}))
 	var out bytes.Buffer
 	if err := render.PlanText(&out, p, diags, false); err != nil {
 		t.Fatal(err)

@@ -98,9 +98,16 @@
 //	                the broker (the last by default)
 //	RT104  error    a transient non-exclusive queue, where the broker denies it
 //	RT105  info     3.12+: x-queue-mode, which the broker ignores
-//	RT106  warning  a key, argument or transient queue the broker accepts only by
+//	RT106  error    below 4.3.1: a queue of layout native, whose retries the broker
+//	                would not delay (native.go)
+//	RT108  warning  a key, argument or transient queue the broker accepts only by
 //	                a default operators can change, or only with a plugin the
 //	                source cannot show
+//
+// The layout analyzer notes the live queues that keep their layout where
+// auto gives a new queue another (CheckOptions.Kept):
+//
+//	RT107  info     a live queue keeps its layout; the line says how to move it
 //
 // "Allowed" is CheckOptions.AllowDestroy (the --allow-destroy flag). Blocking
 // returns the error-severity diagnostics, which must stop an apply.

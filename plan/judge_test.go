@@ -116,7 +116,7 @@ func TestVersionTableInChecks(t *testing.T) {
 	}{
 		{version: "4.1.0", policy: "max-in-memory-length"},
 		// Deprecated since 4.0, permitted by default: an operator can deny it.
-		{version: "4.2.9", policy: "queue-master-locator", want: []string{"RT106"}},
+		{version: "4.2.9", policy: "queue-master-locator", want: []string{"RT108"}},
 		{version: "4.3.0", policy: "queue-master-locator", want: []string{"RT009"}},
 		{version: "4.3.0", policy: "queue-mode"},
 		{version: "3.9.0", policy: "queue-leader-locator"},
@@ -125,10 +125,10 @@ func TestVersionTableInChecks(t *testing.T) {
 		{version: "3.12.14", policy: "stream-filter-size-bytes", want: []string{"RT009"}},
 		{version: "3.12.14", policy: "target-group-size", want: []string{"RT009"}},
 		// Only a live broker shows whether the federation plugin is enabled.
-		{version: "4.3.0", policy: "federation-upstream-pattern", want: []string{"RT106"}},
+		{version: "4.3.0", policy: "federation-upstream-pattern", want: []string{"RT108"}},
 		{version: "4.3.0", policy: "consumer-disconnected-timeout"},
 		{version: "4.3.0", queue: vq("x", topology.Args{"x-queue-master-locator": "client-local"}), want: []string{"RT103"}},
-		{version: "4.2.9", queue: vq("x", topology.Args{"x-queue-master-locator": "client-local"}), want: []string{"RT106"}},
+		{version: "4.2.9", queue: vq("x", topology.Args{"x-queue-master-locator": "client-local"}), want: []string{"RT108"}},
 		// A stream's argument; a quorum queue takes x-quorum-initial-group-size.
 		{version: "4.0.5", queue: vq("x", topology.Args{"x-queue-type": "quorum", "x-initial-cluster-size": int64(3), "x-delivery-limit": int64(5)}), want: []string{"RT011"}},
 		{version: "3.10.8", policy: "ha-sync-mode", want: []string{"RT009"}},
@@ -158,7 +158,7 @@ func TestRefusalsSayTheyAreDefaults(t *testing.T) {
 	got := judged(t, topology.NewState([]string{"v"}), desired, "4.3.6")
 	if len(got) != 1 || !strings.HasPrefix(got[0], plan.CodeDefaultVerdict) ||
 		!strings.Contains(got[0], "deprecated_features.permit.transient_nonexcl_queues = false") {
-		t.Errorf("offline: %v, want one RT106", got)
+		t.Errorf("offline: %v, want one RT108", got)
 	}
 	live := topology.NewState([]string{"v"})
 	live.BrokerVersion = "4.3.6"

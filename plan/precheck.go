@@ -87,7 +87,7 @@ func (s objectSet) has(a topology.Address) bool { return s[objectScope{a.Kind, a
 // checkPolicyKeys finds the keys of a policy the broker would refuse: one
 // it does not know, one the release or its settings refuse (a removed or
 // denied feature, a plugin not enabled), one without the keys it needs
-// beside it; and says which of its verdicts are defaults (RT106).
+// beside it; and says which of its verdicts are defaults (RT108).
 func checkPolicyKeys(a topology.Address, pol topology.Policy, x topology.Facts) []Diagnostic {
 	var ds []Diagnostic
 	refuse := func(format string, args ...any) {
@@ -128,7 +128,7 @@ func refusalWhy(f topology.Feature, v topology.Verdict) string {
 	return f.Span()
 }
 
-// defaultVerdict is RT106 for a verdict that is a default an operator can
+// defaultVerdict is RT108 for a verdict that is a default an operator can
 // change, or that rests on what only a live broker shows.
 func defaultVerdict(a topology.Address, what string, v topology.Verdict) []Diagnostic {
 	if !v.Default || v.Support == topology.Refused {

@@ -33,6 +33,11 @@ type Choices struct {
 	Prune bool
 	// Migrate chooses the queue replaces that become migrations.
 	Migrate Migration
+	// Expand, when set, makes the desired topology from the state Make
+	// read (the spec's layout auto depends on the broker's version and
+	// on what is live); the desired topology given to Make then only
+	// names the vhosts to read.
+	Expand func(st *topology.State) topology.Topology
 }
 
 // Make reads the vhosts of desired from src and plans the changes that
@@ -45,6 +50,9 @@ func Make(ctx context.Context, src Source, desired topology.Topology, ch Choices
 	st, err := src.Read(ctx, desired.VhostNames())
 	if err != nil {
 		return Plan{}, nil, err
+	}
+	if ch.Expand != nil {
+		desired = ch.Expand(st)
 	}
 	p := Diff(st, desired, ch)
 	need := CountsNeeded(p)

@@ -37,7 +37,7 @@ const (
 	// or a transient queue only by a default an operator can change (a
 	// deprecated feature), or only with a plugin that the source cannot
 	// show enabled (a plan against an export or a version).
-	CodeDefaultVerdict = "RT106"
+	CodeDefaultVerdict = "RT108"
 )
 
 // Judged is the RabbitMQ version a plan is judged for, and where that
@@ -229,7 +229,7 @@ func featureAt(kind topology.FeatureKind, name string, value any, v topology.Ver
 // refused lists what RabbitMQ with facts x refuses to declare about q:
 // the arguments the table says it stopped accepting (RT103) and a
 // transient queue (RT104). Refusals that are a default say how operators
-// lift them; a transient queue accepted only by default says so (RT106).
+// lift them; a transient queue accepted only by default says so (RT108).
 func refused(q topology.Queue, a topology.Address, x topology.Facts) []Diagnostic {
 	var ds []Diagnostic
 	v := x.Version

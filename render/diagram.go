@@ -76,6 +76,12 @@ func flow(t topology.Topology) graph {
 	}
 	g.edges = append(g.edges, unmatchedEdges(t, id, exists)...)
 	for _, q := range t.Queues {
+		if label, ok := nativeLabel(q); ok {
+			at := id(q.Vhost, nodeQueue, q.Name)
+			g.edges = append(g.edges, edge{from: at, to: at, label: label, dashed: true})
+		}
+	}
+	for _, q := range t.Queues {
 		// What the broker makes of the queue's arguments and its policy.
 		eff := topology.EffectiveUnder(q, t.Policies, nil)
 		dlx, ok := eff["dead-letter-exchange"].(string)
@@ -108,6 +114,28 @@ func flow(t topology.Topology) graph {
 	}
 	g.edges = dedupe(g.edges)
 	return g
+}
+
+// nativeLabel describes the retries a queue of the native layout delays
+// itself (contract.Native): the broker's linear delay, or the delays a
+// client asks per message over AMQP 1.0.
+func nativeLabel(q topology.Queue) (string, bool) {
+	n, err := contract.ParseNative(q.Arguments)
+	if err != nil {
+		return "", false
+	}
+	words := make([]string, len(n.Delays))
+	for i, d := range n.Delays {
+		words[i] = contract.FormatDelay(d)
+	}
+	how := "reject"
+	if n.Route == contract.RouteModified {
+		how = "AMQP 1.0"
+		if n.Jitter {
+			how += ", jitter"
+		}
+	}
+	return fmt.Sprintf("%d retries in queue: %s (%s)", n.DeliveryLimit, strings.Join(words, ", "), how), true
 }
 
 // returnsTo names the queues to which wait queue q returns messages by

@@ -35,7 +35,7 @@ func updatingGoldens() bool {
 func renderExamplePaths(t *testing.T) []string {
 	t.Helper()
 	var paths []string
-	for _, glob := range []string{"examples/*.yaml", "examples/presets/*.yaml"} {
+	for _, glob := range []string{"examples/*.yaml", "examples/presets/*.yaml", "examples/rabbitmq-4.3/*.yaml"} {
 		m, err := filepath.Glob(filepath.Join("..", glob))
 		if err != nil {
 			t.Fatal(err)

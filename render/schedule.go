@@ -30,7 +30,7 @@ func Schedule(w io.Writer, files []*spec.File, color bool) error {
 			fmt.Fprintf(w, "%s %s\n", st.bold("queue "+q.Name), describeQueue(s, q))
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "  ATTEMPT\tDELAY\tAT\tWAITS IN\tIF IT FAILS")
-			upTo := false
+			upTo, native := false, s.LayoutOf(q) == spec.LayoutNative
 			for _, step := range s.Schedule(q) {
 				delay, via, at := "-", "-", HumanDuration(step.Elapsed)
 				if step.Attempt > 1 {
@@ -38,11 +38,17 @@ func Schedule(w io.Writer, files []*spec.File, color bool) error {
 					if step.Jitter {
 						delay = "0-" + delay + " (jitter)"
 					}
-					if step.Via == q.Name {
+					switch {
+					case native:
+						via = q.Name + " (deferred)"
+					case step.Via == q.Name:
 						via = "(immediate, back of " + q.Name + ")"
 					}
 				}
 				next := step.OnFailure
+				if native && next == q.Name {
+					next += " (deferred)"
+				}
 				if next == contract.DeadLetterQueue(q.Name) {
 					next = st.red("DLQ " + next)
 				}
@@ -85,19 +91,25 @@ func describeQueue(s *spec.Spec, q spec.Queue) string {
 	case q.Preset != spec.PresetNone:
 		parts = append(parts, "preset "+string(q.Preset))
 	case len(q.Retry.Delays()) > 0:
-		layout := q.Layout
-		if layout == "" {
-			layout = s.Layout
-		}
-		if layout == "" {
-			layout = spec.LayoutShared
-		}
+		layout := s.LayoutOf(q)
 		parts = append(parts, "layout "+string(layout))
+		if layout == spec.LayoutNative {
+			parts = append(parts, nativeRoute(q))
+		}
 	}
 	if q.RetryRef != "" {
 		parts = append(parts, "policy "+q.RetryRef)
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// nativeRoute says how a service retries a queue of the native layout
+// (contract.SettleRoute).
+func nativeRoute(q spec.Queue) string {
+	if _, _, ok := contract.BrokerExpressible(spec.NativeDelays(q)); ok && q.Retry.Jitter != spec.JitterFull {
+		return "retried by basic.reject, delayed by the queue"
+	}
+	return "retried over AMQP 1.0 with x-opt-delivery-time"
 }
 
 type styler struct{ on bool }

@@ -53,7 +53,7 @@ func TestChunkedParseIsTheWholeParse(t *testing.T) {
 		docs[p] = data
 	}
 	whole := chunking{minSize: math.MaxInt, items: 1}
-	opts := cmp.AllowUnexported(Spec{}, Exchange{}, Binding{}, Queue{}, PresetOptions{}, Policy{}, pos{}, keyAt{})
+	opts := cmp.AllowUnexported(Spec{}, Exchange{}, Binding{}, Queue{}, PresetOptions{}, Policy{}, pos{}, keyAt{}, resolution{})
 	for name, data := range docs {
 		want, _, wantErr := parseWith("s.yaml", data, whole)
 		for _, per := range []int{1, 2, 1024} {

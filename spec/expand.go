@@ -465,6 +465,10 @@ func (b *builder) waitQueueType(q Queue, layout Layout) string {
 
 // native builds rmqtopo's own contract (see package contract).
 func (b *builder) native(q Queue) {
+	if b.s.layoutOf(q) == LayoutNative {
+		b.nativeLayout(q) // nativelayout.go
+		return
+	}
 	retry := contract.RetryExchange(q.Name)
 	dlx := contract.DeadLetterExchange(q.Name)
 	if q.DLQ {

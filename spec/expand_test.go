@@ -486,7 +486,7 @@ func TestExpandIsDeterministic(t *testing.T) {
 		vhosts[f.Spec.Vhost] = true
 		files = append(files, f)
 	}
-	opts := cmp.AllowUnexported(Spec{}, Exchange{}, Binding{}, Queue{}, PresetOptions{}, Policy{}, pos{}, keyAt{})
+	opts := cmp.AllowUnexported(Spec{}, Exchange{}, Binding{}, Queue{}, PresetOptions{}, Policy{}, pos{}, keyAt{}, resolution{})
 	before := cloneFiles(files)
 	want := Expand(files...)
 	if diff := cmp.Diff(before, files, opts); diff != "" {

@@ -156,8 +156,10 @@ func (b *builder) levelsRetries(q Queue) {
 
 // checkJitter reports jitter on a queue whose wait queues have fixed TTLs.
 func (b *builder) checkJitter(q Queue) {
-	if q.Retry.Jitter == JitterFull && (q.Preset != PresetNone || b.s.layoutOf(q) != LayoutLevels) {
-		b.errorf(q.retryAt, "jitter needs layout levels: queue %q's wait queues have fixed TTLs", q.Name)
+	// Unresolved, auto may yet be native or levels (Resolve).
+	auto := !q.res.set && b.s.writtenLayout(q) == LayoutAuto
+	if l := b.s.layoutOf(q); q.Retry.Jitter == JitterFull && !auto && (q.Preset != PresetNone || l != LayoutLevels && l != LayoutNative) {
+		b.errorf(q.retryAt, "jitter needs layout levels or native: queue %q's wait queues have fixed TTLs", q.Name)
 	}
 }
 

@@ -99,7 +99,7 @@ func attemptOf(b topology.Binding) string {
 
 func TestLevelsValidation(t *testing.T) {
 	tests := []struct{ name, spec, want string }{
-		{"jitter without levels", "version: 1\nqueues:\n  - name: a\n    retry: {fixed: {delay: 1s, attempts: 2, jitter: full}}\n",
+		{"jitter without levels", "version: 1\nlayout: shared\nqueues:\n  - name: a\n    retry: {fixed: {delay: 1s, attempts: 2, jitter: full}}\n",
 			`jitter needs layout levels`},
 		{"delay beyond the ladder", "version: 1\nlayout: levels\nlevels: {max: 1s}\nqueues:\n  - name: a\n    retry: {delays: [2s]}\n",
 			`beyond the delay ladder's maximum 1.5s`},

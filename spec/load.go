@@ -647,11 +647,11 @@ func (d *decoder) layout(n *yaml.Node, path string) Layout {
 	var v string
 	d.str(n, path, &v)
 	switch Layout(v) {
-	case LayoutShared, LayoutPerAttempt, LayoutLevels:
+	case LayoutShared, LayoutPerAttempt, LayoutLevels, LayoutNative, LayoutAuto:
 		return Layout(v)
 	}
 	if n.Kind == yaml.ScalarNode {
-		d.add(at(n, path), "unknown layout %q (expected shared, per-attempt or levels)", v)
+		d.add(at(n, path), "unknown layout %q (expected auto, native, shared, per-attempt or levels)", v)
 	}
 	return ""
 }

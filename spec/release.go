@@ -67,17 +67,6 @@ func deadEndArgs(typ string) map[string]any {
 	return map[string]any{"x-queue-type": TypeQuorum, "x-delivery-limit": DeadEndDeliveryLimit}
 }
 
-// ForRelease is t, the files' expansion for the unknown release (as
-// LoadExpanded returns it), as release v declares it: t itself where v
-// declares alike, so that a large spec is expanded again only for a
-// release that needs it.
-func ForRelease(v topology.Version, files []*File, t topology.Topology) topology.Topology {
-	if writesDefaultLimit(v) {
-		return t
-	}
-	return ExpandFor(v, files...)
-}
-
 // DeclaresAlike reports whether releases v and w are given the same
 // expansion of every spec.
 func DeclaresAlike(v, w topology.Version) bool { return writesDefaultLimit(v) == writesDefaultLimit(w) }

@@ -8,7 +8,11 @@ import (
 // ReturnTo is the queue q's delayed retries come back into: its return
 // queue (contract.ReturnQueue) when the spec asks for one, else q itself.
 func ReturnTo(q Queue) string {
-	if q.ReturnQueue && q.Preset == PresetNone && !q.Raw {
+	on := q.ReturnQueue
+	if q.res.set {
+		on = q.res.returnQueue
+	}
+	if on && q.Preset == PresetNone && !q.Raw {
 		return contract.ReturnQueue(q.Name)
 	}
 	return q.Name

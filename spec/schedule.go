@@ -112,6 +112,8 @@ func (s *Spec) retryDestination(q Queue, k int) string {
 		return springWaitQueue(q, d)
 	}
 	switch s.layoutOf(q) {
+	case LayoutNative:
+		return q.Name
 	case LayoutLevels:
 		l, _ := s.Ladder()
 		return l.EntryExchange()
@@ -128,12 +130,30 @@ func (s *Spec) deadEnd(q Queue) string {
 	return contract.DeadLetterQueue(q.Name)
 }
 
+// LayoutOf is the layout q's retries take (never auto): what Resolve
+// chose for the broker, else the one the spec writes, with auto shared.
+func (s *Spec) LayoutOf(q Queue) Layout { return s.layoutOf(q) }
+
+// layoutOf is the layout q's retries take: what Resolve chose, else the
+// one the spec writes, where auto (written or not) is shared.
 func (s *Spec) layoutOf(q Queue) Layout {
-	if q.Layout != "" {
-		return q.Layout
+	if q.res.set {
+		return q.res.layout
 	}
-	if s.Layout != "" {
-		return s.Layout
+	if l := s.writtenLayout(q); l != LayoutAuto {
+		return l
 	}
 	return LayoutShared
+}
+
+// writtenLayout is the layout the spec gives q, auto when neither q nor
+// the spec names one.
+func (s *Spec) writtenLayout(q Queue) Layout {
+	switch {
+	case q.Layout != "":
+		return q.Layout
+	case s.Layout != "":
+		return s.Layout
+	}
+	return LayoutAuto
 }

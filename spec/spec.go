@@ -29,6 +29,16 @@ const (
 	// binary delay levels (see contract.Ladder): any delay, chosen per
 	// message by the service, through a handful of shared queues.
 	LayoutLevels Layout = "levels"
+	// LayoutNative lets a quorum queue delay its own retries (RabbitMQ
+	// 4.3.1 and later; see contract.Native): no retry exchange and no
+	// wait queue.
+	LayoutNative Layout = "native"
+	// LayoutAuto is native where the judged RabbitMQ version is at least
+	// contract.NativeSince, else shared, with a return queue for a queue
+	// that is not live yet; a live queue keeps the layout it has (see
+	// Resolve). It is the default: a queue or spec without a layout has
+	// it.
+	LayoutAuto Layout = "auto"
 )
 
 // Preset makes a queue's retry topology match what services written for an
@@ -167,6 +177,9 @@ type Queue struct {
 	at, nameAt, deliveryLimitAt, retryAt, layoutAt, argumentsAt, presetOptionsAt pos
 	// set records the keys written, for the checks of raw queues.
 	set keySet
+	// res is the layout and return queue Resolve chose for the broker;
+	// unset, auto expands as shared without a return queue.
+	res resolution
 	// argAt records where each argument is written.
 	argAt map[string]pos
 }

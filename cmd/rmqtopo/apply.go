@@ -16,7 +16,6 @@ import (
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
 	"github.com/rmqtopo/rmqtopo/render"
-	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -49,17 +48,14 @@ func (c *applyCmd) Validate() error {
 var stdinIsTerminal = func(r io.Reader) bool { return isTerminal(r) }
 
 func (c *applyCmd) Run(e *env) (err error) {
-	saved, files, desired, ch, err := c.input(e)
+	var kept []plan.LayoutKept
+	saved, desired, ch, err := c.input(e, &kept)
 	if err != nil {
 		return err
 	}
 	client, err := c.Conn.client(e)
 	if err != nil {
 		return err
-	}
-	if saved == nil {
-		// Declared as the broker written to declares it.
-		desired = expandFor(e, files, desired, "", client)
 	}
 	sess, err := client.NewSession(e.ctx)
 	if err != nil {
@@ -81,7 +77,7 @@ func (c *applyCmd) Run(e *env) (err error) {
 		},
 		Review: func(p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error) {
 			report.Pause()
-			return c.review(e, client, saved != nil, ch.Specs, p, st)
+			return c.review(e, client, saved != nil, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: ch.Specs, Kept: kept}, p, st)
 		},
 		Options: apply.Options{Concurrency: c.Concurrency, AllowDestroy: c.AllowDestroy, Progress: changesHook(report.Update)},
 	})
@@ -102,10 +98,10 @@ func (c *applyCmd) Run(e *env) (err error) {
 // review checks the plan apply is about to carry out, shows it and asks
 // for approval, and returns its diagnostics, which Apply refuses by; an
 // error stops the apply before anything is written.
-func (c *applyCmd) review(e *env, client *broker.Client, saved bool, specs map[string]string, p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error) {
+func (c *applyCmd) review(e *env, client *broker.Client, saved bool, check plan.CheckOptions, p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error) {
 	// apply has no --rabbitmq-version: it judges by the broker it writes to.
 	diags, err := review(e, p, st, client, plan.ReviewOptions{
-		Check: plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs}, From: "broker", Writer: true,
+		Check: check, From: "broker", Writer: true,
 	})
 	if err != nil {
 		return nil, err
@@ -131,30 +127,33 @@ func (c *applyCmd) review(e *env, client *broker.Client, saved bool, specs map[s
 }
 
 // input reads what apply applies: a saved plan (one file whose kind says
-// so) or spec files, expanded.
-func (c *applyCmd) input(e *env) (*planfile.File, []*spec.File, topology.Topology, plan.Choices, error) {
+// so) or spec files, expanded for the broker's state (layouts; kept
+// receives the live queues that keep theirs).
+func (c *applyCmd) input(e *env, kept *[]plan.LayoutKept) (*planfile.File, topology.Topology, plan.Choices, error) {
 	if len(c.Files) == 1 {
 		saved, err := planfile.Read(c.Files[0])
 		if err != nil {
-			return nil, nil, topology.Topology{}, plan.Choices{}, planfileError(err)
+			return nil, topology.Topology{}, plan.Choices{}, planfileError(err)
 		}
 		if saved != nil {
 			switch {
 			case c.Prune:
-				return nil, nil, topology.Topology{}, plan.Choices{}, errors.New("--prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
+				return nil, topology.Topology{}, plan.Choices{}, errors.New("--prune does not apply to a saved plan: it was decided when the plan was made (plan --prune --out FILE)")
 			case c.Migrate:
-				return nil, nil, topology.Topology{}, plan.Choices{}, errors.New("--migrate does not apply to a saved plan: it was decided when the plan was made (plan --migrate --out FILE)")
+				return nil, topology.Topology{}, plan.Choices{}, errors.New("--migrate does not apply to a saved plan: it was decided when the plan was made (plan --migrate --out FILE)")
 			case len(saved.Specs) == 0:
-				return nil, nil, topology.Topology{}, plan.Choices{}, fmt.Errorf("the plan in %s was saved by an earlier rmqtopo and names no spec, whose ownership record apply must write; run plan again", c.Files[0])
+				return nil, topology.Topology{}, plan.Choices{}, fmt.Errorf("the plan in %s was saved by an earlier rmqtopo and names no spec, whose ownership record apply must write; run plan again", c.Files[0])
 			}
-			return saved, nil, topology.Topology{}, plan.Choices{Specs: saved.Specs}, nil
+			return saved, topology.Topology{}, plan.Choices{Specs: saved.Specs}, nil
 		}
 	}
 	files, desired, err := loadExpanded(e, c.Files)
 	if err != nil {
-		return nil, nil, topology.Topology{}, plan.Choices{}, err
+		return nil, topology.Topology{}, plan.Choices{}, err
 	}
-	return nil, files, desired, choices(files, c.Prune, c.Migrate), nil
+	ch := choices(files, c.Prune, c.Migrate)
+	ch.Expand = layouts(files, "", "broker", kept)
+	return nil, desired, ch, nil
 }
 
 // confirm asks for "yes" on a terminal and refuses to guess otherwise.

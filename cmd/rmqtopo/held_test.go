@@ -94,6 +94,8 @@ func TestStatusStuckDeadLetters(t *testing.T) {
 	file := o.spec(t, "full.yaml", `queues:
   - name: orders
     type: quorum
+    layout: shared
+    return_queue: false
     max_length: 1
     retry: {delays: [1s]}
 `)
@@ -166,6 +168,8 @@ func TestStatusHeldSkippedWhenOutranked(t *testing.T) {
 	const body = `queues:
   - name: orders
     type: quorum
+    layout: shared
+    return_queue: false
     max_length: 1
     retry: {delays: [1s]}
 `
@@ -253,6 +257,8 @@ func TestStatusHeldDeadLettersForwarded(t *testing.T) {
 	file := o.spec(t, "jobs.yaml", `queues:
   - name: jobs
     type: quorum
+    layout: shared
+    return_queue: false
     retry: {delays: [1s]}
 `)
 	o.must(t, 0, "apply", "--auto-approve", file)

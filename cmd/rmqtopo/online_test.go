@@ -160,7 +160,7 @@ func TestOnlineNewVhost(t *testing.T) {
 	})
 	path := o.spec(t, "small.yaml", smallSpec)
 	out := o.must(t, 2, "plan", "--detailed-exitcode", path)
-	if !strings.Contains(out, fmt.Sprintf("+ vhost %q", o.vhost)) || !strings.Contains(out, "Plan: 12 to create") {
+	if !strings.Contains(out, fmt.Sprintf("+ vhost %q", o.vhost)) || !strings.Contains(out, "Plan: 13 to create") {
 		t.Errorf("plan:\n%s", out)
 	}
 	o.must(t, 0, "apply", "--auto-approve", path)
@@ -172,7 +172,7 @@ func TestOnlineAgainst(t *testing.T) {
 	o := newOnline(t)
 	path := o.spec(t, "small.yaml", smallSpec)
 	stdout, stderr, code := rmqtopo(t, "", "plan", "--against", "empty", "--detailed-exitcode", path)
-	if code != 2 || !strings.Contains(stdout, "Plan: 12 to create") {
+	if code != 2 || !strings.Contains(stdout, "Plan: 13 to create") {
 		t.Errorf("--against empty: exit %d\n%s%s", code, stdout, stderr)
 	}
 	o.must(t, 0, "apply", "--auto-approve", path)

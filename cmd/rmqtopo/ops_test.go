@@ -176,6 +176,8 @@ func TestStatusCommand(t *testing.T) {
 		{"orders", status.RoleWork, 0, []string{status.FlagNoConsumers}},
 		{"rmqtopo.wait.1s", status.RoleWait, 0, nil},
 		{"rmqtopo.wait.1m", status.RoleWait, 0, nil},
+		// A new queue gets a return queue (layout auto), as its plan says.
+		{"orders.return", status.RoleReturn, 0, nil},
 		{"orders.dlq", status.RoleDLQ, 3, []string{status.FlagDLQNotEmpty}},
 		{"orders.parking-lot", status.RoleParkingLot, 0, nil},
 	}

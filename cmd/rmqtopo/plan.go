@@ -53,30 +53,22 @@ func (c *planCmd) Run(e *env) (err error) {
 		}
 		src, brokerURL = client, client.URL()
 	}
-	expanded := desired
-	desired = expandFor(e, files, expanded, c.Version.RabbitMQVersion, client)
-	p, st, err := plan.Make(e.ctx, src, desired, choices(files, c.Prune, c.Migrate))
-	if err == nil && c.Against != "" && c.Version.RabbitMQVersion == "" {
-		// An export's version is known once it is read: plan again for
-		// it where it declares otherwise.
-		if v, verr := topology.ParseVersion(st.BrokerVersion); verr == nil {
-			if !spec.DeclaresAlike(v, topology.Version{}) {
-				p, st, err = plan.Make(e.ctx, src, spec.ForRelease(v, files, expanded), choices(files, c.Prune, c.Migrate))
-			}
-		}
+	from := "broker"
+	if c.Against != "" {
+		from = "export"
 	}
+	var kept []plan.LayoutKept
+	ch := choices(files, c.Prune, c.Migrate)
+	ch.Expand = layouts(files, c.Version.RabbitMQVersion, from, &kept)
+	p, st, err := plan.Make(e.ctx, src, desired, ch)
 	if err != nil {
 		if c.Against != "" {
 			return fmt.Errorf("--against: %w", err)
 		}
 		return err
 	}
-	from := "broker"
-	if c.Against != "" {
-		from = "export"
-	}
 	diags, err := review(e, &p, st, client, plan.ReviewOptions{
-		Check:           plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs},
+		Check:           plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs, Kept: kept},
 		RabbitMQVersion: c.Version.RabbitMQVersion, From: from,
 	})
 	if err != nil {
@@ -117,6 +109,24 @@ func renderPlan(e *env, format string, p plan.Plan, diags []plan.Diagnostic) err
 		return render.PlanMarkdown(e.stdout, p, diags, render.MarkdownOptions{SeeAll: flagwords.MarkdownSeeAll})
 	default:
 		return render.PlanText(e.stdout, p, diags, e.color)
+	}
+}
+
+// layouts resolves files for the state a plan reads (spec.Resolve): the
+// judged version (override, else the state's) and the live queues choose
+// the layout auto gives each queue; kept receives the live queues that
+// keep theirs, for the plan's notes.
+func layouts(files []*spec.File, override, from string, kept *[]plan.LayoutKept) func(*topology.State) topology.Topology {
+	return func(st *topology.State) topology.Topology {
+		// A bad override is reported by the review that follows.
+		j, _ := plan.JudgeVersion(override, st, from)
+		v, _ := topology.ParseVersion(j.Version)
+		*kept = (*kept)[:0]
+		for _, k := range spec.Resolve(files, spec.Target{RabbitMQ: v, Live: &st.Topology}) {
+			*kept = append(*kept, plan.LayoutKept{Address: topology.Address{Kind: topology.KindQueue, Vhost: k.Vhost, Name: k.Queue}, Move: k.String()})
+		}
+		// What rmqtopo declares depends on the release (spec/release.go).
+		return spec.ExpandFor(v, files...)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/plan"
-	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -29,17 +28,4 @@ func review(e *env, p *plan.Plan, st *topology.State, client *broker.Client, o p
 		fmt.Fprintf(e.stderr, "warning: %v (give --rabbitmq-version)\n", warning)
 	}
 	return flagwords.Diagnostics(diags), err
-}
-
-// expandFor is the files' expansion t (for the unknown release) as the
-// release the plan is judged by declares it: --rabbitmq-version (flag),
-// else the live broker's version; t itself without either, or where that
-// release declares alike. A broker that will not say its version leaves
-// it unknown, as Review does.
-func expandFor(e *env, files []*spec.File, t topology.Topology, flag string, client *broker.Client) topology.Topology {
-	v, err := topology.ParseVersion(flag)
-	if err != nil && client != nil {
-		v, _ = client.Version(e.ctx)
-	}
-	return spec.ForRelease(v, files, t)
 }

@@ -289,7 +289,7 @@ policies:
 	stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", path}, o.conn()...)...)
 	// Policies are written first, so that objects are created with their
 	// policy in place: the refusal stops the apply before any object.
-	for _, want := range []string{"nothing changed; 8 changes not made: create policy \"limits\"", "The ownership record lists what exists.",
+	for _, want := range []string{"nothing changed; 9 changes not made: create policy \"limits\"", "The ownership record lists what exists.",
 		"The broker refused a change: applying again will fail the same way until the spec or the broker changes."} {
 		if code != 1 || !strings.Contains(stderr, want) {
 			t.Errorf("exit %d, stderr lacks %q\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)

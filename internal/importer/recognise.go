@@ -114,7 +114,7 @@ type candidate struct {
 // levels queue also holds everything native guesses for it (its retry
 // exchange and immediate retries, without the delayed ones); the others
 // need their own generated objects to exist.
-var recognisers = []func(*live, topology.Queue) *candidate{levels, native, goqueue, outbox, spring}
+var recognisers = []func(*live, topology.Queue) *candidate{nativeLayout, levels, native, goqueue, outbox, spring}
 
 // recognise returns the first candidate for q whose expansion the live
 // topology holds exactly, or nil and why none is: what the first guess
@@ -232,6 +232,31 @@ func native(l *live, q topology.Queue) *candidate {
 	}
 	sq.Retry = policyFor(delays)
 	return &candidate{q: sq, what: "rmqtopo retry topology"}
+}
+
+// nativeLayout recognises the native layout (contract.Native) by the
+// schedule in the queue's own arguments: leading zero delays are
+// immediate retries, the rest its retry policy.
+func nativeLayout(l *live, q topology.Queue) *candidate {
+	n, err := contract.ParseNative(q.Arguments)
+	if err != nil {
+		return nil
+	}
+	sq := l.base(q)
+	sq.Layout, sq.DeliveryLimit = spec.LayoutNative, 0
+	delays := n.Delays
+	for len(delays) > 0 && delays[0] == 0 {
+		sq.ImmediateRetries++
+		delays = delays[1:]
+	}
+	sq.Retry = policyFor(delays)
+	if n.Jitter {
+		if sq.Retry.Kind == "delays" {
+			return nil // a list of delays takes no jitter
+		}
+		sq.Retry.Jitter = spec.JitterFull
+	}
+	return &candidate{q: sq, what: "rmqtopo native layout"}
 }
 
 // goqueue recognises the goqueue preset by its retry exchange. The

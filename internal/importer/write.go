@@ -317,6 +317,9 @@ func retryNode(p spec.RetryPolicy) *yaml.Node {
 		}
 	}
 	add(body, "attempts", scalar(p.Attempts))
+	if p.Jitter == spec.JitterFull {
+		add(body, "jitter", scalar(spec.JitterFull))
+	}
 	n := mapping()
 	n.Style = yaml.FlowStyle
 	add(n, p.Kind, body)

@@ -54,7 +54,8 @@ type Options struct {
 func Read(ctx context.Context, b Broker, files []*spec.File, opts Options) (Report, error) {
 	// A server that is not RabbitMQ would read as a broker with nothing on
 	// it: every queue "missing", exit 0.
-	if _, err := b.Server(ctx); err != nil {
+	version, err := b.Server(ctx)
+	if err != nil {
 		return Report{}, err
 	}
 	vhosts := spec.Expand(files...).VhostNames()
@@ -76,11 +77,31 @@ func Read(ctx context.Context, b Broker, files []*spec.File, opts Options) (Repo
 			return Report{}, fmt.Errorf("reading the live topology for drift (--no-drift skips it): %w", err)
 		}
 	}
+	resolveLayouts(files, version, stats, live)
 	st := Build(files, stats, live)
 	if err := watchHeld(ctx, &st, b, opts); err != nil {
 		return Report{}, fmt.Errorf("re-reading wait queues that hold dead-letters: %w", err)
 	}
 	return st, nil
+}
+
+// resolveLayouts lays the spec out as plan does (spec.Resolve): for the
+// broker's version, with what is live, from the live topology when drift
+// read it, else from the queues listed (their names and arguments tell
+// every layout but levels, which then reads as shared).
+func resolveLayouts(files []*spec.File, version string, stats map[string][]broker.QueueInfo, live *topology.State) {
+	v, _ := topology.ParseVersion(version)
+	if live != nil {
+		spec.Resolve(files, spec.Target{RabbitMQ: v, Live: &live.Topology})
+		return
+	}
+	var t topology.Topology
+	for vhost, qs := range stats {
+		for _, q := range qs {
+			t.Queues = append(t.Queues, topology.Queue{Vhost: vhost, Name: q.Name, Arguments: q.Arguments})
+		}
+	}
+	spec.Resolve(files, spec.Target{RabbitMQ: v, Live: &t})
 }
 
 // isNotFound reports a missing queue or vhost.

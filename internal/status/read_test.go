@@ -22,9 +22,16 @@ type fakeBroker struct {
 	held   map[string][]int64
 	gets   int
 	reads  int
+	// version is the broker's; "" is 3.10.8.
+	version string
 }
 
-func (b *fakeBroker) Server(context.Context) (string, error) { return "3.10.8", nil }
+func (b *fakeBroker) Server(context.Context) (string, error) {
+	if b.version != "" {
+		return b.version, nil
+	}
+	return "3.10.8", nil
+}
 
 func (b *fakeBroker) ListQueues(_ context.Context, vhost string) ([]broker.QueueInfo, error) {
 	if vhost != "v" {
@@ -174,6 +181,42 @@ func TestExitCodeOrder(t *testing.T) {
 		code, matters := tc.st.HeldWaitMatters(2)
 		if got := tc.st.ExitCode(); got != tc.code || code != tc.code || matters != tc.matters {
 			t.Errorf("%s: exit %d (%d), matters %t; want %d, %t", tc.name, got, code, matters, tc.code, tc.matters)
+		}
+	}
+}
+
+// TestReadLaysOutAsPlanDoes: status resolves layout auto as plan does, so
+// a live native queue on 4.3 misses no wait queue, and a live shared
+// queue without a return queue misses none on 3.10; a queue not live yet
+// is missing with the return queue a plan would create.
+func TestReadLaysOutAsPlanDoes(t *testing.T) {
+	f, err := spec.Parse("n.yaml", []byte(`version: 1
+vhost: v
+queues:
+  - {name: n, type: quorum, retry: {delays: [1s, 2s]}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	native := map[string]any{"x-queue-type": "quorum", "x-delayed-retry-type": "failed", "x-delayed-retry-min": int64(1000),
+		"x-delayed-retry-max": int64(2000), "x-delivery-limit": int64(2)}
+	for _, c := range []struct {
+		version string
+		queues  []broker.QueueInfo
+		missing int
+	}{
+		{"4.3.6", []broker.QueueInfo{{Name: "n", Arguments: native}, {Name: "n.dlq"}}, 0},
+		{"3.10.8", []broker.QueueInfo{{Name: "n"}, {Name: "n.dlq"}, {Name: "rmqtopo.wait.1s"}, {Name: "rmqtopo.wait.2s"}}, 0},
+		{"3.10.8", nil, 5}, // n, n.dlq, n.return and two wait queues
+		{"4.3.6", nil, 2},  // n, n.dlq
+	} {
+		b := &fakeBroker{version: c.version, queues: c.queues}
+		r, err := Read(context.Background(), b, []*spec.File{f}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Summary.MissingQueues != c.missing {
+			t.Errorf("%s with %d queues live: %d missing, want %d", c.version, len(c.queues), r.Summary.MissingQueues, c.missing)
 		}
 	}
 }

@@ -1,0 +1,259 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+// nativeLayout builds a queue of the native layout: its DLQ and parking
+// lot as any queue's, its policy, and no retry exchange and no wait queue:
+// the work queue itself carries the schedule (contract.NativeArguments)
+// and a delivery limit of its retries, so the broker delays each failed
+// delivery and dead-letters the last into the DLQ.
+func (b *builder) nativeLayout(q Queue) {
+	b.checkNative(q)
+	if q.DLQ {
+		dlx := contract.DeadLetterExchange(q.Name)
+		b.addExchange(topology.Exchange{Name: dlx, Type: "fanout", Durable: true}, b.generated(q, "dead-letter exchange"))
+		b.bind(dlx, topology.DestQueue, contract.DeadLetterQueue(q.Name), "", nil)
+	}
+	b.deadEnds(q)
+	b.queuePolicy(q.Name, setAttributes(q))
+	wq, ok := b.queue(q.Name)
+	if !ok {
+		return
+	}
+	args := map[string]any{}
+	for k, v := range wq.Arguments {
+		args[k] = v
+	}
+	for k, v := range contract.NativeArguments(NativeDelays(q), q.Retry.Jitter == JitterFull) {
+		args[k] = v
+	}
+	wq.Arguments = topology.NormalizeArgs(args)
+}
+
+// NativeDelays is the delay of each retry of q on the native layout: 0
+// for each immediate retry, then the schedule's delays.
+func NativeDelays(q Queue) []time.Duration {
+	return append(make([]time.Duration, q.ImmediateRetries), q.Retry.Delays()...)
+}
+
+// checkNative reports what the native layout cannot do for q.
+func (b *builder) checkNative(q Queue) {
+	at := q.layoutAt
+	if at == (pos{}) {
+		at = q.nameAt
+	}
+	switch {
+	case q.Type != TypeQuorum:
+		b.errorf(at, "layout native needs a quorum queue: RabbitMQ 4.3 delays retries only inside quorum queues (queue %q is %s)", q.Name, q.Type)
+	case q.ImmediateRetries+q.Retry.count() == 0:
+		b.errorf(at, "layout native needs retries: queue %q has no retry schedule", q.Name)
+	}
+	if q.DeliveryLimit != 0 {
+		b.errorf(q.deliveryLimitAt, "delivery_limit does not apply to layout native: the queue's delivery limit is the number of its retries (%d)", q.ImmediateRetries+q.Retry.count())
+	}
+	if at, ok := q.set.get("return_queue"); ok && q.ReturnQueue {
+		b.errorf(at, "return_queue does not apply to layout native: the broker brings a delayed retry back ahead of the queue's backlog itself")
+	}
+}
+
+// Target is what decides the layout auto gives each queue: the RabbitMQ
+// version the plan is judged for and what is live on the broker.
+type Target struct {
+	// RabbitMQ is the judged version; unknown never gives native.
+	RabbitMQ topology.Version
+	// Live is the broker's topology; nil when nothing is live (render,
+	// plan --against empty).
+	Live *topology.Topology
+}
+
+// Kept is a live queue that keeps its layout where auto would give a new
+// queue another: the plan says how to move it.
+type Kept struct {
+	Vhost, Queue string
+	// Live is the layout the queue has; ReturnQueue whether it has a
+	// return queue.
+	Live        Layout
+	ReturnQueue bool
+	// Auto is what auto gives a queue that is not live yet.
+	Auto Layout
+}
+
+// Resolve chooses, for every queue of files whose layout is auto (written
+// or by default), the layout Expand builds for target t, and the return
+// queue of a queue that does not say: a queue not live yet gets native
+// where t's version is at least contract.NativeSince, else shared (levels
+// for a jittered schedule, which fixed-TTL wait queues cannot draw) with
+// a return queue (on time behind a backlog); a live queue keeps the layout
+// and return queue it has. An explicit layout or return_queue always
+// wins. It records the choice in files (Expand, Schedule and ReturnTo
+// follow it) and returns the live queues that keep a layout auto would
+// not give them. Calling it again replaces the earlier choice.
+func Resolve(files []*File, t Target) []Kept {
+	since, _ := topology.ParseVersion(contract.NativeSince)
+	native := t.RabbitMQ.Known() && !t.RabbitMQ.Less(since)
+	live := indexLive(t.Live)
+	var kept []Kept
+	for _, f := range files {
+		s := &f.Spec
+		for i := range s.Queues {
+			q := &s.Queues[i]
+			q.res = resolution{}
+			if q.Raw || q.Preset != PresetNone {
+				continue
+			}
+			q.res = s.resolve(*q, native, live)
+			if k, ok := keptFor(s, *q, native, live); ok {
+				kept = append(kept, k)
+			}
+		}
+	}
+	return kept
+}
+
+// resolution is what Resolve chose for one queue.
+type resolution struct {
+	set         bool
+	layout      Layout
+	returnQueue bool
+}
+
+func (s *Spec) resolve(q Queue, native bool, live liveIndex) resolution {
+	_, returnSet := q.set.get("return_queue")
+	r := resolution{set: true, layout: s.writtenLayout(q), returnQueue: q.ReturnQueue}
+	shape, isLive := live.shape(s.Vhost, q.Name)
+	if r.layout == LayoutAuto {
+		switch {
+		case isLive:
+			r.layout = shape.layout
+		case native && nativeFits(q, returnSet):
+			r.layout = LayoutNative
+		case q.Retry.Jitter == JitterFull:
+			// The one wait-queue layout that can draw a delay.
+			r.layout = LayoutLevels
+		default:
+			r.layout = LayoutShared
+		}
+	}
+	if !returnSet && r.layout != LayoutNative {
+		r.returnQueue = shape.returnQueue || !isLive
+	}
+	if r.layout == LayoutNative && !returnSet {
+		r.returnQueue = false
+	}
+	return r
+}
+
+// nativeFits reports whether auto may make q native: a quorum queue with
+// retries, whose spec asks for nothing the native layout cannot do (a
+// delivery limit of its own, a return queue).
+func nativeFits(q Queue, returnSet bool) bool {
+	return q.Type == TypeQuorum && q.ImmediateRetries+q.Retry.count() > 0 && q.DeliveryLimit == 0 && !(returnSet && q.ReturnQueue)
+}
+
+// keptFor reports q when it is live in a shape auto would not give it
+// new.
+func keptFor(s *Spec, q Queue, native bool, live liveIndex) (Kept, bool) {
+	shape, isLive := live.shape(s.Vhost, q.Name)
+	if !isLive || s.writtenLayout(q) != LayoutAuto {
+		return Kept{}, false
+	}
+	fresh := s.resolve(q, native, liveIndex{})
+	if fresh.layout == q.res.layout && fresh.returnQueue == q.res.returnQueue {
+		return Kept{}, false
+	}
+	return Kept{Vhost: s.Vhost, Queue: q.Name, Live: shape.layout, ReturnQueue: q.res.returnQueue, Auto: fresh.layout}, true
+}
+
+// liveShape is the layout a live work queue has.
+type liveShape struct {
+	layout      Layout
+	returnQueue bool
+}
+
+// liveIndex finds the layout of a live queue by vhost and name.
+type liveIndex map[topology.Address]liveShape
+
+// shape returns the live shape of queue name, and whether it is live.
+func (l liveIndex) shape(vhost, name string) (liveShape, bool) {
+	s, ok := l[topology.Address{Kind: topology.KindQueue, Vhost: vhost, Name: name}]
+	return s, ok
+}
+
+// indexLive reads the layout of every live queue from what rmqtopo built
+// for it: native arguments, a ladder's delivery binding, per-attempt wait
+// queues bound to its retry exchange, else shared; and its return queue.
+func indexLive(t *topology.Topology) liveIndex {
+	out := liveIndex{}
+	if t == nil {
+		return out
+	}
+	for _, q := range t.Queues {
+		s := liveShape{layout: LayoutShared}
+		if _, err := contract.ParseNative(q.Arguments); !errors.Is(err, contract.ErrNotNative) {
+			s.layout = LayoutNative
+		}
+		out[q.Addr()] = s
+	}
+	for _, q := range t.Queues {
+		if w, ok := contract.ParseWaitQueue(q.Name); ok && w.Layout == contract.WaitPerAttempt {
+			// By its name alone, for a source of queues without bindings.
+			name, _ := strings.CutSuffix(w.Queue, contract.ReturnQueue(""))
+			a := topology.Address{Kind: topology.KindQueue, Vhost: q.Vhost, Name: name}
+			if s, live := out[a]; live && s.layout == LayoutShared {
+				s.layout = LayoutPerAttempt
+				out[a] = s
+			}
+		}
+		if owner, ok := returnQueueOwner(q.Name); ok {
+			a := topology.Address{Kind: topology.KindQueue, Vhost: q.Vhost, Name: owner}
+			if s, live := out[a]; live {
+				s.returnQueue = true
+				out[a] = s
+			}
+		}
+	}
+	for _, bd := range t.Bindings {
+		name, layout := "", Layout("")
+		if w, ok := contract.ParseWaitQueue(bd.Destination); ok && w.Layout == contract.WaitPerAttempt && bd.DestinationType == topology.DestQueue {
+			name, layout = w.Queue, LayoutPerAttempt
+		} else if _, ok := contract.ParseLadderObject(bd.Destination); ok && bd.DestinationType == topology.DestExchange {
+			// Only a retry exchange binds to the ladder's entry.
+			name, layout = strings.TrimSuffix(bd.Source, contract.RetryExchange("")), LayoutLevels
+		}
+		if owner, ok := returnQueueOwner(name); ok {
+			name = owner
+		}
+		a := topology.Address{Kind: topology.KindQueue, Vhost: bd.Vhost, Name: name}
+		if s, live := out[a]; live && layout != "" && s.layout == LayoutShared {
+			s.layout = layout
+			out[a] = s
+		}
+	}
+	return out
+}
+
+// returnQueueOwner is the work queue of a return queue's name.
+func returnQueueOwner(name string) (string, bool) {
+	owner, ok := strings.CutSuffix(name, contract.ReturnQueue(""))
+	return owner, ok && owner != ""
+}
+
+// String says in one line how a kept queue moves to the layout auto gives
+// new queues.
+func (k Kept) String() string {
+	if k.Live == LayoutNative {
+		return fmt.Sprintf("queue %q keeps its live layout native, which needs RabbitMQ %s; to move it back without losing a message, set layout: shared and migrate: true", k.Queue, contract.NativeSince)
+	}
+	if k.Auto == LayoutNative {
+		return fmt.Sprintf("queue %q keeps its live layout %s; to move it to native without losing a message, set layout: native and migrate: true", k.Queue, k.Live)
+	}
+	return fmt.Sprintf("queue %q keeps its live layout %s without a return queue; return_queue: true brings its retries back on time behind a backlog", k.Queue, k.Live)
+}

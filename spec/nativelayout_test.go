@@ -1,0 +1,225 @@
+package spec
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
+
+func names(t topology.Topology) map[string]bool {
+	out := map[string]bool{}
+	for _, q := range t.Queues {
+		out[q.Name] = true
+	}
+	for _, e := range t.Exchanges {
+		out[e.Name] = true
+	}
+	return out
+}
+
+// TestNativeLayout: layout native makes a linear schedule the queue's
+// x-delayed-retry-* arguments (the reject route) and any other the
+// modified route's delays, with a delivery limit of the retries, and
+// creates no retry exchange and no wait queue.
+func TestNativeLayout(t *testing.T) {
+	f := mustParse(t, "n.yaml", `version: 1
+vhost: v
+layout: native
+queues:
+  - {name: a, type: quorum, retry: {linear: {step: 5s, attempts: 3}}}
+  - {name: b, type: quorum, retry: {exponential: {initial: 1s, factor: 2, attempts: 3, jitter: full}}}
+  - {name: c, type: quorum, immediate_retries: 1, retry: {delays: [2s]}}
+`)
+	got := Expand(f)
+	a, _ := got.Queue("v", "a")
+	want := quorumArgs(3, merge(atLeastOnce, topology.Args{"x-delayed-retry-type": "failed",
+		"x-delayed-retry-min": int64(5000), "x-delayed-retry-max": int64(15000), "x-dead-letter-exchange": "a.dlx"}))
+	if diff := cmp.Diff(want, a.Arguments); diff != "" {
+		t.Errorf("a's arguments (-want +got):\n%s", diff)
+	}
+	b, _ := got.Queue("v", "b")
+	n, err := contract.ParseNative(b.Arguments)
+	if err != nil || n.Route != contract.RouteModified || !n.Jitter || n.DeliveryLimit != 3 || b.Arguments["x-delivery-limit"] != int64(3) {
+		t.Errorf("b: %+v, %v from %v; want the modified route, jitter, 3 retries", n, err, b.Arguments)
+	}
+	c, _ := got.Queue("v", "c")
+	if c.Arguments[contract.ArgRetryDelays] != "0s,2s" || c.Arguments["x-delivery-limit"] != int64(2) {
+		t.Errorf("c's arguments %v: want an immediate retry then 2s on the modified route", c.Arguments)
+	}
+	have := names(got)
+	for _, n := range []string{"a.retry", "b.retry", "c.retry", "rmqtopo.wait.5s", "rmqtopo.wait.2s", "a.return"} {
+		if have[n] {
+			t.Errorf("%s exists; native makes no retry exchange, wait queue or return queue", n)
+		}
+	}
+	for _, n := range []string{"a", "a.dlx", "a.dlq", "b.dlq", "c.dlq"} {
+		if !have[n] {
+			t.Errorf("%s is missing", n)
+		}
+	}
+	steps := f.Spec.Schedule(f.Spec.Queues[0])
+	if len(steps) != 4 || steps[1].Via != "a" || steps[3].OnFailure != "a.dlq" {
+		t.Errorf("a's schedule %+v: want 4 deliveries waiting in a itself, then the DLQ", steps)
+	}
+}
+
+// TestNativeRefusals: what the native layout cannot express is an error
+// at the line that asks for it.
+func TestNativeRefusals(t *testing.T) {
+	cases := map[string]string{
+		"classic":     "  - {name: a, layout: native, retry: {delays: [1s]}}\n",
+		"no retries":  "  - {name: a, type: quorum, layout: native}\n",
+		"limit":       "  - {name: a, type: quorum, layout: native, delivery_limit: 5, retry: {delays: [1s]}}\n",
+		"return":      "  - {name: a, type: quorum, layout: native, return_queue: true, retry: {delays: [1s]}}\n",
+		"jitter":      "  - {name: a, type: quorum, layout: shared, retry: {exponential: {initial: 1s, factor: 2, attempts: 2, jitter: full}}}\n",
+		"bad layout":  "  - {name: a, type: quorum, layout: natve, retry: {delays: [1s]}}\n",
+		"with preset": "  - {name: a, type: quorum, preset: outbox, layout: native, retry: {delays: [1s]}}\n",
+	}
+	for name, q := range cases {
+		_, err := Parse("r.yaml", []byte("version: 1\nvhost: v\nqueues:\n"+q))
+		if err == nil || !strings.Contains(err.Error(), "r.yaml:4:") {
+			t.Errorf("%s: %v; want an error at r.yaml:4", name, err)
+		}
+	}
+}
+
+const autoSpec = `version: 1
+vhost: v
+queues:
+  - {name: new, type: quorum, retry: {delays: [1s, 2s]}}
+  - {name: old, type: quorum, retry: {delays: [1s, 2s]}}
+  - {name: classic, retry: {delays: [1s]}}
+  - {name: pinned, type: quorum, layout: shared, retry: {delays: [1s]}}
+  - {name: off, type: quorum, return_queue: false, retry: {delays: [1s]}}
+`
+
+// TestResolveAuto: auto gives a queue that is not live native from 4.3.1
+// on and a return queue below (or with the version unknown); a live queue
+// keeps its shape and is reported once; an explicit layout or
+// return_queue wins; unresolved, auto expands as shared without a return
+// queue, as before.
+func TestResolveAuto(t *testing.T) {
+	live := Expand(mustParse(t, "live.yaml", `version: 1
+vhost: v
+queues:
+  - {name: old, type: quorum, retry: {delays: [1s, 2s]}}
+`))
+	for _, c := range []struct {
+		version string
+		native  bool
+		kept    Layout
+	}{{"", false, LayoutShared}, {"4.3.0", false, LayoutShared}, {"4.3.1", true, LayoutNative}, {"4.3.6", true, LayoutNative}, {"3.10.8", false, LayoutShared}} {
+		f := mustParse(t, "a.yaml", autoSpec)
+		if got := names(Expand(f)); got["new.return"] || got["old.return"] || !got["new.retry"] {
+			t.Fatalf("unresolved: %v; want today's layout, no return queue", got)
+		}
+		v, _ := topology.ParseVersion(c.version)
+		kept := Resolve([]*File{f}, Target{RabbitMQ: v, Live: &live})
+		got := Expand(f)
+		have := names(got)
+		nq, _ := got.Queue("v", "new")
+		_, err := contract.ParseNative(nq.Arguments)
+		if (err == nil) != c.native || have["new.retry"] == c.native || have["new.return"] == c.native {
+			t.Errorf("%q: new has native %v (%v), retry exchange %v, return queue %v", c.version, err == nil, err, have["new.retry"], have["new.return"])
+		}
+		if !have["old.retry"] || have["old.return"] || have["off.return"] || !have["pinned.retry"] {
+			t.Errorf("%q: %v; old keeps shared without a return queue, off has none, pinned stays shared", c.version, have)
+		}
+		if !have["classic.retry"] || !have["classic.return"] || !have["pinned.return"] {
+			t.Errorf("%q: %v; classic is never native, and it and pinned are not live: each gets a return queue", c.version, have)
+		}
+		want := []Kept{{Vhost: "v", Queue: "old", Live: LayoutShared, Auto: c.kept}}
+		if diff := cmp.Diff(want, kept); diff != "" {
+			t.Errorf("%q: kept (-want +got):\n%s", c.version, diff)
+		}
+	}
+}
+
+// TestResolveKeepsLiveShapes: a live queue keeps native, per-attempt,
+// levels and its return queue under auto, read from the broker's objects.
+func TestResolveKeepsLiveShapes(t *testing.T) {
+	live := Expand(mustParse(t, "live.yaml", `version: 1
+vhost: v
+queues:
+  - {name: n, type: quorum, layout: native, retry: {delays: [1s]}}
+  - {name: p, type: quorum, layout: per-attempt, return_queue: true, retry: {delays: [1s]}}
+  - {name: l, type: quorum, layout: levels, retry: {delays: [1s]}}
+  - {name: s, type: quorum, return_queue: true, retry: {delays: [1s]}}
+`))
+	f := mustParse(t, "a.yaml", `version: 1
+vhost: v
+queues:
+  - {name: n, type: quorum, retry: {delays: [1s]}}
+  - {name: p, type: quorum, retry: {delays: [1s]}}
+  - {name: l, type: quorum, retry: {delays: [1s]}}
+  - {name: s, type: quorum, retry: {delays: [1s]}}
+`)
+	for _, v := range []string{"3.13.7", "4.3.6"} {
+		ver, _ := topology.ParseVersion(v)
+		Resolve([]*File{f}, Target{RabbitMQ: ver, Live: &live})
+		want := map[string]resolution{
+			"n": {set: true, layout: LayoutNative}, "p": {set: true, layout: LayoutPerAttempt, returnQueue: true},
+			"l": {set: true, layout: LayoutLevels}, "s": {set: true, layout: LayoutShared, returnQueue: true},
+		}
+		for _, q := range f.Spec.Queues {
+			if q.res != want[q.Name] {
+				t.Errorf("%s: %s resolved to %+v, want %+v", v, q.Name, q.res, want[q.Name])
+			}
+		}
+		got := Expand(f)
+		if diff := cmp.Diff(live.Queues, got.Queues); diff != "" {
+			t.Errorf("%s: the live queues change (-live +resolved):\n%s", v, diff)
+		}
+	}
+}
+
+// TestResolveJitter: a jittered schedule under auto is native from 4.3.1
+// and levels below, the one wait-queue layout that draws delays.
+func TestResolveJitter(t *testing.T) {
+	src := `version: 1
+vhost: v
+queues:
+  - {name: j, type: quorum, retry: {exponential: {initial: 1s, factor: 2, attempts: 3, jitter: full}}}
+`
+	for v, want := range map[string]Layout{"4.3.6": LayoutNative, "4.3.0": LayoutLevels, "": LayoutLevels} {
+		f := mustParse(t, "j.yaml", src)
+		ver, _ := topology.ParseVersion(v)
+		Resolve([]*File{f}, Target{RabbitMQ: ver})
+		if got := f.Spec.LayoutOf(f.Spec.Queues[0]); got != want {
+			t.Errorf("%q: %s, want %s", v, got, want)
+		}
+		if _, err := Parse("j.yaml", []byte(src)); err != nil {
+			t.Errorf("auto with jitter is valid: %v", err)
+		}
+	}
+}
+
+// TestResolveNativeFits: auto leaves a queue that sets its own delivery
+// limit or return queue out of native; a live native queue on an older
+// broker is kept and told how to move back.
+func TestResolveNativeFits(t *testing.T) {
+	f := mustParse(t, "f.yaml", `version: 1
+vhost: v
+queues:
+  - {name: limit, type: quorum, delivery_limit: 5, retry: {delays: [1s]}}
+  - {name: back, type: quorum, return_queue: true, retry: {delays: [1s]}}
+  - {name: n, type: quorum, retry: {delays: [1s]}}
+`)
+	v436, _ := topology.ParseVersion("4.3.6")
+	Resolve([]*File{f}, Target{RabbitMQ: v436})
+	for i, want := range []Layout{LayoutShared, LayoutShared, LayoutNative} {
+		if got := f.Spec.LayoutOf(f.Spec.Queues[i]); got != want {
+			t.Errorf("%s: %s, want %s", f.Spec.Queues[i].Name, got, want)
+		}
+	}
+	live := Expand(f)
+	v3, _ := topology.ParseVersion("3.13.7")
+	kept := Resolve([]*File{f}, Target{RabbitMQ: v3, Live: &live})
+	if len(kept) != 1 || kept[0].Queue != "n" || kept[0].Live != LayoutNative || !strings.Contains(kept[0].String(), "layout: shared and migrate: true") {
+		t.Errorf("kept %+v; want n, live native, told to move back", kept)
+	}
+}
