@@ -285,17 +285,17 @@ func TestApplyRefusesBlockingPlan(t *testing.T) {
 }
 
 // TestApplyRefusesWhatThePlanShowed: apply refuses by the diagnostics it
-// is given, those the plan showed, including the version's (RT104 on a
+// is given, those the plan showed, including the version's (RT103 on a
 // plan judged for 4.3), which a check of its own without the version
 // missed.
 func TestApplyRefusesWhatThePlanShowed(t *testing.T) {
-	q := topology.Queue{Vhost: "v", Name: "scratch"}
+	q := topology.Queue{Vhost: "v", Name: "scratch", Durable: true, Arguments: topology.Args{"x-queue-version": int64(1)}}
 	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{create(qu("scratch"))}, RabbitMQ: &plan.Judged{Version: "4.3.0", From: "flag"}}
 	p.Changes[0].After = &plan.Object{Queue: &q}
 	f := &fake{}
 	_, err := apply.Apply(context.Background(), f, p, apply.Options{Records: records(), Diagnostics: plan.Check(p, plan.CheckOptions{})})
-	if err == nil || !strings.Contains(err.Error(), "refusing") || !strings.Contains(err.Error(), "transient") {
-		t.Fatalf("err = %v, want the RT104 refusal", err)
+	if err == nil || !strings.Contains(err.Error(), "refusing") || !strings.Contains(err.Error(), "x-queue-version 1") {
+		t.Fatalf("err = %v, want the RT103 refusal", err)
 	}
 	if len(f.calls) != 0 {
 		t.Errorf("calls = %q, want none", f.calls)

@@ -111,15 +111,18 @@ type checking struct {
 	live *topology.Topology
 	// version is the one RabbitMQ version every analyzer judges by.
 	version topology.Version
+	// facts are version and what the live broker says of itself, for the
+	// key table's verdicts.
+	facts topology.Facts
 }
 
 var analyzers = []analyzer{
 	{"ownership", func(p Plan, c *checking) []Diagnostic { return checkOwnership(p, c.CheckOptions) }},
-	{"broker", func(p Plan, c *checking) []Diagnostic { return precheck(p, c.live, c.version) }},
+	{"broker", func(p Plan, c *checking) []Diagnostic { return precheck(p, c.live, c.facts) }},
 	{"destructive", checkChanges},
 	{"policies", func(p Plan, c *checking) []Diagnostic { return checkPolicies(p, c.CheckOptions) }},
 	{"version", func(p Plan, c *checking) []Diagnostic {
-		return append(checkVersion(p, c.version, c.State), checkNative(p, c.version)...)
+		return append(checkVersion(p, c.facts, c.State), checkNative(p, c.version)...)
 	}},
 	{"layout", func(p Plan, c *checking) []Diagnostic { return checkKept(c.Kept) }},
 	{"access", func(p Plan, c *checking) []Diagnostic {
@@ -138,6 +141,7 @@ var analyzers = []analyzer{
 // (Codes), softened by AllowDestroy where it accepts the code.
 func Check(p Plan, opts CheckOptions) []Diagnostic {
 	c := &checking{CheckOptions: opts, version: p.judgedVersion(opts.State)}
+	c.facts = opts.State.Facts(c.version)
 	if opts.State != nil {
 		c.live = &opts.State.Topology
 	}

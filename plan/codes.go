@@ -51,11 +51,12 @@ var Codes = []CodeInfo{
 	{Code: CodeMigrationOrphaned, Severity: SeverityWarning, Meaning: "an unfinished migration's temporary queue holds messages of a queue no longer in the spec"},
 	{Code: CodeDefaultDeliveryLimit, Severity: SeverityWarning, Meaning: "4.0+: a quorum queue that delivers to consumers, without a delivery limit (argument or policy), gets the default of 20"},
 	{Code: CodeClientDeathIgnored, Severity: SeverityInfo, Meaning: "4.0+: the broker ignores x-death headers that clients publish"},
-	{Code: CodeRefusedArgument, Severity: SeverityError, Refused: true, Meaning: "4.3+: a queue argument the broker refuses to declare (x-queue-mode, x-queue-version 1, x-queue-master-locator)"},
-	{Code: CodeTransientQueue, Severity: SeverityError, Refused: true, Meaning: "4.3+: a transient non-exclusive queue, which the broker refuses by default"},
-	{Code: CodeQueueModeIgnored, Severity: SeverityInfo, Meaning: "3.12 to 4.2: x-queue-mode, which the broker ignores"},
+	{Code: CodeRefusedArgument, Severity: SeverityError, Refused: true, Meaning: "4.3+: a queue argument the broker refuses to declare (x-queue-version 1, x-queue-master-locator by default)"},
+	{Code: CodeTransientQueue, Severity: SeverityError, Refused: true, Meaning: "a transient non-exclusive queue, where the broker's deprecated feature transient_nonexcl_queues is denied"},
+	{Code: CodeQueueModeIgnored, Severity: SeverityInfo, Meaning: "3.12+: x-queue-mode, which the broker ignores"},
 	{Code: CodeNativeNeedsVersion, Severity: SeverityError, Refused: true, Meaning: "below 4.3.1: a queue of layout native, whose retries the broker would not delay"},
 	{Code: CodeLayoutKept, Severity: SeverityInfo, Meaning: "a live queue keeps its layout where auto gives a new queue another; how to move it"},
+	{Code: CodeDefaultVerdict, Severity: SeverityWarning, Meaning: "the broker accepts a key, argument or transient queue only by a default operators can change, or only with a plugin the source cannot show"},
 }
 
 // LookupCode returns the registry's entry of code.

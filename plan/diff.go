@@ -46,6 +46,10 @@ type Options struct {
 	// OperatorPolicies are the live operator policies, which cap the
 	// numeric limits of the queues they match; see PolicyConflict.
 	OperatorPolicies []topology.Policy
+	// Release is the live broker's RabbitMQ version, whose default
+	// arguments (topology.DefaultArguments) a queue need not declare;
+	// unknown: none.
+	Release topology.Version
 }
 
 // notInSpec is the reason of a delete of an object that left the spec.
@@ -69,7 +73,7 @@ func notInSpec() []Reason { return []Reason{{Kind: ReasonNotInSpec}} }
 // is changed afterwards.
 func DiffTopology(live, desired topology.Topology, opts Options) Plan {
 	live, inflight := splitMigrations(live, desired)
-	desired, legacy := foldLegacy(live, desired, opts.Migrate.Queues)
+	desired, legacy := foldLegacy(live, desired, opts.Migrate.Queues, opts.Release)
 	d := &differ{
 		opts:     opts,
 		legacy:   legacy,

@@ -94,12 +94,15 @@
 //	RT101  warning  4.0+: a quorum queue that delivers to consumers, without a delivery
 //	                limit (argument or policy), gets the default of 20
 //	RT102  info     4.0+: the broker ignores x-death published by clients
-//	RT103  error    4.3+: x-queue-mode, x-queue-version 1 or x-queue-master-locator,
-//	                refused by the broker (the last by default)
-//	RT104  error    4.3+: a transient non-exclusive queue, refused by default
-//	RT105  info     3.12 to 4.2: x-queue-mode, which the broker ignores
+//	RT103  error    4.3+: x-queue-version 1 or x-queue-master-locator, refused by
+//	                the broker (the last by default)
+//	RT104  error    a transient non-exclusive queue, where the broker denies it
+//	RT105  info     3.12+: x-queue-mode, which the broker ignores
 //	RT106  error    below 4.3.1: a queue of layout native, whose retries the broker
 //	                would not delay (native.go)
+//	RT108  warning  a key, argument or transient queue the broker accepts only by
+//	                a default operators can change, or only with a plugin the
+//	                source cannot show
 //
 // The layout analyzer notes the live queues that keep their layout where
 // auto gives a new queue another (CheckOptions.Kept):

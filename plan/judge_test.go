@@ -115,7 +115,8 @@ func TestVersionTableInChecks(t *testing.T) {
 		want    []string
 	}{
 		{version: "4.1.0", policy: "max-in-memory-length"},
-		{version: "4.2.9", policy: "queue-master-locator"},
+		// Deprecated since 4.0, permitted by default: an operator can deny it.
+		{version: "4.2.9", policy: "queue-master-locator", want: []string{"RT108"}},
 		{version: "4.3.0", policy: "queue-master-locator", want: []string{"RT009"}},
 		{version: "4.3.0", policy: "queue-mode"},
 		{version: "3.9.0", policy: "queue-leader-locator"},
@@ -123,10 +124,14 @@ func TestVersionTableInChecks(t *testing.T) {
 		{version: "4.3.1", policy: "delayed-retry-min"},
 		{version: "3.12.14", policy: "stream-filter-size-bytes", want: []string{"RT009"}},
 		{version: "3.12.14", policy: "target-group-size", want: []string{"RT009"}},
-		{version: "4.3.0", policy: "federation-upstream-pattern"},
+		// Only a live broker shows whether the federation plugin is enabled.
+		{version: "4.3.0", policy: "federation-upstream-pattern", want: []string{"RT108"}},
 		{version: "4.3.0", policy: "consumer-disconnected-timeout"},
 		{version: "4.3.0", queue: vq("x", topology.Args{"x-queue-master-locator": "client-local"}), want: []string{"RT103"}},
-		{version: "4.2.9", queue: vq("x", topology.Args{"x-queue-master-locator": "client-local"})},
+		{version: "4.2.9", queue: vq("x", topology.Args{"x-queue-master-locator": "client-local"}), want: []string{"RT108"}},
+		// A stream's argument; a quorum queue takes x-quorum-initial-group-size.
+		{version: "4.0.5", queue: vq("x", topology.Args{"x-queue-type": "quorum", "x-initial-cluster-size": int64(3), "x-delivery-limit": int64(5)}), want: []string{"RT011"}},
+		{version: "3.10.8", policy: "ha-sync-mode", want: []string{"RT009"}},
 	} {
 		desired := topology.Topology{Vhosts: []string{"v"}}
 		if c.policy != "" {
@@ -141,15 +146,50 @@ func TestVersionTableInChecks(t *testing.T) {
 	}
 }
 
-// TestRefusalsSayTheyAreDefaults (issue 26, point 5): 4.3's refusal of
-// transient queues is a default an operator can lift, and says how.
+// TestRefusalsSayTheyAreDefaults (issue 26, point 5; issue 34, point 6):
+// a transient queue is a deprecated feature. Offline, 4.3's verdict is the
+// default (4.3.6 permits it) and says operators can deny it; a live
+// broker's phase of the feature decides, and a denial says how operators
+// lift it.
 func TestRefusalsSayTheyAreDefaults(t *testing.T) {
 	q := vq("scratch", nil)
 	q.Durable = false
-	got := judged(t, topology.NewState([]string{"v"}), topology.Topology{Vhosts: []string{"v"}, Queues: []topology.Queue{q}}, "4.3.0")
-	if len(got) != 1 || !strings.Contains(got[0], "refuses by default") ||
+	desired := topology.Topology{Vhosts: []string{"v"}, Queues: []topology.Queue{q}}
+	got := judged(t, topology.NewState([]string{"v"}), desired, "4.3.6")
+	if len(got) != 1 || !strings.HasPrefix(got[0], plan.CodeDefaultVerdict) ||
+		!strings.Contains(got[0], "deprecated_features.permit.transient_nonexcl_queues = false") {
+		t.Errorf("offline: %v, want one RT108", got)
+	}
+	live := topology.NewState([]string{"v"})
+	live.BrokerVersion = "4.3.6"
+	live.Deprecated = map[string]string{"transient_nonexcl_queues": topology.PhaseDenied}
+	got = judged(t, live, desired, "")
+	if len(got) != 1 || !strings.HasPrefix(got[0], plan.CodeTransientQueue) || !strings.Contains(got[0], "refuses by default") ||
 		!strings.Contains(got[0], "deprecated_features.permit.transient_nonexcl_queues = true") {
-		t.Errorf("RT104: %v", got)
+		t.Errorf("live, denied: %v, want one RT104", got)
+	}
+	if got = judged(t, topology.NewState([]string{"v"}), desired, "3.10.8"); len(got) != 0 {
+		t.Errorf("3.10.8: %v", got)
+	}
+}
+
+// TestLivePluginsDecide (issue 34): the federation keys are refused where
+// the live broker does not run the plugin, accepted where it does.
+func TestLivePluginsDecide(t *testing.T) {
+	desired := topology.Topology{Vhosts: []string{"v"}, Policies: []topology.Policy{{Vhost: "v", Name: "fed", Pattern: "^x$",
+		ApplyTo: "queues", Definition: topology.Args{"federation-upstream-set": "all"}}}}
+	for _, c := range []struct {
+		plugins map[string]bool
+		want    []string
+	}{
+		{map[string]bool{"rabbitmq_management": true}, []string{plan.CodeUnknownPolicyKey}},
+		{map[string]bool{"rabbitmq_federation": true}, nil},
+	} {
+		st := topology.NewState([]string{"v"})
+		st.BrokerVersion, st.Plugins = "3.10.8", c.plugins
+		if got := codesOf(judged(t, st, desired, "")); !slices.Equal(got, c.want) {
+			t.Errorf("plugins %v: %v, want %v", c.plugins, got, c.want)
+		}
 	}
 }
 

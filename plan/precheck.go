@@ -24,7 +24,7 @@ const (
 // argument the version or type lacks. Each refuses the plan before the
 // first write. live is the broker's topology; a nil live skips the
 // binding check (nothing to check against).
-func precheck(p Plan, live *topology.Topology, version topology.Version) []Diagnostic {
+func precheck(p Plan, live *topology.Topology, x topology.Facts) []Diagnostic {
 	var ds []Diagnostic
 	exists := planned(p, live)
 	for _, c := range p.Changes {
@@ -33,9 +33,9 @@ func precheck(p Plan, live *topology.Topology, version topology.Version) []Diagn
 		}
 		switch {
 		case c.After.Policy != nil:
-			ds = append(ds, checkPolicyKeys(c.Address, *c.After.Policy, version)...)
+			ds = append(ds, checkPolicyKeys(c.Address, *c.After.Policy, x)...)
 		case c.After.Queue != nil:
-			ds = append(ds, checkQueueFeatures(c.Address, *c.After.Queue, version)...)
+			ds = append(ds, checkQueueFeatures(c.Address, *c.After.Queue, x)...)
 		case c.After.Binding != nil && live != nil:
 			ds = append(ds, checkEndpoints(c.Address, *c.After.Binding, exists)...)
 		}
@@ -84,54 +84,93 @@ type objectScope struct {
 
 func (s objectSet) has(a topology.Address) bool { return s[objectScope{a.Kind, a.Vhost}][a.Name] }
 
-func checkPolicyKeys(a topology.Address, pol topology.Policy, v topology.Version) []Diagnostic {
+// checkPolicyKeys finds the keys of a policy the broker would refuse: one
+// it does not know, one the release or its settings refuse (a removed or
+// denied feature, a plugin not enabled), one without the keys it needs
+// beside it; and says which of its verdicts are defaults (RT108).
+func checkPolicyKeys(a topology.Address, pol topology.Policy, x topology.Facts) []Diagnostic {
 	var ds []Diagnostic
+	refuse := func(format string, args ...any) {
+		ds = append(ds, Diagnostic{Code: CodeUnknownPolicyKey, Severity: SeverityError, Address: a,
+			Message: fmt.Sprintf("%s: ", a) + fmt.Sprintf(format, args...)})
+	}
 	for _, k := range slices.Sorted(maps.Keys(pol.Definition)) {
-		f, known := topology.LookupFeature(topology.FeaturePolicyKey, k, nil)
-		switch {
-		case !known:
-			msg := fmt.Sprintf("%s: RabbitMQ does not accept the policy key %s", a, quote(k))
+		f, known := topology.LookupFeature(topology.FeaturePolicyKey, k, pol.Definition[k])
+		if !known {
+			msg := fmt.Sprintf("RabbitMQ does not accept the policy key %s", quote(k))
 			if s := nearest(k); s != "" {
 				msg += fmt.Sprintf("; did you mean %q?", s)
 			}
-			ds = append(ds, Diagnostic{Code: CodeUnknownPolicyKey, Severity: SeverityError, Address: a, Message: msg})
-		case f.At(v) == topology.Refused:
-			why := f.Span()
-			if hint := f.PermitHint(); hint != "" {
-				why += "; " + hint
-			}
-			ds = append(ds, Diagnostic{Code: CodeUnknownPolicyKey, Severity: SeverityError, Address: a,
-				Message: fmt.Sprintf("%s: RabbitMQ %s does not accept the policy key %q (%s)", a, v, k, why)})
+			refuse("%s", msg)
+			continue
 		}
+		v := f.Judge(x)
+		if v.Support == topology.Refused {
+			refuse("RabbitMQ %s does not accept the policy key %q (%s)", x.Version, k, refusalWhy(f, v))
+			continue
+		}
+		for _, n := range f.Needs {
+			if _, set := pol.Definition[n.Key]; !set {
+				refuse("RabbitMQ refuses the policy key %q without %q beside it", k, n.Key)
+			}
+		}
+		ds = append(ds, defaultVerdict(a, "the policy key "+quote(k), v)...)
 	}
 	return ds
 }
 
+// refusalWhy says why the table refuses f: what a live fact or setting
+// says, else which releases accept it.
+func refusalWhy(f topology.Feature, v topology.Verdict) string {
+	if v.Why != "" {
+		return v.Why
+	}
+	return f.Span()
+}
+
+// defaultVerdict is RT108 for a verdict that is a default an operator can
+// change, or that rests on what only a live broker shows.
+func defaultVerdict(a topology.Address, what string, v topology.Verdict) []Diagnostic {
+	if !v.Default || v.Support == topology.Refused {
+		return nil
+	}
+	return []Diagnostic{{Code: CodeDefaultVerdict, Severity: SeverityWarning, Address: a,
+		Message: fmt.Sprintf("%s: the broker accepts %s only by default: %s", a, what, v.Why)}}
+}
+
 // checkQueueFeatures finds a queue type the version lacks, and arguments
-// the queue's type refuses or the version does not know yet (a version
-// that ignores an argument would not do what the spec says). Arguments a
-// later version stopped accepting are checkVersion's (RT103): one finding
-// per cause.
-func checkQueueFeatures(a topology.Address, q topology.Queue, v topology.Version) []Diagnostic {
+// the queue's type refuses, the version does not know yet (a version that
+// ignores an argument would not do what the spec says), or the broker
+// refuses without others beside them. Arguments a later version stopped
+// accepting are checkVersion's (RT103): one finding per cause.
+func checkQueueFeatures(a topology.Address, q topology.Queue, x topology.Facts) []Diagnostic {
 	var ds []Diagnostic
 	unsupported := func(format string, args ...any) {
 		ds = append(ds, Diagnostic{Code: CodeUnsupported, Severity: SeverityError, Address: a,
 			Message: fmt.Sprintf("%s: ", a) + fmt.Sprintf(format, args...)})
 	}
+	v := x.Version
 	typ := q.QueueType()
 	if f, ok := topology.LookupFeature(topology.FeatureQueueType, typ, nil); ok && f.At(v) == topology.Refused {
 		unsupported("RabbitMQ %s has no %s queues (%s)", v, typ, f.Span())
 	}
 	for _, arg := range slices.Sorted(maps.Keys(q.Arguments)) {
 		f, ok := topology.LookupFeature(topology.FeatureQueueArgument, arg, q.Arguments[arg])
+		unknownYet := ok && f.Since.Known() && v.Known() && v.Less(f.Since)
 		switch {
 		case !ok:
-		case !f.AcceptsType(typ):
-			unsupported("a %s queue does not accept %s (only %s queues do)", typ, arg, strings.Join(f.Types, ", "))
-		case f.Since.Known() && v.Known() && v.Less(f.Since) && f.Before == topology.Refused:
+		case unknownYet && f.Before == topology.Refused:
 			unsupported("RabbitMQ %s does not accept %s (%s)", v, arg, f.Span())
-		case f.Since.Known() && v.Known() && v.Less(f.Since):
+		case unknownYet:
 			unsupported("RabbitMQ %s ignores %s (%s), so the queue would not do what the spec says", v, arg, f.Span())
+		case !f.AcceptsTypeAt(typ, v):
+			unsupported("a %s queue does not accept %s (only %s queues do)", typ, arg, strings.Join(f.TypesAt(v), ", "))
+		default:
+			for _, n := range f.Needs {
+				if _, set := q.Arguments[n.Key]; !set {
+					unsupported("RabbitMQ refuses %s without %s beside it", arg, n.Key)
+				}
+			}
 		}
 	}
 	return ds

@@ -24,7 +24,7 @@ func TestPrecheck(t *testing.T) {
 	}
 	live := &topology.Topology{Exchanges: []topology.Exchange{{Vhost: "v", Name: "live", Type: "direct"}}}
 	var got []string
-	for _, d := range precheck(p, live, topology.Version{Major: 3, Minor: 9, Patch: 29}) {
+	for _, d := range precheck(p, live, topology.Facts{Version: topology.Version{Major: 3, Minor: 9, Patch: 29}}) {
 		got = append(got, d.Code+" "+d.Message)
 	}
 	want := []string{

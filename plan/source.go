@@ -98,6 +98,7 @@ func Diff(st *topology.State, desired topology.Topology, ch Choices) Plan {
 		IsWaitQueue: contract.IsWaitQueue,
 		// Operator policies cap limits; see PolicyConflict.
 		OperatorPolicies: st.OperatorPolicies,
+		Release:          release(st),
 	})
 }
 
@@ -160,4 +161,10 @@ func Recount(ctx context.Context, src Source, p *Plan) error {
 		}
 	}
 	return nil
+}
+
+// release is the state's broker version; unknown when it does not say.
+func release(st *topology.State) topology.Version {
+	v, _ := topology.ParseVersion(st.BrokerVersion)
+	return v
 }

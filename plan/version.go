@@ -30,9 +30,14 @@ const (
 	// CodeTransientQueue (error, 4.3+): by default the broker refuses to
 	// declare a transient (non-durable) queue that is not exclusive.
 	CodeTransientQueue = "RT104"
-	// CodeQueueModeIgnored (info, 3.12 to 4.2): x-queue-mode has no effect
+	// CodeQueueModeIgnored (info, 3.12+): x-queue-mode has no effect
 	// since 3.12, whose classic queues all keep messages on disk.
 	CodeQueueModeIgnored = "RT105"
+	// CodeDefaultVerdict (warning): the broker accepts a key, an argument
+	// or a transient queue only by a default an operator can change (a
+	// deprecated feature), or only with a plugin that the source cannot
+	// show enabled (a plan against an export or a version).
+	CodeDefaultVerdict = "RT108"
 )
 
 // Judged is the RabbitMQ version a plan is judged for, and where that
@@ -98,7 +103,8 @@ func (p Plan) judgedVersion(st *topology.State) topology.Version {
 // are errors, so that an apply stops before its first write instead of in
 // the middle, and no option softens them. st, if any, adds the broker's
 // policies to those a queue's delivery limit may come from.
-func checkVersion(p Plan, v topology.Version, st *topology.State) []Diagnostic {
+func checkVersion(p Plan, x topology.Facts, st *topology.State) []Diagnostic {
+	v := x.Version
 	if !v.Known() {
 		return nil
 	}
@@ -112,13 +118,13 @@ func checkVersion(p Plan, v topology.Version, st *topology.State) []Diagnostic {
 		q := *c.After.Queue
 		a := c.Address
 		if c.Action == Create || c.Action == Replace {
-			ds = append(ds, refused(q, a, v)...)
+			ds = append(ds, refused(q, a, x)...)
 		}
 		if m, ok := q.Arguments["x-queue-mode"]; ok && featureAt(topology.FeatureQueueArgument, "x-queue-mode", m, v) == topology.Ignored {
 			ds = append(ds, Diagnostic{Code: CodeQueueModeIgnored, Severity: SeverityInfo, Address: a,
-				Message: fmt.Sprintf("%s has x-queue-mode %v, which RabbitMQ %s ignores (since 3.12 every classic queue keeps messages on disk) and 4.3 refuses; drop it", a, m, v)})
+				Message: fmt.Sprintf("%s has x-queue-mode %v, which RabbitMQ %s ignores (since 3.12 every classic queue keeps messages on disk); drop it", a, m, v)})
 		}
-		if !v.Less(topology.DefaultDeliveryLimitSince) && q.QueueType() == "quorum" && deliversToConsumers(q.Name) && !limits.has(q) {
+		if !v.Less(topology.DefaultDeliveryLimitSince) && q.QueueType() == "quorum" && deliversToConsumers(q.Name) && !limits.has(q) && !limits.ownDefault(q) {
 			ds = append(ds, Diagnostic{Code: CodeDefaultDeliveryLimit, Severity: SeverityWarning, Address: a,
 				Message: fmt.Sprintf("%s has no delivery limit (no x-delivery-limit, and no delivery-limit in its policy): RabbitMQ %s applies its default of 20 (3.x applied none), so a message returned 20 times is dead-lettered, or dropped without a dead-letter exchange; set delivery_limit or x-delivery-limit to choose", a, v)})
 		}
@@ -150,6 +156,8 @@ type deliveryLimits struct {
 	p     Plan
 	st    *topology.State
 	index *topology.PolicyIndex
+	// exchanges are the exchanges the plan leaves, made when first needed.
+	exchanges map[topology.Address]bool
 }
 
 func (l *deliveryLimits) has(q topology.Queue) bool {
@@ -165,6 +173,23 @@ func (l *deliveryLimits) has(q topology.Queue) bool {
 	}
 	_, ok := topology.Effective(q, &ps[0], nil)["delivery-limit"]
 	return ok
+}
+
+// ownDefault reports whether q is a queue of rmqtopo's own contract that
+// takes rmqtopo's default delivery limit, which is 4.0's: a work queue
+// with its retry exchange in the plan, or its return queue. rmqtopo
+// declares no limit there on 4.0+ (spec.ExpandFor), by design.
+func (l *deliveryLimits) ownDefault(q topology.Queue) bool {
+	if l.exchanges == nil {
+		l.exchanges = map[topology.Address]bool{}
+		for _, c := range l.p.Changes {
+			if c.Address.Kind == topology.KindExchange && c.After != nil && c.Action != Delete {
+				l.exchanges[c.Address] = true
+			}
+		}
+	}
+	work := strings.TrimSuffix(q.Name, contract.ReturnQueue(""))
+	return l.exchanges[topology.Address{Kind: topology.KindExchange, Vhost: q.Vhost, Name: contract.RetryExchange(work)}]
 }
 
 // policies are the user policies once the plan is applied: the plan's
@@ -201,16 +226,18 @@ func featureAt(kind topology.FeatureKind, name string, value any, v topology.Ver
 	return f.At(v)
 }
 
-// refused lists what RabbitMQ v refuses to declare about q: the
-// arguments the table says it stopped accepting (RT103) and a transient
-// queue (RT104). Refusals that are a default say how operators lift them.
-func refused(q topology.Queue, a topology.Address, v topology.Version) []Diagnostic {
+// refused lists what RabbitMQ with facts x refuses to declare about q:
+// the arguments the table says it stopped accepting (RT103) and a
+// transient queue (RT104). Refusals that are a default say how operators
+// lift them; a transient queue accepted only by default says so (RT108).
+func refused(q topology.Queue, a topology.Address, x topology.Facts) []Diagnostic {
 	var ds []Diagnostic
-	refuse := func(code string, f topology.Feature, what string) {
+	v := x.Version
+	refuse := func(code string, verdict topology.Verdict, what string) {
 		by := ""
-		if hint := f.PermitHint(); hint != "" {
+		if verdict.Default {
 			by = " by default"
-			what += " (" + hint + ")"
+			what += " (" + verdict.Why + ")"
 		}
 		ds = append(ds, Diagnostic{Code: code, Severity: SeverityError, Address: a,
 			Message: fmt.Sprintf("RabbitMQ %s refuses%s to declare %s: %s; nothing is written until the spec changes", v, by, a, what)})
@@ -218,23 +245,31 @@ func refused(q topology.Queue, a topology.Address, v topology.Version) []Diagnos
 	for _, arg := range slices.Sorted(maps.Keys(q.Arguments)) {
 		val := q.Arguments[arg]
 		f, ok := topology.LookupFeature(topology.FeatureQueueArgument, arg, val)
-		if !ok || !f.Until.Known() || v.Less(f.Until) {
+		if !ok || !f.Until.Known() && f.Permit == "" {
+			continue
+		}
+		verdict := f.Judge(x)
+		if verdict.Support != topology.Refused {
+			ds = append(ds, defaultVerdict(a, arg, verdict)...)
 			continue
 		}
 		switch arg {
-		case "x-queue-mode":
-			refuse(CodeRefusedArgument, f, fmt.Sprintf("it has x-queue-mode %v, which %s removed (every classic queue stores messages on disk); drop the argument", val, f.Until))
 		case "x-queue-version":
-			refuse(CodeRefusedArgument, f, fmt.Sprintf("it has x-queue-version %v, which %s removed; use 2 or drop the argument", val, f.Until))
+			refuse(CodeRefusedArgument, verdict, fmt.Sprintf("it has x-queue-version %v, which %s removed; use 2 or drop the argument", val, f.Until))
 		case "x-queue-master-locator":
-			refuse(CodeRefusedArgument, f, fmt.Sprintf("it has x-queue-master-locator, deprecated since 4.0 and denied since %s; use x-queue-leader-locator", f.Until))
+			refuse(CodeRefusedArgument, verdict, "it has x-queue-master-locator, deprecated since 4.0; use x-queue-leader-locator")
 		default:
-			refuse(CodeRefusedArgument, f, fmt.Sprintf("it has %s, which RabbitMQ refuses since %s; drop the argument", arg, f.Until))
+			refuse(CodeRefusedArgument, verdict, fmt.Sprintf("it has %s, which RabbitMQ %s refuses; drop the argument", arg, v))
 		}
 	}
 	if !q.Durable { // rmqtopo declares no exclusive queues
-		if f, ok := topology.LookupFeature(topology.FeatureQueueProperty, "transient", nil); ok && f.At(v) == topology.Refused {
-			refuse(CodeTransientQueue, f, fmt.Sprintf("it is transient (durable: false) and not exclusive, which RabbitMQ denies since %s; make it durable", f.Until))
+		if f, ok := topology.LookupFeature(topology.FeatureQueueProperty, "transient", nil); ok {
+			verdict := f.JudgeOn(q.QueueType(), x)
+			if verdict.Support == topology.Refused {
+				refuse(CodeTransientQueue, verdict, "it is transient (durable: false) and not exclusive; make it durable")
+			} else {
+				ds = append(ds, defaultVerdict(a, "a transient non-exclusive queue", verdict)...)
+			}
 		}
 	}
 	return ds

@@ -23,14 +23,7 @@ const DeadEndDeliveryLimit = 1_000_000
 // same files always give the same, sorted topology. Files must come from
 // Parse or LoadFiles, which reject anything Expand cannot express.
 func Expand(files ...*File) topology.Topology {
-	var t topology.Topology
-	for _, f := range files {
-		b := newBuilder(&f.Spec, nil)
-		b.build()
-		b.into(&t)
-	}
-	t.Sort()
-	return t
+	return ExpandFor(topology.Version{}, files...)
 }
 
 // origin records why an object exists, for collision errors. Its text is
@@ -63,6 +56,8 @@ func (o origin) String() string {
 type builder struct {
 	s *Spec
 	p *problems // nil when only building
+	// release is the RabbitMQ release expanded for (see release.go).
+	release topology.Version
 
 	queues    []topology.Queue
 	queueFrom []origin
@@ -429,36 +424,6 @@ func (b *builder) sharedOrigin(q Queue, what string) origin {
 	return origin{at: q.nameAt, what: what, shared: true}
 }
 
-// typeArgs returns the arguments every queue of the given type carries.
-func typeArgs(typ string, deliveryLimit int) map[string]any {
-	if typ != TypeQuorum {
-		return map[string]any{}
-	}
-	return map[string]any{"x-queue-type": TypeQuorum, "x-delivery-limit": deliveryLimit}
-}
-
-// deadEndArgs are the arguments of a DLQ or parking lot of the given
-// type: none for classic, rather than an empty table to throw away.
-func deadEndArgs(typ string) map[string]any {
-	if typ != TypeQuorum {
-		return nil
-	}
-	return typeArgs(typ, DeadEndDeliveryLimit)
-}
-
-// deadLetterTo adds dead-lettering to args, at-least-once where the queue
-// type allows it so a message never vanishes between source and target.
-func deadLetterTo(args map[string]any, exchange string, routingKey *string) {
-	args["x-dead-letter-exchange"] = exchange
-	if routingKey != nil {
-		args["x-dead-letter-routing-key"] = *routingKey
-	}
-	if args["x-queue-type"] == TypeQuorum {
-		args["x-dead-letter-strategy"] = "at-least-once"
-		args["x-overflow"] = "reject-publish"
-	}
-}
-
 // workQueueArgs are the arguments a work queue is declared with: its type;
 // for rmqtopo's own contract, what rmqtopo never changes in place (see
 // policies.go); for a preset, what its library declares besides.
@@ -467,7 +432,7 @@ func (b *builder) workQueueArgs(q Queue) map[string]any {
 	args := declaredType(q.Type)
 	switch q.Preset {
 	case PresetNone:
-		nativeArgs(args, q)
+		b.nativeArgs(args, q)
 	case PresetSpring:
 		// deadLetterExchange(DL_EXCHANGE), declared with or without a DLQ.
 		args["x-dead-letter-exchange"] = springNamesOf(q).dlx
@@ -538,7 +503,7 @@ func (b *builder) native(q Queue) {
 			}
 		}
 		typ := b.waitQueueType(q, layout)
-		args := typeArgs(typ, DefaultDeliveryLimit)
+		args := b.typeArgs(typ)
 		args["x-message-ttl"] = d.Milliseconds()
 		var name string
 		var o origin

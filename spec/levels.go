@@ -94,7 +94,7 @@ func (b *builder) ladder() {
 	o := origin{at: b.s.at, what: "delay " + l.String(), shared: true}
 	typ := b.waitQueueType(Queue{}, LayoutShared)
 	for k := range l.Levels {
-		args := typeArgs(typ, DefaultDeliveryLimit)
+		args := b.typeArgs(typ)
 		args["x-message-ttl"] = l.TTL(k).Milliseconds()
 		deadLetterTo(args, l.Next(k), nil)
 		b.addQueue(topology.Queue{Name: l.LevelQueue(k), Arguments: args}, o)
@@ -112,7 +112,7 @@ func (b *builder) ladder() {
 	b.addExchange(topology.Exchange{Name: l.DeliveryExchange(), Type: "topic", Durable: true,
 		Arguments: map[string]any{"alternate-exchange": l.DeadLetterExchange()}}, o)
 	b.addExchange(topology.Exchange{Name: l.DeadLetterExchange(), Type: "fanout", Durable: true}, o)
-	b.addQueue(topology.Queue{Name: l.DeadLetterQueue(), Arguments: typeArgs(typ, DeadEndDeliveryLimit)}, o)
+	b.addQueue(topology.Queue{Name: l.DeadLetterQueue(), Arguments: deadEndArgs(typ)}, o)
 	b.bind(l.DeadLetterExchange(), topology.DestQueue, l.DeadLetterQueue(), "", nil)
 	for _, q := range b.s.Queues {
 		if _, declared := b.queueAt[q.Name]; declared && q.Name != "" {

@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"maps"
+
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -32,14 +34,10 @@ import (
 // Policy keys rmqtopo writes. Classic queues honour all but delivery-limit
 // and dead-letter-strategy.
 const (
-	keyMessageTTL         = "message-ttl"
-	keyMaxLength          = "max-length"
-	keyDeadLetterExchange = "dead-letter-exchange"
-	keyDeadLetterKey      = "dead-letter-routing-key"
-	keyDeadLetterStrategy = "dead-letter-strategy"
-	keyOverflow           = "overflow"
-	keyDeliveryLimit      = "delivery-limit"
-	keyAlternateExchange  = "alternate-exchange"
+	keyMessageTTL        = "message-ttl"
+	keyMaxLength         = "max-length"
+	keyDeliveryLimit     = contract.KeyDeliveryLimit
+	keyAlternateExchange = "alternate-exchange"
 )
 
 // addPolicy adds an rmqtopo-managed policy; an empty definition adds none.
@@ -68,80 +66,90 @@ func (b *builder) queuePolicy(queue string, def map[string]any) {
 	b.addPolicy(contract.QueuePolicy(queue), contract.ExactPattern(queue), "queues", def)
 }
 
-// deadLetterPolicy adds to def dead-lettering into exchange (with
-// routingKey unless nil), at-least-once where the queue type allows it so
-// that a message never vanishes between source and target; at-least-once
-// needs overflow reject-publish.
+// deadLettering is contract.DeadLettering, the one rule of rmqtopo's
+// dead-lettering, for a queue of type typ; as queue arguments (deadLetterTo)
+// and as policy keys (deadLetterPolicy) alike.
+func deadLettering(typ, exchange string, routingKey *string) map[string]any {
+	return contract.DeadLettering(typ == TypeQuorum, exchange, routingKey)
+}
+
+// asArguments adds policy keys to args as the queue arguments that set the
+// same attributes.
+func asArguments(args, keys map[string]any) {
+	for k, v := range keys {
+		args["x-"+k] = v
+	}
+}
+
+// deadLetterTo adds dead-lettering to a queue's arguments, for the type
+// they declare.
+func deadLetterTo(args map[string]any, exchange string, routingKey *string) {
+	typ, _ := args["x-queue-type"].(string)
+	asArguments(args, deadLettering(typ, exchange, routingKey))
+}
+
+// deadLetterPolicy adds dead-lettering to a policy definition.
 func deadLetterPolicy(def map[string]any, typ, exchange string, routingKey *string) {
-	def[keyDeadLetterExchange] = exchange
-	if routingKey != nil {
-		def[keyDeadLetterKey] = *routingKey
-	}
-	atLeastOnceFor(def, typ)
+	maps.Copy(def, deadLettering(typ, exchange, routingKey))
 }
 
-// atLeastOnce makes a quorum queue's dead-lettering at-least-once.
+// atLeastOnceFor makes a quorum queue's dead-lettering at-least-once, in a
+// policy definition.
 func atLeastOnceFor(def map[string]any, typ string) {
-	if typ == TypeQuorum {
-		def[keyDeadLetterStrategy] = "at-least-once"
-		def[keyOverflow] = "reject-publish"
-	}
+	maps.Copy(def, contract.AtLeastOnce(typ == TypeQuorum))
 }
 
-// workQueuePolicy is the definition of a work queue's policy: its spec's
-// TTL, length limit and delivery limit, and, with deadLetter, dead-lettering
-// to where deadLetter says.
-func workQueuePolicy(q Queue, deadLetter func(def map[string]any)) map[string]any {
+// attributes are what a work queue's spec sets that may change, as policy
+// keys: its TTL, length limit and, for a quorum queue, delivery limit;
+// withDefault gives a quorum queue rmqtopo's default delivery limit where
+// the spec sets none.
+func attributes(q Queue, withDefault bool) map[string]any {
 	def := map[string]any{}
-	if q.Type == TypeQuorum {
-		limit := q.DeliveryLimit
-		if limit == 0 {
-			limit = DefaultDeliveryLimit
-		}
-		def[keyDeliveryLimit] = limit
+	switch {
+	case q.Type != TypeQuorum:
+	case q.DeliveryLimit > 0:
+		def[keyDeliveryLimit] = q.DeliveryLimit
+	case withDefault:
+		def[keyDeliveryLimit] = DefaultDeliveryLimit
 	}
+	if q.MessageTTL > 0 {
+		def[keyMessageTTL] = q.MessageTTL.Milliseconds()
+	}
+	if q.MaxLength > 0 {
+		def[keyMaxLength] = q.MaxLength
+	}
+	return def
+}
+
+// workQueuePolicy is the definition of a preset's work queue policy: its
+// attributes with the default delivery limit (no declare of its library
+// sets one) and, with a DLQ, dead-lettering to where deadLetter says.
+func workQueuePolicy(q Queue, deadLetter func(def map[string]any)) map[string]any {
+	def := attributes(q, true)
 	if q.DLQ && deadLetter != nil {
 		deadLetter(def)
 	}
-	if q.MessageTTL > 0 {
-		def[keyMessageTTL] = q.MessageTTL.Milliseconds()
-	}
-	if q.MaxLength > 0 {
-		def[keyMaxLength] = q.MaxLength
-	}
 	return def
-}
-
-// nativeArgs adds to args, a work queue's of rmqtopo's own contract, the
-// attributes rmqtopo never changes in place: dead-lettering into the
-// queue's own dead-letter exchange (only a DLQ toggle would change it, and
-// that is a replace), and, unless the spec sets one, the default delivery
-// limit of a quorum queue. A spec's delivery_limit goes to the policy
-// instead, so that it can change either way; a later one above the default
-// on a queue declared with it needs a replace (the lower value wins).
-func nativeArgs(args map[string]any, q Queue) {
-	if q.DLQ {
-		deadLetterTo(args, contract.DeadLetterExchange(q.Name), nil)
-	}
-	if q.Type == TypeQuorum && q.DeliveryLimit == 0 {
-		args["x-delivery-limit"] = DefaultDeliveryLimit
-	}
 }
 
 // setAttributes is the policy definition of a work queue of rmqtopo's own
-// contract: the attributes its spec sets that may change, or none.
-func setAttributes(q Queue) map[string]any {
-	def := map[string]any{}
-	if q.Type == TypeQuorum && q.DeliveryLimit > 0 {
-		def[keyDeliveryLimit] = q.DeliveryLimit
+// contract: the attributes its spec sets, or none (see nativeArgs).
+func setAttributes(q Queue) map[string]any { return attributes(q, false) }
+
+// nativeArgs adds to args, a work queue's of rmqtopo's own contract, the
+// attributes rmqtopo never changes in place: dead-lettering into the
+// queue's own dead-letter exchange (turning the DLQ on later keeps it in
+// the queue's policy, plan.KeepLegacy), and, unless the spec sets one, the
+// default delivery limit of a quorum queue where the release needs it
+// written (defaultLimit). A spec's delivery_limit goes to the policy
+// instead, so that it can change either way.
+func (b *builder) nativeArgs(args map[string]any, q Queue) {
+	if q.DLQ {
+		asArguments(args, deadLettering(q.Type, contract.DeadLetterExchange(q.Name), nil))
 	}
-	if q.MessageTTL > 0 {
-		def[keyMessageTTL] = q.MessageTTL.Milliseconds()
+	if q.Type == TypeQuorum && q.DeliveryLimit == 0 {
+		b.defaultLimit(args)
 	}
-	if q.MaxLength > 0 {
-		def[keyMaxLength] = q.MaxLength
-	}
-	return def
 }
 
 // declaredType returns the arguments that declare a queue of type typ:

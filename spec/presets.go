@@ -80,10 +80,10 @@ func (b *builder) outbox(q Queue) {
 	dlq := contract.DeadLetterQueue(q.Name)
 	b.queuePolicy(q.Name, workQueuePolicy(q, func(def map[string]any) { deadLetterPolicy(def, q.Type, "", &dlq) }))
 	if q.DLQ {
-		b.addQueue(topology.Queue{Name: dlq, Arguments: typeArgs(TypeQuorum, DeadEndDeliveryLimit)}, b.generated(q, "DLQ"))
+		b.addQueue(topology.Queue{Name: dlq, Arguments: deadEndArgs(TypeQuorum)}, b.generated(q, "DLQ"))
 	}
 	if q.ParkingLot {
-		b.addQueue(topology.Queue{Name: contract.ParkingLotQueue(q.Name), Arguments: typeArgs(TypeQuorum, DeadEndDeliveryLimit)}, b.generated(q, "parking lot"))
+		b.addQueue(topology.Queue{Name: contract.ParkingLotQueue(q.Name), Arguments: deadEndArgs(TypeQuorum)}, b.generated(q, "parking lot"))
 	}
 }
 

@@ -27,61 +27,6 @@ import (
 // rawKeys are the queue keys that make sense for a raw queue.
 var rawKeys = map[string]bool{"name": true, "type": true, "raw": true, "durable": true, "auto_delete": true, "arguments": true, "bindings": true}
 
-// argKind is the type of value a known queue argument takes.
-type argKind int
-
-const (
-	argInt argKind = iota
-	argString
-	argBool
-)
-
-type argRule struct {
-	kind     argKind
-	min, max int64    // argInt: inclusive bounds
-	enum     []string // argString: allowed values, if any
-	pattern  *regexp.Regexp
-	// only names the one queue type that accepts the argument, where the
-	// broker refuses it on others.
-	only string
-}
-
-const maxInt = int64(1<<63 - 1)
-
-// queueArguments are the x- queue arguments RabbitMQ knows, with the
-// values it accepts; the sources are RabbitMQ's queue argument validation
-// (rabbit_amqqueue, rabbit_quorum_queue, rabbit_stream_queue) and the 4.3
-// delayed-retry arguments.
-var queueArguments = map[string]argRule{
-	"x-message-ttl":                   {kind: argInt, min: 0, max: MaxTTL.Milliseconds()},
-	"x-expires":                       {kind: argInt, min: 1, max: MaxTTL.Milliseconds()},
-	"x-max-length":                    {kind: argInt, min: 0, max: maxInt},
-	"x-max-length-bytes":              {kind: argInt, min: 0, max: maxInt},
-	"x-max-priority":                  {kind: argInt, min: 0, max: 255},
-	"x-delivery-limit":                {kind: argInt, min: -1, max: maxInt, only: TypeQuorum},
-	"x-quorum-initial-group-size":     {kind: argInt, min: 1, max: maxInt},
-	"x-quorum-target-group-size":      {kind: argInt, min: 1, max: maxInt},
-	"x-initial-cluster-size":          {kind: argInt, min: 1, max: maxInt},
-	"x-max-in-memory-length":          {kind: argInt, min: 0, max: maxInt},
-	"x-max-in-memory-bytes":           {kind: argInt, min: 0, max: maxInt},
-	"x-stream-max-segment-size-bytes": {kind: argInt, min: 1, max: maxInt},
-	"x-stream-filter-size-bytes":      {kind: argInt, min: 16, max: 255},
-	"x-consumer-timeout":              {kind: argInt, min: 0, max: maxInt},
-	"x-queue-version":                 {kind: argInt, min: 1, max: 2},
-	"x-delayed-retry-min":             {kind: argInt, min: 0, max: MaxTTL.Milliseconds(), only: TypeQuorum},
-	"x-delayed-retry-max":             {kind: argInt, min: 0, max: MaxTTL.Milliseconds(), only: TypeQuorum},
-	"x-dead-letter-exchange":          {kind: argString},
-	"x-dead-letter-routing-key":       {kind: argString},
-	"x-overflow":                      {kind: argString, enum: []string{"drop-head", "reject-publish", "reject-publish-dlx"}},
-	"x-dead-letter-strategy":          {kind: argString, enum: []string{"at-most-once", "at-least-once"}, only: TypeQuorum},
-	"x-queue-mode":                    {kind: argString, enum: []string{"default", "lazy"}},
-	"x-queue-master-locator":          {kind: argString, enum: []string{"client-local", "balanced", "min-masters", "random"}},
-	"x-queue-leader-locator":          {kind: argString, enum: []string{"client-local", "balanced", "random", "least-leaders"}},
-	"x-delayed-retry-type":            {kind: argString, enum: []string{"disabled", "all", "returned", "failed"}, only: TypeQuorum},
-	"x-max-age":                       {kind: argString, pattern: regexp.MustCompile(`^[0-9]+(Y|M|D|h|m|s)$`)},
-	"x-single-active-consumer":        {kind: argBool},
-}
-
 // addDeclaredQueue adds a queue written under queues: a raw one as
 // written, any other as its work queue. It reports whether the name was
 // accepted.
@@ -135,7 +80,29 @@ func (b *builder) declaredArgs(q Queue) map[string]any {
 		}
 		own[k] = q.Arguments[k]
 	}
+	b.checkNeeds(q, own)
 	return own
+}
+
+// checkNeeds refuses a written argument without the arguments the broker
+// refuses it without (the key table's Needs).
+func (b *builder) checkNeeds(q Queue, args map[string]any) {
+	for _, k := range slices.Sorted(maps.Keys(q.Arguments)) {
+		f, ok := topology.LookupFeature(topology.FeatureQueueArgument, k, args[k])
+		if !ok {
+			continue
+		}
+		for _, n := range f.Needs {
+			if _, set := args[n.Key]; set {
+				continue
+			}
+			at, ok := q.argAt[k]
+			if !ok {
+				at = q.argumentsAt
+			}
+			b.errorf(at, "argument %q needs %q beside it: RabbitMQ refuses it alone", k, n.Key)
+		}
+	}
 }
 
 // managedArgs are the arguments whose attribute rmqtopo's policy of q
@@ -172,7 +139,7 @@ func (b *builder) checkArgument(name string, value any, typ string, at pos) bool
 		b.errorf(at, "the queue type is set with the key type, not the argument x-queue-type")
 		return false
 	}
-	rule, known := queueArguments[name]
+	f, known := topology.LookupFeature(topology.FeatureQueueArgument, name, nil)
 	if !known {
 		if strings.HasPrefix(name, "x-") {
 			hint := "RabbitMQ would ignore it; see docs/spec.md for the known ones"
@@ -184,34 +151,42 @@ func (b *builder) checkArgument(name string, value any, typ string, at pos) bool
 		}
 		return true
 	}
-	if rule.only != "" && typ != rule.only {
-		b.errorf(at, "argument %q needs a %s queue; a %s queue refuses it", name, rule.only, typ)
+	if typ == "" {
+		typ = TypeClassic
+	}
+	if !f.AcceptsType(typ) {
+		b.errorf(at, "argument %q needs a %s queue; a %s queue refuses it", name, strings.Join(f.Types, " or "), typ)
 		return false
 	}
+	return b.checkValue(name, value, f.Values, at)
+}
+
+// checkValue checks a queue argument's value against the key table's rule.
+func (b *builder) checkValue(name string, value any, rule topology.Values, at pos) bool {
 	v := topology.NormalizeArgs(map[string]any{name: value})[name]
-	switch rule.kind {
-	case argInt:
+	switch rule.Kind {
+	case topology.IntValue:
 		n, ok := v.(int64)
-		if !ok || n < rule.min || n > rule.max {
-			b.errorf(at, "argument %q must be a whole number from %d to %d, got %s", name, rule.min, rule.max, describeValue(value))
+		if !ok || n < rule.Min || n > rule.Max {
+			b.errorf(at, "argument %q must be a whole number from %d to %d, got %s", name, rule.Min, rule.Max, describeValue(value))
 			return false
 		}
-	case argBool:
+	case topology.BoolValue:
 		if _, ok := v.(bool); !ok {
 			b.errorf(at, "argument %q must be true or false, got %s", name, describeValue(value))
 			return false
 		}
-	case argString:
+	case topology.StringValue:
 		s, ok := v.(string)
 		if !ok {
 			b.errorf(at, "argument %q must be a string, got %s", name, describeValue(value))
 			return false
 		}
-		if len(rule.enum) > 0 && !slices.Contains(rule.enum, s) {
-			b.errorf(at, "argument %q must be one of %s, got %q", name, strings.Join(rule.enum, ", "), s)
+		if len(rule.Enum) > 0 && !slices.Contains(rule.Enum, s) {
+			b.errorf(at, "argument %q must be one of %s, got %q", name, strings.Join(rule.Enum, ", "), s)
 			return false
 		}
-		if rule.pattern != nil && !rule.pattern.MatchString(s) {
+		if rule.Pattern != "" && !regexp.MustCompile(rule.Pattern).MatchString(s) {
 			b.errorf(at, "argument %q must be a whole number and a unit Y, M, D, h, m or s (e.g. \"7D\"), got %q", name, s)
 			return false
 		}
@@ -277,7 +252,7 @@ func keyPositions(n *yaml.Node, path string) map[string]pos {
 // nearest is the known argument within two edits of name, if any.
 func nearest(name string) string {
 	best, bestD := "", 3
-	for _, k := range slices.Sorted(maps.Keys(queueArguments)) {
+	for _, k := range topology.QueueArgumentNames() {
 		if d := editDistance(name, k); d < bestD {
 			best, bestD = k, d
 		}

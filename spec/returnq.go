@@ -26,7 +26,7 @@ func (b *builder) returnQueue(q Queue) {
 	if ReturnTo(q) == q.Name {
 		return
 	}
-	args := typeArgs(q.Type, DefaultDeliveryLimit)
+	args := b.typeArgs(q.Type)
 	args["x-message-ttl"] = contract.ReturnQueueHandover.Milliseconds()
 	deadLetterTo(args, "", &q.Name)
 	b.addQueue(topology.Queue{Name: contract.ReturnQueue(q.Name), Arguments: args}, b.generated(q, "return queue"))

@@ -247,3 +247,32 @@ func TestValidationMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestArgumentsOfTheirType: the key table's queue types, which the broker
+// holds (TestKeyTableAgainstBroker): a quorum queue takes
+// x-consumer-disconnected-timeout (spec validation once called it
+// unknown), a stream x-initial-cluster-size (which a quorum queue refuses).
+func TestArgumentsOfTheirType(t *testing.T) {
+	data := []byte(`version: 1
+queues:
+  - name: votes
+    type: quorum
+    raw: true
+    arguments:
+      x-consumer-disconnected-timeout: 60000
+      x-quorum-initial-group-size: 3
+  - name: ticks
+    type: stream
+    raw: true
+    arguments:
+      x-initial-cluster-size: 3
+  - name: scratch
+    raw: true
+    arguments:
+      x-dead-letter-exchange: dead
+      x-dead-letter-routing-key: scratch
+`)
+	if _, err := Parse("types.yaml", data); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -14,34 +14,34 @@ import (
 // takes the lower value for numeric limits and the argument's value for
 // everything else; an operator policy caps numeric limits the same way.
 
-// minKeys are the policy keys whose effective value is the lower of the
-// argument's and the policy's.
-var minKeys = map[string]bool{
-	"message-ttl": true, "max-length": true, "max-length-bytes": true, "expires": true, "delivery-limit": true,
-}
+// limitKeys and argPolicyKeys are the key table's Limit and Policy of each
+// queue argument, by policy key and by argument: read on every object of
+// a plan, so indexed once.
+var limitKeys, argPolicyKeys = func() (map[string]bool, map[string]string) {
+	limits, keys := map[string]bool{}, map[string]string{}
+	for _, f := range VersionTable {
+		if f.Kind != FeatureQueueArgument || f.Value != nil {
+			continue
+		}
+		keys[f.Name] = f.Policy
+		if f.Limit {
+			limits[f.Policy] = true
+		}
+	}
+	return limits, keys
+}()
 
 // IsLimitKey reports whether the effective value of a policy key is the
-// lower of the values given (message-ttl, max-length, ...).
-func IsLimitKey(key string) bool { return minKeys[key] }
-
-// policyKeys maps the queue arguments a policy can also set to their
-// policy key.
-var policyKeys = map[string]string{
-	"x-message-ttl": "message-ttl", "x-max-length": "max-length", "x-max-length-bytes": "max-length-bytes",
-	"x-expires": "expires", "x-delivery-limit": "delivery-limit", "x-dead-letter-exchange": "dead-letter-exchange",
-	"x-dead-letter-routing-key": "dead-letter-routing-key", "x-dead-letter-strategy": "dead-letter-strategy",
-	"x-overflow": "overflow", "x-queue-mode": "queue-mode", "x-queue-version": "queue-version",
-	"x-queue-leader-locator": "queue-leader-locator", "x-queue-master-locator": "queue-master-locator",
-	"x-max-in-memory-length": "max-in-memory-length", "x-max-in-memory-bytes": "max-in-memory-bytes",
-	"x-max-age": "max-age", "x-stream-max-segment-size-bytes": "stream-max-segment-size-bytes",
-	"x-single-active-consumer": "", "x-max-priority": "",
-}
+// lower of the values given (message-ttl, max-length, ...): the key
+// table's Limit.
+func IsLimitKey(key string) bool { return limitKeys[key] }
 
 // PolicyKey returns the policy key that sets the same attribute as the
-// queue argument arg, and whether a policy can set it at all.
+// queue argument arg, and whether a policy can set it at all (the key
+// table's Policy).
 func PolicyKey(arg string) (string, bool) {
-	k, ok := policyKeys[arg]
-	return k, ok && k != ""
+	k := argPolicyKeys[arg]
+	return k, k != ""
 }
 
 // Applies reports whether p applies to queue q by vhost, apply-to and
@@ -173,11 +173,11 @@ func merge(out, def Args, limitsOnly bool) {
 	for k, v := range def {
 		was, set := out[k]
 		switch {
-		case minKeys[k] && set:
+		case limitKeys[k] && set:
 			if lower(v, was) {
 				out[k] = v
 			}
-		case !set && (!limitsOnly || minKeys[k]):
+		case !set && (!limitsOnly || limitKeys[k]):
 			out[k] = v
 		}
 	}

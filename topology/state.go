@@ -31,6 +31,12 @@ type State struct {
 	// BrokerVersion is the RabbitMQ version of the source (see
 	// ParseVersion), "" when unknown (a file without rabbit_version).
 	BrokerVersion string
+	// Deprecated and Plugins are what the live broker says of its
+	// deprecated features and enabled plugins (see Facts); nil when the
+	// source cannot say (a definitions export, an older release, a user
+	// who may not read them).
+	Deprecated map[string]string
+	Plugins    map[string]bool
 	// DefaultQueueType is each vhost's default queue type as the source
 	// reports it; absent means classic.
 	DefaultQueueType map[string]string
@@ -43,6 +49,20 @@ type State struct {
 	// OperatorPolicies are the operator policies of these vhosts, which cap
 	// numeric limits; none when the source has none or may not read them.
 	OperatorPolicies []Policy
+}
+
+// Facts are the state's facts for the key table's verdicts, judged by
+// version v: the source's own facts when v is the source's version, else
+// only v (a --rabbitmq-version other than the broker's).
+func (st *State) Facts(v Version) Facts {
+	x := Facts{Version: v}
+	if st == nil {
+		return x
+	}
+	if own, err := ParseVersion(st.BrokerVersion); err == nil && own == v {
+		x.Deprecated, x.Plugins = st.Deprecated, st.Plugins
+	}
+	return x
 }
 
 // NewState returns an empty state of vhosts, ready to be filled.

@@ -84,14 +84,16 @@ func TestVersionTableFacts(t *testing.T) {
 		{FeaturePolicyKey, "ha-mode", nil, "4.0.0", Refused},
 		{FeatureQueueArgument, "x-queue-mode", nil, "3.11.28", Accepted},
 		{FeatureQueueArgument, "x-queue-mode", nil, "4.2.9", Ignored},
-		{FeatureQueueArgument, "x-queue-mode", nil, "4.3.0", Refused},
+		// Release notes said refused; a live 4.3.6 accepts it.
+		{FeatureQueueArgument, "x-queue-mode", nil, "4.3.6", Ignored},
 		{FeatureQueueArgument, "x-queue-version", int64(1), "4.2.9", Accepted},
 		{FeatureQueueArgument, "x-queue-version", int64(1), "4.3.0", Refused},
 		{FeatureQueueArgument, "x-queue-version", int64(2), "4.3.0", Accepted},
 		{FeatureQueueArgument, "x-delayed-retry-type", nil, "4.2.9", Ignored},
 		{FeatureQueueArgument, "x-delayed-retry-type", nil, "4.3.0", Accepted},
 		{FeatureQueueType, "stream", nil, "3.8.35", Refused},
-		{FeatureQueueProperty, "transient", nil, "4.3.0", Refused},
+		// Permitted by default on 4.3.6 (its /api/deprecated-features).
+		{FeatureQueueProperty, "transient", nil, "4.3.6", Accepted},
 		{FeatureQueueProperty, "transient", nil, "4.2.9", Accepted},
 	} {
 		f, ok := LookupFeature(c.kind, c.name, c.value)
@@ -128,5 +130,47 @@ func TestVersionTableSorted(t *testing.T) {
 	}
 	if (Feature{Since: Version{4, 3, 0}, Until: Version{4, 4, 0}}).Span() != "RabbitMQ 4.3.0 to 4.3.x only" {
 		t.Error("Span")
+	}
+}
+
+// TestKeyTableVerdicts pins the disagreements issue 34 found between the
+// table and the brokers, as the table now judges them.
+func TestKeyTableVerdicts(t *testing.T) {
+	v3, v4 := Version{3, 10, 8}, Version{4, 3, 6}
+	judge := func(kind FeatureKind, name string, value any, typ string, x Facts) Support {
+		t.Helper()
+		f, ok := LookupFeature(kind, name, value)
+		if !ok {
+			t.Fatalf("%s %s: not in the table", kind, name)
+		}
+		return f.JudgeOn(typ, x).Support
+	}
+	for _, c := range []struct {
+		what string
+		got  Support
+		want Support
+	}{
+		{"x-initial-cluster-size on quorum", judge(FeatureQueueArgument, "x-initial-cluster-size", nil, "quorum", Facts{Version: v4}), Refused},
+		{"x-initial-cluster-size on stream", judge(FeatureQueueArgument, "x-initial-cluster-size", nil, "stream", Facts{Version: v4}), Accepted},
+		{"x-consumer-disconnected-timeout on quorum", judge(FeatureQueueArgument, "x-consumer-disconnected-timeout", nil, "quorum", Facts{Version: v4}), Accepted},
+		{"federation-upstream, plugin off", judge(FeaturePolicyKey, "federation-upstream", nil, "classic", Facts{Version: v3, Plugins: map[string]bool{"rabbitmq_management": true}}), Refused},
+		{"federation-upstream, plugin on", judge(FeaturePolicyKey, "federation-upstream", nil, "classic", Facts{Version: v3, Plugins: map[string]bool{"rabbitmq_federation": true}}), Accepted},
+		{"x-queue-mode lazy on 4.3.6", judge(FeatureQueueArgument, "x-queue-mode", "lazy", "classic", Facts{Version: v4}), Ignored},
+		{"transient on 4.3.6", judge(FeatureQueueProperty, "transient", nil, "classic", Facts{Version: v4, Deprecated: map[string]string{"transient_nonexcl_queues": PhasePermitted}}), Accepted},
+		{"transient, denied live", judge(FeatureQueueProperty, "transient", nil, "classic", Facts{Version: v4, Deprecated: map[string]string{"transient_nonexcl_queues": PhaseDenied}}), Refused},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %s, want %s", c.what, c.got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		value any
+		need  string
+	}{{"ha-sync-mode", nil, "ha-mode"}, {"ha-params", nil, "ha-mode"}, {"delayed-retry-type", "failed", "delayed-retry-min"}} {
+		f, _ := LookupFeature(FeaturePolicyKey, c.name, c.value)
+		if len(f.Needs) != 1 || f.Needs[0].Key != c.need {
+			t.Errorf("%s %v needs %v, want %s", c.name, c.value, f.Needs, c.need)
+		}
 	}
 }

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/converge"
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 // TestOnlineConverge runs the convergence corpus (internal/converge) on
@@ -29,13 +32,27 @@ func TestOnlineConverge(t *testing.T) {
 			flags := c.Flags.Args()
 			o.must(t, 0, "apply", "--auto-approve", current)
 			got := o.must(t, 0, append([]string{"plan", "--rabbitmq-version", converge.RabbitMQ, desired}, flags...)...)
-			if diff := cmp.Diff(c.Plan, converge.Out(got, o.vhost)); diff != "" {
+			if diff := cmp.Diff(c.PlanOn(o.release(t)), converge.Out(got, o.vhost)); diff != "" {
 				t.Errorf("plan (-%s +got):\n%s", c.Path, diff)
 			}
 			o.must(t, 0, append([]string{"apply", "--auto-approve", desired}, flags...)...)
 			o.must(t, 0, append([]string{"plan", "--detailed-exitcode", desired}, flags...)...)
 		})
 	}
+}
+
+// release is the harness broker's version.
+func (o *online) release(t *testing.T) topology.Version {
+	t.Helper()
+	c, err := broker.NewClient(broker.Config{URL: o.b.MgmtURL, User: o.b.User, Password: o.b.Password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.Version(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // caseSpec writes a spec of a case for the test's vhost as dir/spec.yaml:

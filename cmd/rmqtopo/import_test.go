@@ -52,11 +52,11 @@ func TestOnlineImportRoundTrips(t *testing.T) {
 }
 
 // TestPlanRabbitMQVersion: --rabbitmq-version judges an offline plan; a
-// queue 4.3 refuses stops the plan with its code, and 3.13 only notes
-// that it ignores x-queue-mode.
+// queue 4.3 refuses (x-queue-version 1) stops the plan with its code, and
+// 3.13 only notes that it ignores x-queue-mode.
 func TestPlanRabbitMQVersion(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.yaml")
-	os.WriteFile(path, []byte("version: 1\nqueues:\n  - {name: old, raw: true, arguments: {x-queue-mode: lazy}}\n  - {name: votes, raw: true, type: quorum}\n"), 0o644)
+	os.WriteFile(path, []byte("version: 1\nqueues:\n  - {name: old, raw: true, arguments: {x-queue-mode: lazy}}\n  - {name: v1, raw: true, arguments: {x-queue-version: 1}}\n  - {name: votes, raw: true, type: quorum}\n"), 0o644)
 	stdout, stderr, code := rmqtopo(t, "", "plan", "--against", "empty", "--rabbitmq-version", "4.3.0", path)
 	if code != 1 || !strings.Contains(stdout, "RT103") || !strings.Contains(stdout, "RT101") || !strings.Contains(stderr, "nothing was written") {
 		t.Errorf("4.3: exit %d\n%s%s", code, stdout, stderr)

@@ -130,7 +130,8 @@ func layouts(files []*spec.File, override, from string, kept *[]plan.LayoutKept)
 		for _, k := range spec.Resolve(files, spec.Target{RabbitMQ: v, Live: &st.Topology}) {
 			*kept = append(*kept, plan.LayoutKept{Address: topology.Address{Kind: topology.KindQueue, Vhost: k.Vhost, Name: k.Queue}, Move: k.String()})
 		}
-		return spec.Expand(files...)
+		// What rmqtopo declares depends on the release (spec/release.go).
+		return spec.ExpandFor(v, files...)
 	}
 }
 

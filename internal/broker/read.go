@@ -50,6 +50,7 @@ func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, er
 	wg.Wait()
 	st := topology.NewState(vhosts)
 	st.BrokerVersion = l.version
+	st.Deprecated, st.Plugins = l.deprecated, l.plugins
 	if err := mergeVhosts(st, vhosts, parts, l); err != nil {
 		return nil, err
 	}
@@ -68,6 +69,10 @@ type listings struct {
 	docs        []vhostDoc        // by vhost, in order
 	operator    [][]topology.Policy
 	operatorErr []error
+	// The key table's facts; a failure to read them leaves them unknown,
+	// which the plan says, rather than failing the read.
+	deprecated map[string]string
+	plugins    map[string]bool
 }
 
 // fetchListings makes every request of Read at once, so that the plan
@@ -81,8 +86,10 @@ func (c *Client) fetchListings(ctx context.Context, vhosts []string) (listings, 
 		serverErr, listErr error
 		wg                 sync.WaitGroup
 	)
-	wg.Add(2 + 2*len(vhosts))
+	wg.Add(4 + 2*len(vhosts))
 	go func() { defer wg.Done(); l.version, serverErr = c.Server(ctx) }()
+	go func() { defer wg.Done(); l.deprecated, _ = c.deprecatedFeatures(ctx) }()
+	go func() { defer wg.Done(); l.plugins, _ = c.enabledPlugins(ctx) }()
 	go func() { defer wg.Done(); l.defaults, listErr = c.defaultQueueTypes(ctx) }()
 	for i, v := range vhosts {
 		go func() { defer wg.Done(); l.docs[i] = c.vhostListings(ctx, v) }()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/apply"
 	"github.com/rmqtopo/rmqtopo/internal/definitions"
+	"github.com/rmqtopo/rmqtopo/internal/importer"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -234,6 +236,24 @@ func TestQuorumDefaultVhostConverges(t *testing.T) {
 	bf, _ := st.Topology.Queue(l.vhost, "brownfield")
 	if bf.QueueType() != "quorum" {
 		t.Errorf("brownfield queue reads as %q, want quorum", bf.QueueType())
+	}
+	// Import writes it as the quorum queue it is, and its spec plans no
+	// change (issue 34, point 7).
+	in, err := importer.FromBroker(context.Background(), l.c, l.vhost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := importer.Import(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)name: brownfield\n(\s+raw: true\n)?\s+type: quorum`).Match(res.YAML) {
+		t.Errorf("import of the brownfield queue:\n%s", res.YAML)
+	}
+	v, _ := l.c.Version(context.Background())
+	p, _ := l.plan(t, spec.ExpandFor(v, res.File), false)
+	if got := changes(p); len(got) != 0 {
+		t.Errorf("plan of the imported spec: %v", got)
 	}
 }
 

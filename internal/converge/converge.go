@@ -14,6 +14,11 @@
 //	current/spec.yaml   applied first, to an empty vhost
 //	desired/spec.yaml   then planned and applied
 //	plan.txt            the plan's text (go test ./plan -update rewrites it)
+//	plan-4.0.txt        optional: the plan's text on a broker of 4.0 or
+//	                    later, where it differs: such a broker declares a
+//	                    quorum queue with rmqtopo's default delivery limit
+//	                    without the argument (its own default is 20), so
+//	                    the current spec leaves another queue behind
 //
 // Both specs live at the same base name, so they are one spec (one
 // ownership record) at two points in time. Their vhost is "@VHOST@",
@@ -30,6 +35,8 @@ import (
 	"strings"
 
 	"github.com/rogpeppe/go-internal/txtar"
+
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 // Vhost stands for the vhost of a case in its files.
@@ -46,6 +53,7 @@ const (
 	FileCurrent = "current/spec.yaml"
 	FileDesired = "desired/spec.yaml"
 	FilePlan    = "plan.txt"
+	FilePlan40  = "plan-4.0.txt"
 )
 
 // Flags are the choices a case plans and applies its desired spec with.
@@ -76,7 +84,10 @@ type Case struct {
 	Current []byte
 	Desired []byte
 	// Plan is the expected plan text, with the vhost as Vhost.
-	Plan    string
+	Plan string
+	// Plan40 is the expected plan text on a 4.0+ broker; "" where it is
+	// Plan.
+	Plan40  string
 	archive *txtar.Archive
 }
 
@@ -119,6 +130,8 @@ func read(path string) (Case, error) {
 			c.Desired = f.Data
 		case FilePlan:
 			c.Plan = string(f.Data)
+		case FilePlan40:
+			c.Plan40 = string(f.Data)
 		default:
 			return Case{}, fmt.Errorf("%s: unknown file %q", path, f.Name)
 		}
@@ -144,6 +157,14 @@ func parseFlags(s string) (Flags, error) {
 		}
 	}
 	return f, nil
+}
+
+// PlanOn is the expected plan text on a broker of version v.
+func (c Case) PlanOn(v topology.Version) string {
+	if c.Plan40 != "" && v.AtLeast(4, 0) {
+		return c.Plan40
+	}
+	return c.Plan
 }
 
 // In returns a case's spec with its vhost set to vhost.

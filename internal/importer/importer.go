@@ -42,6 +42,10 @@ type Input struct {
 	// Skipped are objects the source holds that Topology cannot carry,
 	// found by the caller (see Extras).
 	Skipped []Skipped
+	// Release is the source's RabbitMQ version; unknown when it does not
+	// say. Its default arguments (a quorum queue's delivery limit from 4.0
+	// on) are the same queue declared or not.
+	Release topology.Version
 	// Records are the ownership records of the vhost: the specs rmqtopo
 	// applied there. One record names the imported spec.
 	Records []topology.Record
@@ -87,7 +91,7 @@ const maxRounds = 1000
 // inconsistency: a spec it wrote that does not expand back to the
 // topology it was written from.
 func Import(in Input) (*Result, error) {
-	l := index(in.Topology, in.Vhost)
+	l := index(in.Topology, in.Vhost, in.Release)
 	m := newModel(l, in.Skipped)
 	m.specs = recordedSpecs(in.Records, in.Vhost)
 	for round := 0; ; round++ {
@@ -112,7 +116,7 @@ func (m *model) result(data []byte, f *spec.File) (*Result, error) {
 	want := m.expected()
 	// Planned against the live vhost, queues an earlier rmqtopo made keep
 	// their shape, which the comparison must grant too.
-	got := plan.KeepLegacy(want, spec.Expand(f))
+	got := plan.KeepLegacy(want, spec.ExpandFor(m.l.release, f), m.l.release)
 	// A levels queue applied before it had a marker gets one from its
 	// spec, which the next apply adds.
 	got.Exchanges = slices.DeleteFunc(got.Exchanges, func(e topology.Exchange) bool {

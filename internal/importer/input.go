@@ -44,6 +44,7 @@ func FromBroker(ctx context.Context, b Source, vhost string) (Input, error) {
 	in.Topology, in.Records, in.Source = st.Topology, st.Records, "the broker at "+b.URL()
 	if v, err := b.Version(ctx); err == nil {
 		in.Source += " (RabbitMQ " + v.String() + ")"
+		in.Release = v
 	}
 	return in, nil
 }
@@ -72,6 +73,7 @@ func FromFile(path, vhost string) (Input, error) {
 	in.Source = "the definitions file " + filepath.Base(path)
 	if v, err := topology.ParseVersion(doc.RabbitVersion); err == nil {
 		in.Source += " (RabbitMQ " + v.String() + ")"
+		in.Release = v
 	}
 	return in, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -40,7 +41,8 @@ func (l *live) findLadder() *ladder {
 		}
 		seen[c] = true
 		lv := spec.Levels{Resolution: c.Resolution, Max: ladderMax(c)}
-		g := spec.Expand(&spec.File{Spec: spec.Spec{Version: spec.Version, Vhost: l.vhost, WaitQueueType: l.specWaitQueueType(), Levels: &lv}})
+		g := spec.ExpandFor(l.release, &spec.File{Spec: spec.Spec{Version: spec.Version, Vhost: l.vhost, WaitQueueType: l.specWaitQueueType(), Levels: &lv}})
+		g = plan.WithDefaults(l.t, g, l.release)
 		if objects, miss := l.holds(g); miss == "" {
 			found = append(found, &ladder{l: c, levels: lv, objects: objects})
 		}

@@ -16,6 +16,7 @@ import (
 // live indexes one vhost's current topology by name.
 type live struct {
 	vhost     string
+	release   topology.Version
 	t         topology.Topology
 	queues    map[string]topology.Queue
 	exchanges map[string]topology.Exchange
@@ -36,11 +37,11 @@ type live struct {
 	ladder *ladder
 }
 
-func index(t topology.Topology, vhost string) *live {
+func index(t topology.Topology, vhost string, release topology.Version) *live {
 	l := &live{vhost: vhost, queues: map[string]topology.Queue{}, exchanges: map[string]topology.Exchange{},
 		bindings: map[topology.Address]topology.Binding{}, policies: map[string]topology.Policy{},
 		bySource: map[string][]topology.Binding{}, byDest: map[string][]topology.Binding{},
-		outboxDelays: map[string][]time.Duration{}, springs: map[string]springLayout{}}
+		outboxDelays: map[string][]time.Duration{}, springs: map[string]springLayout{}, release: release}
 	l.t.Vhosts = []string{vhost}
 	for _, e := range t.Exchanges {
 		if e.Vhost == vhost {
@@ -379,11 +380,14 @@ func (l *live) expand(q spec.Queue) topology.Topology {
 	if q.Layout == spec.LayoutLevels && l.ladder != nil {
 		s.Levels = &l.ladder.levels
 	}
-	g := spec.Expand(&spec.File{Spec: s})
+	g := spec.ExpandFor(l.release, &spec.File{Spec: s})
+	// The queues are compared as a plan compares them: the release's
+	// default arguments are the same queue declared or not.
+	g = plan.WithDefaults(l.t, g, l.release)
 	if wq, ok := l.queues[q.Name]; ok {
 		// A queue an earlier rmqtopo made keeps its dead-lettering in its
 		// policy, as a plan keeps it.
-		g = plan.KeepLegacy(topology.Topology{Queues: []topology.Queue{wq}}, g)
+		g = plan.KeepLegacy(topology.Topology{Queues: []topology.Queue{wq}}, g, l.release)
 	}
 	return g
 }
