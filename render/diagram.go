@@ -36,84 +36,101 @@ type graph struct {
 
 func flow(t topology.Topology) graph {
 	t = collapseLadders(t)
-	var g graph
-	ids := map[string]string{}
-	id := func(vhost, kind, name string) string {
-		key := vhost + "\x00" + kind + "\x00" + name
-		if v, ok := ids[key]; ok {
-			return v
-		}
-		v := fmt.Sprintf("%s%d", kind[:1], len(ids))
-		ids[key] = v
-		return v
-	}
-	multiVhost := len(t.Vhosts) > 1
-	label := func(vhost, name string) string {
-		if multiVhost {
-			return vhost + " " + name
-		}
-		return name
-	}
+	b := &flowBuilder{ids: map[string]string{}, multiVhost: len(t.Vhosts) > 1}
 	for _, e := range t.Exchanges {
-		g.nodes = append(g.nodes, node{id(e.Vhost, nodeExchange, e.Name), label(e.Vhost, e.Name) + " (" + e.Type + ")", nodeExchange})
+		b.g.nodes = append(b.g.nodes, node{b.id(e.Vhost, nodeExchange, e.Name), b.label(e.Vhost, e.Name) + " (" + e.Type + ")", nodeExchange})
 	}
 	for _, q := range t.Queues {
-		g.nodes = append(g.nodes, node{id(q.Vhost, nodeQueue, q.Name), label(q.Vhost, q.Name), nodeQueue})
+		b.g.nodes = append(b.g.nodes, node{b.id(q.Vhost, nodeQueue, q.Name), b.label(q.Vhost, q.Name), nodeQueue})
 	}
-	exists := func(vhost, kind, name string) bool {
-		_, ok := ids[vhost+"\x00"+kind+"\x00"+name]
-		return ok
-	}
-	for _, b := range t.Bindings {
-		if !exists(b.Vhost, nodeExchange, b.Source) {
-			g.nodes = append(g.nodes, node{id(b.Vhost, nodeExchange, b.Source), label(b.Vhost, b.Source), nodeExchange})
-		}
+	for _, bd := range t.Bindings {
+		b.ensureExchange(bd.Vhost, bd.Source)
 		kind := nodeQueue
-		if b.DestinationType == topology.DestExchange {
+		if bd.DestinationType == topology.DestExchange {
 			kind = nodeExchange
 		}
-		g.edges = append(g.edges, edge{from: id(b.Vhost, nodeExchange, b.Source), to: id(b.Vhost, kind, b.Destination), label: bindingLabel(b)})
+		b.g.edges = append(b.g.edges, edge{from: b.id(bd.Vhost, nodeExchange, bd.Source), to: b.id(bd.Vhost, kind, bd.Destination), label: bindingLabel(bd)})
 	}
-	g.edges = append(g.edges, unmatchedEdges(t, id, exists)...)
+	b.g.edges = append(b.g.edges, unmatchedEdges(t, b.id, b.exists)...)
 	for _, q := range t.Queues {
 		if label, ok := nativeLabel(q); ok {
-			at := id(q.Vhost, nodeQueue, q.Name)
-			g.edges = append(g.edges, edge{from: at, to: at, label: label, dashed: true})
+			at := b.id(q.Vhost, nodeQueue, q.Name)
+			b.g.edges = append(b.g.edges, edge{from: at, to: at, label: label, dashed: true})
 		}
 	}
 	for _, q := range t.Queues {
-		// What the broker makes of the queue's arguments and its policy.
-		eff := topology.EffectiveUnder(q, t.Policies, nil)
-		dlx, ok := eff["dead-letter-exchange"].(string)
-		if !ok {
-			continue
-		}
-		why := "dead-letter"
-		if ttl, ok := eff["message-ttl"].(int64); ok {
-			why = "after " + HumanDurationMs(ttl)
-		}
-		from := id(q.Vhost, nodeQueue, q.Name)
-		if dlx != "" {
-			if !exists(q.Vhost, nodeExchange, dlx) {
-				g.nodes = append(g.nodes, node{id(q.Vhost, nodeExchange, dlx), label(q.Vhost, dlx), nodeExchange})
-			}
-			g.edges = append(g.edges, edge{from: from, to: id(q.Vhost, nodeExchange, dlx), label: why, dashed: true})
-			continue
-		}
-		if rk, ok := eff["dead-letter-routing-key"].(string); ok {
-			if exists(q.Vhost, nodeQueue, rk) {
-				g.edges = append(g.edges, edge{from: from, to: id(q.Vhost, nodeQueue, rk), label: why, dashed: true})
-			}
-			continue
-		}
-		// Dead-lettered to "" keeping the routing key: back to whichever
-		// work queue's retry exchange routed the message here.
-		for _, w := range returnsTo(t, q) {
-			g.edges = append(g.edges, edge{from: from, to: id(q.Vhost, nodeQueue, w), label: why + ", by routing key", dashed: true})
-		}
+		b.deadLetterEdges(t, q)
 	}
-	g.edges = dedupe(g.edges)
-	return g
+	b.g.edges = dedupe(b.g.edges)
+	return b.g
+}
+
+// flowBuilder gives each (vhost, kind, name) one node id as flow draws.
+type flowBuilder struct {
+	g          graph
+	ids        map[string]string
+	multiVhost bool
+}
+
+func (b *flowBuilder) id(vhost, kind, name string) string {
+	key := vhost + "\x00" + kind + "\x00" + name
+	if v, ok := b.ids[key]; ok {
+		return v
+	}
+	v := fmt.Sprintf("%s%d", kind[:1], len(b.ids))
+	b.ids[key] = v
+	return v
+}
+
+func (b *flowBuilder) exists(vhost, kind, name string) bool {
+	_, ok := b.ids[vhost+"\x00"+kind+"\x00"+name]
+	return ok
+}
+
+// label names an object, with its vhost where the drawing has several.
+func (b *flowBuilder) label(vhost, name string) string {
+	if b.multiVhost {
+		return vhost + " " + name
+	}
+	return name
+}
+
+// ensureExchange draws an exchange the topology names but does not declare.
+func (b *flowBuilder) ensureExchange(vhost, name string) {
+	if !b.exists(vhost, nodeExchange, name) {
+		b.g.nodes = append(b.g.nodes, node{b.id(vhost, nodeExchange, name), b.label(vhost, name), nodeExchange})
+	}
+}
+
+// deadLetterEdges draws where q dead-letters to, as the broker makes of
+// its arguments and its policy.
+func (b *flowBuilder) deadLetterEdges(t topology.Topology, q topology.Queue) {
+	eff := topology.EffectiveUnder(q, t.Policies, nil)
+	dlx, ok := eff["dead-letter-exchange"].(string)
+	if !ok {
+		return
+	}
+	why := "dead-letter"
+	if ttl, ok := eff["message-ttl"].(int64); ok {
+		why = "after " + HumanDurationMs(ttl)
+	}
+	from := b.id(q.Vhost, nodeQueue, q.Name)
+	if dlx != "" {
+		b.ensureExchange(q.Vhost, dlx)
+		b.g.edges = append(b.g.edges, edge{from: from, to: b.id(q.Vhost, nodeExchange, dlx), label: why, dashed: true})
+		return
+	}
+	if rk, ok := eff["dead-letter-routing-key"].(string); ok {
+		if b.exists(q.Vhost, nodeQueue, rk) {
+			b.g.edges = append(b.g.edges, edge{from: from, to: b.id(q.Vhost, nodeQueue, rk), label: why, dashed: true})
+		}
+		return
+	}
+	// Dead-lettered to "" keeping the routing key: back to whichever
+	// work queue's retry exchange routed the message here.
+	for _, w := range returnsTo(t, q) {
+		b.g.edges = append(b.g.edges, edge{from: from, to: b.id(q.Vhost, nodeQueue, w), label: why + ", by routing key", dashed: true})
+	}
 }
 
 // nativeLabel describes the retries a queue of the native layout delays
