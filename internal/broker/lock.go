@@ -54,6 +54,28 @@ func (s *Session) Lock(ctx context.Context, vhost string) error {
 	return nil
 }
 
+// releaseLock deletes the lock queue on its own connection before that
+// connection closes: the broker answers queue.delete once the queue is
+// gone, so the lock is free when Close returns, where the exclusive
+// queue's deletion with its connection happens after the close-ok (seen on
+// 4.3.6: an apply started right after another was refused). A broker that
+// does not answer within closeWait leaves it to the connection's end.
+func releaseLock(conn *amqp.Connection) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if ch, err := conn.Channel(); err == nil {
+			_, _ = ch.QueueDelete(LockQueue, false, false, false)
+		}
+	}()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
 // lockHolder names the connection holding vhost's lock, best effort: the
 // management API learns a queue's owner and a connection's name from
 // statistics emitted every few seconds, so a lock taken a moment ago is

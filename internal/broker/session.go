@@ -109,6 +109,9 @@ func (s *Session) Close() error {
 	var errs []error
 	for _, vc := range s.vhosts {
 		vc.mu.Lock()
+		if vc.lock != nil && !vc.lock.IsClosed() {
+			releaseLock(vc.lock)
+		}
 		for _, c := range []*amqp.Connection{vc.work, vc.lock} {
 			if c != nil && !c.IsClosed() {
 				if err := CloseConn(c); err != nil {
