@@ -49,6 +49,20 @@ func Decode(position int, d *amqp.Delivery) Message {
 	deaths := ReadDeaths(h)
 	m.Deaths, m.DeathsUnreadable = deaths.Count, deaths.Problem
 
+	decodeAttempt(&m, h)
+	decodeReason(&m, h, deaths)
+	decodeFirstFailure(&m, h, deaths)
+	m.LastError, _ = HeaderString(h[contract.HeaderLastError])
+	m.OriginalExchange, m.OriginalRoutingKey = OriginalRoute(d)
+	if n, ok := parseCount(h[contract.HeaderReplayCount]); ok {
+		m.ReplayCount = n
+	}
+	return m
+}
+
+// decodeAttempt sets m's attempt from the contract's attempt header: the
+// number when it parses, else the header as text (or its type's name).
+func decodeAttempt(m *Message, h amqp.Table) {
 	if raw, ok := h[contract.HeaderAttempt]; ok {
 		if n, ok := contract.ParseAttempt(raw); ok {
 			m.Attempt = &n
@@ -59,6 +73,12 @@ func Decode(position int, d *amqp.Delivery) Message {
 			}
 		}
 	}
+}
+
+// decodeReason sets why m was dead-lettered and where that came from: the
+// reason header, else the latest death, else an attempt header (retries
+// exhausted), else unknown.
+func decodeReason(m *Message, h amqp.Table, deaths Deaths) {
 	switch r, _ := HeaderString(h[contract.HeaderDeadLetterReason]); {
 	case r != "":
 		m.Reason, m.ReasonSource = r, "header"
@@ -73,7 +93,11 @@ func Decode(position int, d *amqp.Delivery) Message {
 	default:
 		m.Reason = ReasonUnknown
 	}
+}
 
+// decodeFirstFailure sets when m first failed: the first-failure header,
+// else the earliest death's time.
+func decodeFirstFailure(m *Message, h amqp.Table, deaths Deaths) {
 	m.FirstFailure, _ = HeaderString(h[contract.HeaderFirstFailure])
 	if m.FirstFailure == "" {
 		var first time.Time
@@ -86,12 +110,6 @@ func Decode(position int, d *amqp.Delivery) Message {
 			m.FirstFailure = first.UTC().Format(time.RFC3339)
 		}
 	}
-	m.LastError, _ = HeaderString(h[contract.HeaderLastError])
-	m.OriginalExchange, m.OriginalRoutingKey = OriginalRoute(d)
-	if n, ok := parseCount(h[contract.HeaderReplayCount]); ok {
-		m.ReplayCount = n
-	}
-	return m
 }
 
 // OriginalRoute returns where a message was first published: the contract's

@@ -55,9 +55,16 @@ func writeMarkdownSummary(out *strings.Builder, doc plan.Document) {
 	if doc.RabbitMQ != nil {
 		out.WriteString(mdEscape(doc.RabbitMQ.String()) + ".\n\n")
 	}
+	writeMarkdownDestructive(out, doc.Changes)
+	writeMarkdownDiagnostics(out, doc.Diagnostics)
+}
+
+// writeMarkdownDestructive lists the replacements and deletions among
+// changes, but routine ones, by name; nothing when there are none.
+func writeMarkdownDestructive(out *strings.Builder, changes []plan.Change) {
 	var destructive []plan.Change
-	rerouted := reroutedBindings(doc.Changes)
-	for _, c := range doc.Changes {
+	rerouted := reroutedBindings(changes)
+	for _, c := range changes {
 		if (c.Action == plan.Replace || c.Action == plan.Delete) && !routineDelete(c, rerouted) {
 			destructive = append(destructive, c)
 		}
@@ -82,6 +89,11 @@ func writeMarkdownSummary(out *strings.Builder, doc plan.Document) {
 		}
 		out.WriteString("\n")
 	}
+}
+
+// writeMarkdownDiagnostics lists the diagnostics under a title for each
+// severity that has any: errors, then warnings, then notes.
+func writeMarkdownDiagnostics(out *strings.Builder, diagnostics []plan.Diagnostic) {
 	for _, group := range []struct {
 		severity plan.Severity
 		title    string
@@ -92,7 +104,7 @@ func writeMarkdownSummary(out *strings.Builder, doc plan.Document) {
 		{plan.SeverityInfo, "Notes", "ℹ️"},
 	} {
 		title := false
-		for _, d := range doc.Diagnostics {
+		for _, d := range diagnostics {
 			if d.Severity != group.severity {
 				continue
 			}

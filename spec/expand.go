@@ -326,8 +326,18 @@ func (b *builder) reserve() {
 }
 
 func (b *builder) build() {
-	s := b.s
 	b.reserve()
+	b.buildExchanges()
+	skip := b.declareQueues()
+	b.buildQueues(skip)
+	b.ladder()
+	b.checkPolicies()
+}
+
+// buildExchanges adds the spec's exchanges, then their bindings, so a
+// binding between two declared exchanges finds both.
+func (b *builder) buildExchanges() {
+	s := b.s
 	for i, e := range s.Exchanges {
 		b.addExchange(topology.Exchange{Name: e.Name, Type: e.Type, Durable: e.Durable, AutoDelete: e.AutoDelete,
 			Internal: e.Internal, Arguments: e.Arguments}, origin{at: e.nameAt, what: fmt.Sprintf("declared at exchanges[%d]", i)})
@@ -338,13 +348,18 @@ func (b *builder) build() {
 			b.bind(bd.Exchange, topology.DestExchange, e.Name, bd.RoutingKey, bd.Arguments)
 		}
 	}
+}
+
+// declareQueues adds the declared queues, before anything is generated
+// from them, and returns the indexes of those refused.
+func (b *builder) declareQueues() map[int]bool {
 	// Declared queues first, so a collision names the generated object as
 	// the culprit.
 	// A queue whose name is refused (or a duplicate) generates nothing:
 	// every name derived from a bad name is bad the same way, and one
 	// problem should be reported once.
 	skip := map[int]bool{}
-	for i, q := range s.Queues {
+	for i, q := range b.s.Queues {
 		if first, ok := b.queueAt[q.Name]; ok && q.Name != "" {
 			b.errorf(q.nameAt, "duplicate queue %q (first %s)", q.Name, b.queueFrom[first])
 			skip[i] = true
@@ -354,8 +369,15 @@ func (b *builder) build() {
 			skip[i] = true
 		}
 	}
+	return skip
+}
+
+// buildQueues adds each declared queue's bindings and, but for raw
+// queues, checks it and generates what its preset (or native retry)
+// needs; queues in skip are left out.
+func (b *builder) buildQueues(skip map[int]bool) {
 	seen := &presetsSeen{}
-	for i, q := range s.Queues {
+	for i, q := range b.s.Queues {
 		if skip[i] {
 			continue
 		}
@@ -380,8 +402,12 @@ func (b *builder) build() {
 			b.native(q)
 		}
 	}
-	b.ladder()
-	for _, pol := range s.Policies {
+}
+
+// checkPolicies reports the spec's policies whose pattern does not
+// compile or whose name is one rmqtopo keeps for its own.
+func (b *builder) checkPolicies() {
+	for _, pol := range b.s.Policies {
 		if _, err := regexp.Compile(pol.Pattern); err != nil {
 			b.errorf(pol.patternAt, "policy %q: invalid pattern %q: %v", pol.Name, pol.Pattern, err)
 		}

@@ -570,30 +570,10 @@ func (d *decoder) spec(n *yaml.Node) *Spec {
 	ok := d.fields(n, "", map[string]func(*yaml.Node, string){
 		"version": func(v *yaml.Node, p string) {
 			hasVersion = true
-			var ver int64
-			before := len(d.errs)
-			d.integer(v, p, math.MinInt32, math.MaxInt32, &ver)
-			if len(d.errs) == before && ver != Version {
-				d.add(at(v, p), "unsupported version %d: this rmqtopo reads version %d", ver, Version)
-			}
-			s.Version = int(ver)
+			d.specVersion(s, v, p)
 		},
-		"name": func(v *yaml.Node, p string) {
-			d.str(v, p, &s.Name)
-			if !validSpecName(s.Name) {
-				d.add(at(v, p), "name %s: want 1 to %d letters, digits, '.', '_' or '-', starting with a letter or digit (it names the spec's ownership record)",
-					Quote(s.Name), maxSpecName)
-			}
-		},
-		"vhost": func(v *yaml.Node, p string) {
-			d.str(v, p, &s.Vhost)
-			if s.Vhost == "" {
-				d.add(at(v, p), "vhost must not be empty")
-			}
-			if len(s.Vhost) > topology.MaxNameBytes {
-				d.add(at(v, p), "vhost name %q is %d bytes; RabbitMQ allows %d", s.Vhost, len(s.Vhost), topology.MaxNameBytes)
-			}
-		},
+		"name":   func(v *yaml.Node, p string) { d.specName(s, v, p) },
+		"vhost":  func(v *yaml.Node, p string) { d.specVhost(s, v, p) },
 		"layout": func(v *yaml.Node, p string) { s.Layout = d.layout(v, p) },
 		"levels": func(v *yaml.Node, p string) { s.Levels = d.levels(v, p) },
 		"wait_queue_type": func(v *yaml.Node, p string) {
@@ -602,36 +582,11 @@ func (d *decoder) spec(n *yaml.Node) *Spec {
 		"quorum_initial_group_size": func(v *yaml.Node, p string) {
 			d.intField(v, p, 1, MaxQuorumGroupSize, &s.QuorumInitialGroupSize)
 		},
-		"retry_policies": func(v *yaml.Node, p string) {
-			if v.Kind != yaml.MappingNode {
-				d.add(at(v, p), "expected a mapping of policy names to retry policies, got %s", describe(v))
-				return
-			}
-			for i := 0; i+1 < len(v.Content); i += 2 {
-				name, body := v.Content[i].Value, v.Content[i+1]
-				pp := join(p, name)
-				for _, prev := range s.RetryPolicies {
-					if prev.Name == name {
-						d.add(at(v.Content[i], pp), "duplicate retry policy %q", name)
-					}
-				}
-				s.RetryPolicies = append(s.RetryPolicies, NamedRetryPolicy{Name: name, Policy: d.retryPolicy(body, pp)})
-			}
-		},
+		"retry_policies": func(v *yaml.Node, p string) { d.retryPolicies(s, v, p) },
 		"exchanges": func(v *yaml.Node, p string) {
 			d.list(v, p, func(_ int, e *yaml.Node, ep string) { s.Exchanges = append(s.Exchanges, d.exchange(e, ep)) })
 		},
-		"queues": func(v *yaml.Node, p string) {
-			if d.queues != nil && v == d.queues.value {
-				s.Queues = slices.Grow(s.Queues, len(d.queues.items))
-				d.queues.each(func(i int, e *yaml.Node) { s.Queues = append(s.Queues, d.queue(e, index(p, i), s)) })
-				return
-			}
-			if v.Kind == yaml.SequenceNode { // sized once: a Queue is large and specs can hold 100,000s
-				s.Queues = slices.Grow(s.Queues, len(v.Content))
-			}
-			d.list(v, p, func(_ int, e *yaml.Node, ep string) { s.Queues = append(s.Queues, d.queue(e, ep, s)) })
-		},
+		"queues": func(v *yaml.Node, p string) { d.specQueues(s, v, p) },
 		"policies": func(v *yaml.Node, p string) {
 			d.list(v, p, func(_ int, e *yaml.Node, ep string) { s.Policies = append(s.Policies, d.policy(e, ep)) })
 		},
@@ -641,6 +596,71 @@ func (d *decoder) spec(n *yaml.Node) *Spec {
 	}
 	d.resolveRetryRefs(s)
 	return s
+}
+
+// specVersion reads s's format version, an error unless it is Version.
+func (d *decoder) specVersion(s *Spec, v *yaml.Node, p string) {
+	var ver int64
+	before := len(d.errs)
+	d.integer(v, p, math.MinInt32, math.MaxInt32, &ver)
+	if len(d.errs) == before && ver != Version {
+		d.add(at(v, p), "unsupported version %d: this rmqtopo reads version %d", ver, Version)
+	}
+	s.Version = int(ver)
+}
+
+// specName reads s's name, an error unless it can name an ownership record.
+func (d *decoder) specName(s *Spec, v *yaml.Node, p string) {
+	d.str(v, p, &s.Name)
+	if !validSpecName(s.Name) {
+		d.add(at(v, p), "name %s: want 1 to %d letters, digits, '.', '_' or '-', starting with a letter or digit (it names the spec's ownership record)",
+			Quote(s.Name), maxSpecName)
+	}
+}
+
+// specVhost reads s's vhost, an error when empty or longer than RabbitMQ
+// allows.
+func (d *decoder) specVhost(s *Spec, v *yaml.Node, p string) {
+	d.str(v, p, &s.Vhost)
+	if s.Vhost == "" {
+		d.add(at(v, p), "vhost must not be empty")
+	}
+	if len(s.Vhost) > topology.MaxNameBytes {
+		d.add(at(v, p), "vhost name %q is %d bytes; RabbitMQ allows %d", s.Vhost, len(s.Vhost), topology.MaxNameBytes)
+	}
+}
+
+// retryPolicies reads s's named retry policies in order, an error for
+// each name given twice.
+func (d *decoder) retryPolicies(s *Spec, v *yaml.Node, p string) {
+	if v.Kind != yaml.MappingNode {
+		d.add(at(v, p), "expected a mapping of policy names to retry policies, got %s", describe(v))
+		return
+	}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		name, body := v.Content[i].Value, v.Content[i+1]
+		pp := join(p, name)
+		for _, prev := range s.RetryPolicies {
+			if prev.Name == name {
+				d.add(at(v.Content[i], pp), "duplicate retry policy %q", name)
+			}
+		}
+		s.RetryPolicies = append(s.RetryPolicies, NamedRetryPolicy{Name: name, Policy: d.retryPolicy(body, pp)})
+	}
+}
+
+// specQueues reads s's queues, from the pre-split list when v is the one
+// d split ahead, with room for them all made once.
+func (d *decoder) specQueues(s *Spec, v *yaml.Node, p string) {
+	if d.queues != nil && v == d.queues.value {
+		s.Queues = slices.Grow(s.Queues, len(d.queues.items))
+		d.queues.each(func(i int, e *yaml.Node) { s.Queues = append(s.Queues, d.queue(e, index(p, i), s)) })
+		return
+	}
+	if v.Kind == yaml.SequenceNode { // sized once: a Queue is large and specs can hold 100,000s
+		s.Queues = slices.Grow(s.Queues, len(v.Content))
+	}
+	d.list(v, p, func(_ int, e *yaml.Node, ep string) { s.Queues = append(s.Queues, d.queue(e, ep, s)) })
 }
 
 func (d *decoder) layout(n *yaml.Node, path string) Layout {
@@ -789,6 +809,17 @@ func (d *decoder) queueField(q *Queue, k string, v *yaml.Node, p string) bool {
 		q.argAt = keyPositions(v, p)
 	case "bindings":
 		d.list(v, p, func(_ int, b *yaml.Node, bp string) { q.Bindings = append(q.Bindings, d.binding(b, bp)) })
+	default:
+		return d.queueRetryField(q, k, v, p) || d.queueLimitField(q, k, v, p)
+	}
+	return true
+}
+
+// queueRetryField decodes the value v of a queue's retry key k (the
+// retry policy, its layout and the queues around it) into q, and
+// reports whether k is one.
+func (d *decoder) queueRetryField(q *Queue, k string, v *yaml.Node, p string) bool {
+	switch k {
 	case "retry":
 		q.retryAt = at(v, p)
 		if v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
@@ -809,6 +840,16 @@ func (d *decoder) queueField(q *Queue, k string, v *yaml.Node, p string) bool {
 		d.boolean(v, p, &q.ParkingLot)
 	case "return_queue":
 		d.boolean(v, p, &q.ReturnQueue)
+	default:
+		return false
+	}
+	return true
+}
+
+// queueLimitField decodes the value v of a queue's key k for its limits
+// or its preset into q, and reports whether k is one.
+func (d *decoder) queueLimitField(q *Queue, k string, v *yaml.Node, p string) bool {
+	switch k {
 	case "message_ttl":
 		d.duration(v, p, &q.MessageTTL)
 	case "max_length":

@@ -33,7 +33,8 @@ func (c *statusCmd) Run(e *env) (err error) {
 	if err != nil {
 		return err
 	}
-	opts := status.Options{Drift: !c.NoDrift, Log: e.stderr}
+	opts := status.Options{Drift: !c.NoDrift, Log: e.stderr,
+		Flags: status.Flags{NoDrift: "--no-drift", HeldMargin: "--held-margin"}}
 	if c.ExitCode {
 		opts.HeldMargin, opts.StatsInterval = c.HeldMargin, c.StatsInterval
 	}

@@ -81,6 +81,22 @@ func (m *model) build() {
 		return
 	}
 	m.exchanges, m.queues, m.policies = nil, nil, nil
+	ex, qs := m.collectObjects(gen, cands)
+	m.skipped = append([]Skipped(nil), m.given...)
+	m.attachBindings(gen, ex, qs)
+	m.collectPolicies(gen)
+	for a, why := range m.drop {
+		m.skipped = append(m.skipped, Skipped{Object: a.String(), Reason: why})
+	}
+	sort.SliceStable(m.exchanges, func(i, j int) bool { return naturalLess(m.exchanges[i].e.Name, m.exchanges[j].e.Name) })
+	sort.SliceStable(m.queues, func(i, j int) bool { return naturalLess(m.queues[i].q.Name, m.queues[j].q.Name) })
+	sort.SliceStable(m.policies, func(i, j int) bool { return naturalLess(m.policies[i].Name, m.policies[j].Name) })
+}
+
+// collectObjects puts in m the exchanges and queues neither generated
+// (gen) nor dropped, in the topology's order, and returns them by name.
+func (m *model) collectObjects(gen map[topology.Address]bool, cands map[string]*candidate) (map[string]*exchangeObj, map[string]*queueObj) {
+	l := m.l
 	ex := map[string]*exchangeObj{}
 	for _, e := range l.t.Exchanges {
 		if !gen[e.Addr()] && !m.dropped(e.Addr()) {
@@ -97,8 +113,13 @@ func (m *model) build() {
 			m.queues = append(m.queues, o)
 		}
 	}
-	m.skipped = append([]Skipped(nil), m.given...)
-	for _, b := range l.t.Bindings {
+	return ex, qs
+}
+
+// attachBindings gives each binding neither generated nor dropped to its
+// destination in ex or qs, and skips one whose destination is in neither.
+func (m *model) attachBindings(gen map[topology.Address]bool, ex map[string]*exchangeObj, qs map[string]*queueObj) {
+	for _, b := range m.l.t.Bindings {
 		a := b.Addr()
 		switch {
 		case gen[a] || m.dropped(a):
@@ -110,7 +131,12 @@ func (m *model) build() {
 			m.skipped = append(m.skipped, Skipped{Object: a.String(), Reason: "its destination is not in the vhost"})
 		}
 	}
-	for _, p := range l.t.Policies {
+}
+
+// collectPolicies puts in m the policies neither generated nor dropped,
+// and skips the managed ones no recognised queue claimed.
+func (m *model) collectPolicies(gen map[topology.Address]bool) {
+	for _, p := range m.l.t.Policies {
 		a := p.Addr()
 		switch {
 		case gen[a] || m.dropped(a):
@@ -120,12 +146,6 @@ func (m *model) build() {
 			m.policies = append(m.policies, p)
 		}
 	}
-	for a, why := range m.drop {
-		m.skipped = append(m.skipped, Skipped{Object: a.String(), Reason: why})
-	}
-	sort.SliceStable(m.exchanges, func(i, j int) bool { return naturalLess(m.exchanges[i].e.Name, m.exchanges[j].e.Name) })
-	sort.SliceStable(m.queues, func(i, j int) bool { return naturalLess(m.queues[i].q.Name, m.queues[j].q.Name) })
-	sort.SliceStable(m.policies, func(i, j int) bool { return naturalLess(m.policies[i].Name, m.policies[j].Name) })
 }
 
 // candidates recognises the retry topology of every queue not left out

@@ -48,6 +48,27 @@ type Options struct {
 	// Log, if set, is told whether and why the held wait queues are
 	// re-read.
 	Log io.Writer
+	// Flags names the caller's settings that errors and Log's lines
+	// point to.
+	Flags Flags
+}
+
+// Flags names, in the caller's words, the settings Read's errors and log
+// lines can point to; the library names none itself (the CLI passes its
+// flags). An empty name leaves its hint out.
+type Flags struct {
+	// NoDrift names the choice that turns Options.Drift off.
+	NoDrift string
+	// HeldMargin is Options.HeldMargin's name.
+	HeldMargin string
+}
+
+// hint is format with the setting's name, or nothing without a name.
+func hint(format, name string) string {
+	if name == "" {
+		return ""
+	}
+	return fmt.Sprintf(format, name)
 }
 
 // Read reads the status of the specs' queues from b.
@@ -74,7 +95,7 @@ func Read(ctx context.Context, b Source, files []*spec.File, opts Options) (Repo
 	if opts.Drift {
 		var err error
 		if live, err = b.Read(ctx, vhosts); err != nil {
-			return Report{}, fmt.Errorf("reading the live topology for drift (--no-drift skips it): %w", err)
+			return Report{}, fmt.Errorf("reading the live topology for drift%s: %w", hint(" (%s skips it)", opts.Flags.NoDrift), err)
 		}
 	}
 	resolveLayouts(files, version, stats, live)
@@ -129,10 +150,10 @@ func watchHeld(ctx context.Context, s *Report, b Source, opts Options) error {
 	holds := fmt.Sprintf("%d wait %s %d dead-%s",
 		len(held), english.Plural(len(held), "queue holds", "queues hold"), n, english.Plural(int(n), "letter", "letters"))
 	if code, matters := s.HeldWaitMatters(len(held)); !matters {
-		fmt.Fprintf(log, "status: %s; not re-reading for --held-margin: the exit code is %d either way\n", holds, code)
+		fmt.Fprintf(log, "status: %s; not re-reading%s: the exit code is %d either way\n", holds, hint(" for %s", opts.Flags.HeldMargin), code)
 		return nil
 	}
-	fmt.Fprintf(log, "status: %s; re-reading for up to %s (--held-margin)\n", holds, opts.HeldMargin)
+	fmt.Fprintf(log, "status: %s; re-reading for up to %s%s\n", holds, opts.HeldMargin, hint(" (%s)", opts.Flags.HeldMargin))
 	read := func(ctx context.Context, vhost, name string) (broker.QueueInfo, bool, error) {
 		q, err := b.GetQueue(ctx, vhost, name)
 		if isNotFound(err) {

@@ -86,7 +86,8 @@ func TestReadWatchesHeldQueues(t *testing.T) {
 	}
 	var sleep noSleep
 	var log strings.Builder
-	st, err := Read(context.Background(), b, heldFiles(t), Options{HeldMargin: 12 * time.Second, Sleep: sleep.sleep, Log: &log})
+	st, err := Read(context.Background(), b, heldFiles(t), Options{HeldMargin: 12 * time.Second, Sleep: sleep.sleep, Log: &log,
+		Flags: Flags{HeldMargin: "--held-margin"}})
 	if err != nil {
 		t.Fatal(err)
 	}
