@@ -30,6 +30,12 @@ type topo struct {
 	immediate int
 	// returnQueue gives the work queue a return queue (return_queue).
 	returnQueue bool
+	// retry, when set, is the work queue's retry policy in YAML's flow
+	// style ("{fixed: {delay: 30s, attempts: 1}}"), in place of delays.
+	retry string
+	// release, when set, is the RabbitMQ version the spec is expanded
+	// for (spec.ExpandFor), as a live plan does; else spec.Expand.
+	release string
 }
 
 const (
@@ -42,14 +48,21 @@ const (
 // work queue "work" with key "order.created".
 func (t topo) yaml(vhost string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "version: 1\nvhost: %q\nlayout: %s\n", vhost, t.layout)
+	fmt.Fprintf(&b, "version: 1\nvhost: %q\n", vhost)
+	if t.layout != "" {
+		fmt.Fprintf(&b, "layout: %s\n", t.layout)
+	}
 	if t.waitType != "" {
 		fmt.Fprintf(&b, "wait_queue_type: %s\n", t.waitType)
 	}
 	fmt.Fprintf(&b, "exchanges:\n  - name: %s\n    type: direct\n", bizExchange)
 	fmt.Fprintf(&b, "queues:\n  - name: %s\n    type: %s\n", workQueue, t.queueType)
 	fmt.Fprintf(&b, "    bindings:\n      - exchange: %s\n        routing_key: %s\n", bizExchange, bizKey)
-	fmt.Fprintf(&b, "    retry:\n      delays: [%s]\n", strings.Join(t.delays, ", "))
+	if t.retry != "" {
+		fmt.Fprintf(&b, "    retry: %s\n", t.retry)
+	} else {
+		fmt.Fprintf(&b, "    retry:\n      delays: [%s]\n", strings.Join(t.delays, ", "))
+	}
 	fmt.Fprintf(&b, "    immediate_retries: %d\n", t.immediate)
 	if t.returnQueue {
 		b.WriteString("    return_queue: true\n")
@@ -81,6 +94,13 @@ func newEnvOn(tb testing.TB, b *brokertest.Broker, t topo, edit func(*topology.T
 		tb.Fatalf("spec: %v\n%s", err, t.yaml(vhost))
 	}
 	tp := spec.Expand(f)
+	if t.release != "" {
+		v, err := topology.ParseVersion(t.release)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tp = spec.ExpandFor(v, f)
+	}
 	if edit != nil {
 		edit(&tp)
 	}
