@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -209,5 +210,22 @@ func TestJudgedString(t *testing.T) {
 	}
 	if j, _ := plan.JudgeVersion("", nil, "broker"); j.Version != "" || !strings.Contains(j.String(), "unknown") {
 		t.Errorf("no version: %+v", j)
+	}
+}
+
+// A bad override is a *VersionOverrideError, whose message names no flag
+// (the caller words it); a good one judges as FromOverride.
+func TestJudgeVersionOverrideError(t *testing.T) {
+	st := &topology.State{BrokerVersion: "4.0.5"}
+	_, err := plan.JudgeVersion("4.x", st, plan.FromBroker)
+	var ve *plan.VersionOverrideError
+	if !errors.As(err, &ve) || ve.Value != "4.x" || ve.Err == nil || errors.Unwrap(err) != ve.Err {
+		t.Fatalf("JudgeVersion(4.x) = %v (%T), want a *VersionOverrideError", err, err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "--") || msg != strings.ToLower(msg[:1])+msg[1:] {
+		t.Errorf("message %q names a flag or is not lowercase", msg)
+	}
+	if j, err := plan.JudgeVersion("4.3", st, plan.FromBroker); err != nil || j != (plan.Judged{Version: "4.3.0", From: plan.FromOverride}) {
+		t.Errorf("JudgeVersion(4.3) = %+v, %v", j, err)
 	}
 }

@@ -150,7 +150,7 @@ func review(e *env, p *plan.Plan, st *topology.State, client *broker.Client, o p
 	diags, warning, err := plan.Review(e.ctx, p, st, o)
 	if warning != nil {
 		// The only warning: the broker would not say its version.
-		fmt.Fprintf(e.stderr, "warning: %v (give --rabbitmq-version)\n", warning)
+		fmt.Fprintf(e.stderr, "warning: %v (give %s)\n", warning, flagwords.RabbitMQVersion)
 	}
 	return flagwords.Diagnostics(diags), err
 }

@@ -46,3 +46,8 @@ func Diagnostics(ds []plan.Diagnostic) []plan.Diagnostic {
 // a long plan leaves out (render.MarkdownOptions.SeeAll).
 const MarkdownSeeAll = "See them all with `rmqtopo show PLANFILE` (a plan saved with `rmqtopo plan --out PLANFILE`), " +
 	"or in the JSON plan (`rmqtopo plan -f json`, `rmqtopo show -f json PLANFILE`) kept as the pipeline's artifact."
+
+// RabbitMQVersion is the flag that gives the RabbitMQ version a plan is
+// judged for (plan's override, plan.FromOverride), as the CLI spells it
+// (cmd/rmqtopo's rabbitVersionFlag and layoutVersionFlag).
+const RabbitMQVersion = "--rabbitmq-version"
