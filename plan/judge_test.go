@@ -194,25 +194,6 @@ func TestLivePluginsDecide(t *testing.T) {
 	}
 }
 
-func TestJudgedString(t *testing.T) {
-	st := &topology.State{BrokerVersion: "4.0.5"}
-	for _, c := range []struct {
-		override, from, want string
-	}{
-		{"", "export", "Judged for RabbitMQ 4.0.5 (the export's rabbit_version)"},
-		{"4.3", "export", "Judged for RabbitMQ 4.3.0 (--rabbitmq-version)"},
-		{"", "broker", "Judged for RabbitMQ 4.0.5 (the broker's version)"},
-	} {
-		j, err := plan.JudgeVersion(c.override, st, c.from)
-		if err != nil || j.String() != c.want {
-			t.Errorf("JudgeVersion(%q, %q) = %q, %v; want %q", c.override, c.from, j, err, c.want)
-		}
-	}
-	if j, _ := plan.JudgeVersion("", nil, "broker"); j.Version != "" || !strings.Contains(j.String(), "unknown") {
-		t.Errorf("no version: %+v", j)
-	}
-}
-
 // A bad override is a *VersionOverrideError, whose message names no flag
 // (the caller words it); a good one judges as FromOverride.
 func TestJudgeVersionOverrideError(t *testing.T) {

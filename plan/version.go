@@ -96,20 +96,6 @@ func JudgeVersion(override string, st *topology.State, from string) (Judged, err
 	return Judged{From: FromNone}, nil
 }
 
-// String says, for the plan's header, which version the plan is judged
-// for and why.
-func (j Judged) String() string {
-	why := map[string]string{"flag": "--rabbitmq-version", "broker": "the broker's version",
-		"export": "the export's rabbit_version"}[j.From]
-	switch {
-	case j.Version == "":
-		return "RabbitMQ version unknown: the checks that depend on it are skipped (give --rabbitmq-version)"
-	case why == "":
-		return "Judged for RabbitMQ " + j.Version
-	}
-	return fmt.Sprintf("Judged for RabbitMQ %s (%s)", j.Version, why)
-}
-
 // judgedVersion is the version Check judges p by: the plan's own, else
 // that of the state it was made from; unknown when neither says.
 func (p Plan) judgedVersion(st *topology.State) topology.Version {

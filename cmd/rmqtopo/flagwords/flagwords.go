@@ -1,5 +1,6 @@
 // Package flagwords is the CLI's words for what the library reports as
-// data: the flags that would accept a diagnostic or clear it. Library
+// data: the flags that would accept a diagnostic or clear it, and the
+// flag that overrides the RabbitMQ version a plan is judged for. Library
 // packages name no flag (internal/archtest checks); the CLI words their
 // diagnostics here before it shows or saves them, and the tests that
 // compare the CLI's output (render's golden files, plan's convergence
