@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	amqp10 "github.com/Azure/go-amqp"
@@ -69,13 +70,22 @@ func (c *consumer) receive10(ctx context.Context, rcv *amqp10.Receiver, out chan
 	}
 }
 
-// delivery10 turns an AMQP 1.0 message into the Delivery a Handler takes:
-// application properties are its headers, the broker's delivery count
-// is contract.HeaderDeliveryCount, as over AMQP 0.9.1.
+// delivery10 turns an AMQP 1.0 message into the Delivery a Handler takes,
+// with the headers an AMQP 0.9.1 consumer of the same message gets from
+// RabbitMQ 4.3: its application properties and its "x-" message
+// annotations (x-opt-delivery-time, the time a modified retry was held
+// until, among them; seen on 4.3.6), but x-exchange and x-routing-key,
+// which are its Exchange and RoutingKey. The broker's delivery count is
+// contract.HeaderDeliveryCount, as over AMQP 0.9.1.
 func delivery10(ack amqp.Acknowledger, msg *amqp10.Message) amqp.Delivery {
 	h := amqp.Table{}
 	for k, v := range msg.ApplicationProperties {
 		h[k] = v
+	}
+	for k, v := range msg.Annotations {
+		if name, ok := k.(string); ok && strings.HasPrefix(name, "x-") && name != "x-exchange" && name != "x-routing-key" {
+			h[name] = v
+		}
 	}
 	d := amqp.Delivery{Acknowledger: ack, Headers: h, Body: msg.GetData()}
 	if msg.Header != nil {

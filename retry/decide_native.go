@@ -86,6 +86,22 @@ func (rt route) attemptOf(d *amqp.Delivery) (int, bool) {
 	return Attempt(*d)
 }
 
+// numberNative gives a delivery of a native queue the attempt header that
+// other layouts' retries carry, from the broker's delivery count, so that
+// a handler reads its attempt with Attempt whatever the layout. The
+// header is the delivery's own copy: nothing is sent to the broker.
+func (rt route) numberNative(d *amqp.Delivery) {
+	if rt.native == nil {
+		return
+	}
+	h := make(amqp.Table, len(d.Headers)+1)
+	for k, v := range d.Headers {
+		h[k] = v
+	}
+	h[contract.HeaderAttempt] = contract.AttemptValue(nativeAttempt(d))
+	d.Headers = h
+}
+
 // nativeAttempt is the attempt number of a delivery of a native queue:
 // the broker's delivery count (contract.HeaderDeliveryCount, absent on a
 // first delivery) plus one.

@@ -147,7 +147,11 @@ func runNative(t *testing.T, e *env, ids []string, wantEnds int, guard time.Dura
 	t.Helper()
 	arr := newArrivals()
 	c := startConsume(t, e, func(_ context.Context, d amqp.Delivery) error {
-		return h(d.MessageId, arr.add(d.MessageId))
+		n := arr.add(d.MessageId)
+		if a, ok := retry.Attempt(d); !ok || a != n {
+			t.Errorf("%s: retry.Attempt says %d (%v) on its delivery number %d", d.MessageId, a, ok, n)
+		}
+		return h(d.MessageId, n)
 	}, retry.WithPrefetch(4))
 	for _, id := range ids {
 		brokertest.PublishConfirmed(t, e.conn, "", workQueue, amqp.Publishing{MessageId: id, DeliveryMode: amqp.Persistent})

@@ -283,7 +283,9 @@ func (r *Retrier) Close() error {
 
 // Attempt returns the attempt number of d: 1 for a first delivery, 2 for
 // the first retry (contract.HeaderAttempt). ok is false, and attempt 0, if
-// the attempt header is malformed.
+// the attempt header is malformed. On a native queue, whose retries are
+// the broker's redeliveries, Handle (and so Consume) sets the header from
+// the broker's delivery count before the handler runs.
 func Attempt(d amqp.Delivery) (attempt int, ok bool) {
 	return contract.ParseAttempt(d.Headers[contract.HeaderAttempt])
 }

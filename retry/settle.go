@@ -32,7 +32,10 @@ func (r *Retrier) Handle(h Handler) func(ctx context.Context, d amqp.Delivery) (
 	}
 }
 
+// run runs h on d (numbered, on a native queue: numberNative), recovering
+// a panic as an error.
 func (r *Retrier) run(ctx context.Context, h Handler, d amqp.Delivery) (err error) {
+	r.route.numberNative(&d)
 	defer func() {
 		if v := recover(); v != nil {
 			r.log.Error("retry: handler panicked", "message_id", d.MessageId, "panic", v, "stack", string(debug.Stack()))
