@@ -91,7 +91,7 @@ func planApply(t *testing.T, b *memBroker, data []byte, f converge.Flags) (strin
 	p.RabbitMQ = &j
 	diags := flagwords.Diagnostics(plan.Check(p, plan.CheckOptions{AllowDestroy: f.AllowDestroy, Specs: specs, State: st, Kept: kept}))
 	var out bytes.Buffer
-	if err := render.PlanText(&out, p, diags, false); err != nil {
+	if err := render.PlanText(&out, p, diags, render.TextOptions{VersionFlag: flagwords.RabbitMQVersion}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = apply.Apply(ctx, b, p, apply.Options{AllowDestroy: f.AllowDestroy, Diagnostics: diags, Records: plan.OwnRecords(st, specs)})

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -193,21 +194,19 @@ func TestLivePluginsDecide(t *testing.T) {
 	}
 }
 
-func TestJudgedString(t *testing.T) {
+// A bad override is a *VersionOverrideError, whose message names no flag
+// (the caller words it); a good one judges as FromOverride.
+func TestJudgeVersionOverrideError(t *testing.T) {
 	st := &topology.State{BrokerVersion: "4.0.5"}
-	for _, c := range []struct {
-		override, from, want string
-	}{
-		{"", "export", "Judged for RabbitMQ 4.0.5 (the export's rabbit_version)"},
-		{"4.3", "export", "Judged for RabbitMQ 4.3.0 (--rabbitmq-version)"},
-		{"", "broker", "Judged for RabbitMQ 4.0.5 (the broker's version)"},
-	} {
-		j, err := plan.JudgeVersion(c.override, st, c.from)
-		if err != nil || j.String() != c.want {
-			t.Errorf("JudgeVersion(%q, %q) = %q, %v; want %q", c.override, c.from, j, err, c.want)
-		}
+	_, err := plan.JudgeVersion("4.x", st, plan.FromBroker)
+	var ve *plan.VersionOverrideError
+	if !errors.As(err, &ve) || ve.Value != "4.x" || ve.Err == nil || errors.Unwrap(err) != ve.Err {
+		t.Fatalf("JudgeVersion(4.x) = %v (%T), want a *VersionOverrideError", err, err)
 	}
-	if j, _ := plan.JudgeVersion("", nil, "broker"); j.Version != "" || !strings.Contains(j.String(), "unknown") {
-		t.Errorf("no version: %+v", j)
+	if msg := err.Error(); strings.Contains(msg, "--") || msg != strings.ToLower(msg[:1])+msg[1:] {
+		t.Errorf("message %q names a flag or is not lowercase", msg)
+	}
+	if j, err := plan.JudgeVersion("4.3", st, plan.FromBroker); err != nil || j != (plan.Judged{Version: "4.3.0", From: plan.FromOverride}) {
+		t.Errorf("JudgeVersion(4.3) = %+v, %v", j, err)
 	}
 }

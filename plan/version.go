@@ -40,48 +40,60 @@ const (
 	CodeDefaultVerdict = "RT108"
 )
 
+// Where the version a plan is judged for came from (Judged.From).
+const (
+	// FromOverride: the caller's override (the CLI's --rabbitmq-version).
+	FromOverride = "flag"
+	// FromBroker: the live broker's /api/overview.
+	FromBroker = "broker"
+	// FromExport: a definitions export's rabbit_version.
+	FromExport = "export"
+	// FromNone: no source said; the version is unknown.
+	FromNone = "none"
+)
+
 // Judged is the RabbitMQ version a plan is judged for, and where that
-// version came from; the plan's header and its JSON show it.
+// version came from: data, which the plan's header (render) words and its
+// JSON shows.
 type Judged struct {
 	// Version is "MAJOR.MINOR.PATCH"; empty when unknown.
 	Version string `json:"version,omitempty"`
-	// From is where the version came from: "flag" (--rabbitmq-version),
-	// "broker" (the live broker's /api/overview), "export" (a definitions
-	// export's rabbit_version) or "none".
+	// From is where the version came from: FromOverride ("flag"),
+	// FromBroker ("broker"), FromExport ("export") or FromNone ("none").
 	From string `json:"from"`
 }
 
+// VersionOverrideError is JudgeVersion's error for an override that is
+// not a RabbitMQ version; the caller words it with the name of its
+// override (the CLI's flag).
+type VersionOverrideError struct {
+	// Value is the override as given.
+	Value string
+	// Err is why it is not a version (topology.ParseVersion's error).
+	Err error
+}
+
+func (e *VersionOverrideError) Error() string { return "version override: " + e.Err.Error() }
+func (e *VersionOverrideError) Unwrap() error { return e.Err }
+
 // JudgeVersion picks the one version every check of a plan made from st
-// judges by: override (--rabbitmq-version) when given, else the
+// judges by: override (the CLI's --rabbitmq-version) when given, else the
 // version st's source reported, which from names ("broker" or "export").
+// An override that is not a version is a *VersionOverrideError.
 func JudgeVersion(override string, st *topology.State, from string) (Judged, error) {
 	if override != "" {
 		v, err := topology.ParseVersion(override)
 		if err != nil {
-			return Judged{}, fmt.Errorf("--rabbitmq-version: %w", err)
+			return Judged{}, &VersionOverrideError{Value: override, Err: err}
 		}
-		return Judged{Version: v.String(), From: "flag"}, nil
+		return Judged{Version: v.String(), From: FromOverride}, nil
 	}
 	if st != nil {
 		if v, err := topology.ParseVersion(st.BrokerVersion); err == nil {
 			return Judged{Version: v.String(), From: from}, nil
 		}
 	}
-	return Judged{From: "none"}, nil
-}
-
-// String says, for the plan's header, which version the plan is judged
-// for and why.
-func (j Judged) String() string {
-	why := map[string]string{"flag": "--rabbitmq-version", "broker": "the broker's version",
-		"export": "the export's rabbit_version"}[j.From]
-	switch {
-	case j.Version == "":
-		return "RabbitMQ version unknown: the checks that depend on it are skipped (give --rabbitmq-version)"
-	case why == "":
-		return "Judged for RabbitMQ " + j.Version
-	}
-	return fmt.Sprintf("Judged for RabbitMQ %s (%s)", j.Version, why)
+	return Judged{From: FromNone}, nil
 }
 
 // judgedVersion is the version Check judges p by: the plan's own, else

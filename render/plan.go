@@ -124,9 +124,20 @@ func (j *jsonIndenter) write(w *bufio.Writer, v any) error {
 // PlanText writes the plan the way Terraform shows one: a symbol and the
 // address per change, its planAttributes with what changes marked, the reason
 // and the messages at stake as comments, then the diagnostics and a summary
-// line. color adds ANSI colours for a terminal.
-func PlanText(w io.Writer, p plan.Plan, diags []plan.Diagnostic, color bool) error {
-	return writePlanText(w, plan.NewDocument(p, diags), planLayout{planPalette: planPalette{on: color}, gutter: true})
+// line. o holds what only the caller knows.
+func PlanText(w io.Writer, p plan.Plan, diags []plan.Diagnostic, o TextOptions) error {
+	l := planLayout{planPalette: planPalette{on: o.Color}, gutter: true, versionFlag: o.VersionFlag}
+	return writePlanText(w, plan.NewDocument(p, diags), l)
+}
+
+// TextOptions is what only the text plan's caller knows.
+type TextOptions struct {
+	// Color adds ANSI colours for a terminal.
+	Color bool
+	// VersionFlag is the caller's override of the RabbitMQ version a plan
+	// is judged for (the CLI's --rabbitmq-version flag), which the
+	// plan's header names; empty: a caller without one.
+	VersionFlag string
 }
 
 // planLayout varies the text plan between a terminal and a Markdown diff
@@ -136,6 +147,8 @@ type planLayout struct {
 	// gutter right-aligns the change symbols so addresses line up; without
 	// it symbols start the line, which a ```diff block colours.
 	gutter bool
+	// versionFlag words the header (TextOptions.VersionFlag).
+	versionFlag string
 }
 
 func writePlanText(w io.Writer, doc plan.Document, l planLayout) (err error) {
@@ -150,7 +163,7 @@ func writePlanText(w io.Writer, doc plan.Document, l planLayout) (err error) {
 	}()
 	st := l.planPalette
 	if doc.RabbitMQ != nil {
-		pw.str(doc.RabbitMQ.String() + ".\n\n")
+		pw.str(judgedLine(*doc.RabbitMQ, l.versionFlag) + ".\n\n")
 	}
 	if doc.HasChanges() {
 		pw.str("rmqtopo will perform the following actions:\n")

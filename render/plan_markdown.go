@@ -18,6 +18,10 @@ type MarkdownOptions struct {
 	// SeeAll ends the note on the changes a long plan leaves out: where a
 	// reader sees them all (the caller's commands for a whole plan).
 	SeeAll string
+	// VersionFlag is the caller's override of the RabbitMQ version a plan
+	// is judged for (the CLI's --rabbitmq-version flag), which the
+	// plan's header names; empty: a caller without one.
+	VersionFlag string
 }
 
 // MarkdownLimit bounds the characters of a Markdown plan: a GitHub comment
@@ -36,7 +40,7 @@ const MarkdownLimit = 60000
 func PlanMarkdown(w io.Writer, p plan.Plan, diags []plan.Diagnostic, o MarkdownOptions) error {
 	doc := plan.NewDocument(p, diags)
 	var out strings.Builder
-	writeMarkdownSummary(&out, doc)
+	writeMarkdownSummary(&out, doc, o.VersionFlag)
 	if doc.HasChanges() {
 		writeMarkdownGroups(&out, groupChanges(p.Changes), len(doc.Changes), MarkdownLimit, o.SeeAll)
 	}
@@ -44,7 +48,7 @@ func PlanMarkdown(w io.Writer, p plan.Plan, diags []plan.Diagnostic, o MarkdownO
 	return err
 }
 
-func writeMarkdownSummary(out *strings.Builder, doc plan.Document) {
+func writeMarkdownSummary(out *strings.Builder, doc plan.Document, versionFlag string) {
 	s := doc.Summary
 	if !doc.HasChanges() {
 		out.WriteString("### rmqtopo plan: no changes\n\nThe broker matches the spec.\n\n")
@@ -53,7 +57,7 @@ func writeMarkdownSummary(out *strings.Builder, doc plan.Document) {
 			s.Create, s.Update, s.Replace, s.Delete, migrateSummary(s))
 	}
 	if doc.RabbitMQ != nil {
-		out.WriteString(mdEscape(doc.RabbitMQ.String()) + ".\n\n")
+		out.WriteString(mdEscape(judgedLine(*doc.RabbitMQ, versionFlag)) + ".\n\n")
 	}
 	writeMarkdownDestructive(out, doc.Changes)
 	writeMarkdownDiagnostics(out, doc.Diagnostics)

@@ -68,10 +68,10 @@ func TestPlanMarkdownFleet(t *testing.T) {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			p, diags := fleetPlan(n)
 			var md, text bytes.Buffer
-			if err := render.PlanMarkdown(&md, p, diags, render.MarkdownOptions{SeeAll: flagwords.MarkdownSeeAll}); err != nil {
+			if err := render.PlanMarkdown(&md, p, diags, cliMarkdown); err != nil {
 				t.Fatal(err)
 			}
-			if err := render.PlanText(&text, p, diags, false); err != nil {
+			if err := render.PlanText(&text, p, diags, cliText(false)); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, fmt.Sprintf("fleet-%d.md.golden", n), md.Bytes())

@@ -25,7 +25,7 @@ func TestPlanViewsShareOneOrder(t *testing.T) {
 	want := []string{"x1", "x2", "x10"}
 	queueNames := regexp.MustCompile(`queue "(x\d+)"|"name": "(x\d+)"|` + "`(x\\d+)`")
 	for name, write := range map[string]func(*bytes.Buffer) error{
-		"text":     func(b *bytes.Buffer) error { return render.PlanText(b, p, nil, false) },
+		"text":     func(b *bytes.Buffer) error { return render.PlanText(b, p, nil, render.TextOptions{}) },
 		"json":     func(b *bytes.Buffer) error { return render.PlanJSON(b, p, nil) },
 		"markdown": func(b *bytes.Buffer) error { return render.PlanMarkdown(b, p, nil, render.MarkdownOptions{}) },
 	} {

@@ -187,20 +187,71 @@ func planCases() []planCase {
 	return cases
 }
 
+// cliText and cliMarkdown are the CLI's options (cmd/rmqtopo/plan.go):
+// the golden files show the plan as the CLI words it.
+func cliText(color bool) render.TextOptions {
+	return render.TextOptions{Color: color, VersionFlag: flagwords.RabbitMQVersion}
+}
+
+var cliMarkdown = render.MarkdownOptions{SeeAll: flagwords.MarkdownSeeAll, VersionFlag: flagwords.RabbitMQVersion}
+
+// The header says which version the plan is judged for and where it came
+// from, in the CLI's words for its flag; a caller with no flag gets
+// neutral words (render names no flag itself). Text and Markdown agree.
+func TestPlanHeaderJudged(t *testing.T) {
+	for _, c := range []struct {
+		judged       plan.Judged
+		cli, neutral string
+	}{
+		{plan.Judged{Version: "4.3.0", From: plan.FromOverride},
+			"Judged for RabbitMQ 4.3.0 (--rabbitmq-version).", "Judged for RabbitMQ 4.3.0 (the version given)."},
+		{plan.Judged{Version: "4.0.5", From: plan.FromBroker},
+			"Judged for RabbitMQ 4.0.5 (the broker's version).", "Judged for RabbitMQ 4.0.5 (the broker's version)."},
+		{plan.Judged{Version: "4.0.5", From: plan.FromExport},
+			"Judged for RabbitMQ 4.0.5 (the export's rabbit_version).", "Judged for RabbitMQ 4.0.5 (the export's rabbit_version)."},
+		{plan.Judged{From: plan.FromNone},
+			"RabbitMQ version unknown: the checks that depend on it are skipped (give --rabbitmq-version).",
+			"RabbitMQ version unknown: the checks that depend on it are skipped."},
+		{plan.Judged{Version: "3.13.7"}, "Judged for RabbitMQ 3.13.7.", "Judged for RabbitMQ 3.13.7."},
+	} {
+		p := plan.Plan{FormatVersion: plan.FormatVersion, RabbitMQ: &c.judged}
+		for _, o := range []struct {
+			text render.TextOptions
+			md   render.MarkdownOptions
+			want string
+		}{{cliText(false), cliMarkdown, c.cli}, {render.TextOptions{}, render.MarkdownOptions{}, c.neutral}} {
+			var text, md bytes.Buffer
+			if err := render.PlanText(&text, p, nil, o.text); err != nil {
+				t.Fatal(err)
+			}
+			if err := render.PlanMarkdown(&md, p, nil, o.md); err != nil {
+				t.Fatal(err)
+			}
+			if first := strings.SplitN(text.String(), "\n", 2)[0]; first != o.want {
+				t.Errorf("%+v, flag %q: text header %q, want %q", c.judged, o.text.VersionFlag, first, o.want)
+			}
+			// Markdown escapes the underscore of rabbit_version.
+			if mdWant := strings.ReplaceAll(o.want, "_", `\_`); !strings.Contains(md.String(), "\n\n"+mdWant+"\n\n") {
+				t.Errorf("%+v, flag %q: Markdown lacks %q:\n%s", c.judged, o.md.VersionFlag, mdWant, md.String())
+			}
+		}
+	}
+}
+
 func TestPlanGolden(t *testing.T) {
 	for _, c := range planCases() {
 		t.Run(c.name, func(t *testing.T) {
 			var text, color, js, md bytes.Buffer
-			if err := render.PlanText(&text, c.plan, c.diags, false); err != nil {
+			if err := render.PlanText(&text, c.plan, c.diags, cliText(false)); err != nil {
 				t.Fatal(err)
 			}
-			if err := render.PlanText(&color, c.plan, c.diags, true); err != nil {
+			if err := render.PlanText(&color, c.plan, c.diags, cliText(true)); err != nil {
 				t.Fatal(err)
 			}
 			if err := render.PlanJSON(&js, c.plan, c.diags); err != nil {
 				t.Fatal(err)
 			}
-			if err := render.PlanMarkdown(&md, c.plan, c.diags, render.MarkdownOptions{SeeAll: flagwords.MarkdownSeeAll}); err != nil {
+			if err := render.PlanMarkdown(&md, c.plan, c.diags, cliMarkdown); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, c.name+".txt.golden", text.Bytes())

@@ -15,7 +15,6 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/progress"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
-	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -106,7 +105,7 @@ func (c *applyCmd) review(e *env, client *broker.Client, saved bool, check plan.
 	if err != nil {
 		return nil, err
 	}
-	if err := render.PlanText(e.stdout, *p, diags, e.color); err != nil {
+	if err := renderPlan(e, "text", *p, diags); err != nil {
 		return nil, err
 	}
 	if !p.HasChanges() {

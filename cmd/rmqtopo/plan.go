@@ -105,15 +105,16 @@ func (c *planCmd) finish(e *env, p plan.Plan, diags []plan.Diagnostic, saved fun
 	return nil
 }
 
-// renderPlan writes p in the chosen format: text, json or markdown.
+// renderPlan writes p in the chosen format: text, json or markdown, in
+// the CLI's words (flagwords).
 func renderPlan(e *env, format string, p plan.Plan, diags []plan.Diagnostic) error {
 	switch format {
 	case "json":
 		return render.PlanJSON(e.stdout, p, diags)
 	case "markdown":
-		return render.PlanMarkdown(e.stdout, p, diags, render.MarkdownOptions{SeeAll: flagwords.MarkdownSeeAll})
+		return render.PlanMarkdown(e.stdout, p, diags, render.MarkdownOptions{SeeAll: flagwords.MarkdownSeeAll, VersionFlag: flagwords.RabbitMQVersion})
 	default:
-		return render.PlanText(e.stdout, p, diags, e.color)
+		return render.PlanText(e.stdout, p, diags, render.TextOptions{Color: e.color, VersionFlag: flagwords.RabbitMQVersion})
 	}
 }
 
@@ -150,7 +151,7 @@ func review(e *env, p *plan.Plan, st *topology.State, client *broker.Client, o p
 	diags, warning, err := plan.Review(e.ctx, p, st, o)
 	if warning != nil {
 		// The only warning: the broker would not say its version.
-		fmt.Fprintf(e.stderr, "warning: %v (give --rabbitmq-version)\n", warning)
+		fmt.Fprintf(e.stderr, "warning: %v (give %s)\n", warning, flagwords.RabbitMQVersion)
 	}
 	return flagwords.Diagnostics(diags), err
 }

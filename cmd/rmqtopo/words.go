@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply"
+	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/ops"
@@ -117,6 +118,7 @@ func flagWords(err error) error {
 		name  *ops.NotDLQNameError
 		nf    *ops.QueueNotFoundError
 		undec *ops.UndeclaredTargetError
+		ver   *plan.VersionOverrideError
 	)
 	switch {
 	case errors.As(err, &size):
@@ -131,6 +133,8 @@ func flagWords(err error) error {
 	case errors.As(err, &undec):
 		return worded{fmt.Sprintf("target %q of queue %q is not a queue of any --spec; pass the spec that declares it, or --unmanaged-target to use a queue no spec manages",
 			undec.Target, undec.Queue), err}
+	case errors.As(err, &ver):
+		return worded{flagwords.RabbitMQVersion + ": " + ver.Err.Error(), err}
 	}
 	return err
 }

@@ -79,3 +79,14 @@ func TestFlagWords(t *testing.T) {
 		t.Errorf("refused: %v", err)
 	}
 }
+
+// A bad --rabbitmq-version is the library's typed error, worded with the
+// flag's name as before the library named none.
+func TestFlagWordsVersionOverride(t *testing.T) {
+	_, err := plan.JudgeVersion("four", nil, plan.FromBroker)
+	got := flagWords(fmt.Errorf("review: %w", err))
+	var ve *plan.VersionOverrideError
+	if got.Error() != `--rabbitmq-version: rabbitmq version "four": want MAJOR.MINOR[.PATCH], e.g. 4.0.5` || !errors.As(got, &ve) {
+		t.Errorf("got %v", got)
+	}
+}

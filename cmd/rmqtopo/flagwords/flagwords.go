@@ -1,5 +1,6 @@
 // Package flagwords is the CLI's words for what the library reports as
-// data: the flags that would accept a diagnostic or clear it. Library
+// data: the flags that would accept a diagnostic or clear it, and the
+// flag that overrides the RabbitMQ version a plan is judged for. Library
 // packages name no flag (internal/archtest checks); the CLI words their
 // diagnostics here before it shows or saves them, and the tests that
 // compare the CLI's output (render's golden files, plan's convergence
@@ -46,3 +47,8 @@ func Diagnostics(ds []plan.Diagnostic) []plan.Diagnostic {
 // a long plan leaves out (render.MarkdownOptions.SeeAll).
 const MarkdownSeeAll = "See them all with `rmqtopo show PLANFILE` (a plan saved with `rmqtopo plan --out PLANFILE`), " +
 	"or in the JSON plan (`rmqtopo plan -f json`, `rmqtopo show -f json PLANFILE`) kept as the pipeline's artifact."
+
+// RabbitMQVersion is the flag that gives the RabbitMQ version a plan is
+// judged for (plan's override, plan.FromOverride), as the CLI spells it
+// (cmd/rmqtopo's rabbitVersionFlag and layoutVersionFlag).
+const RabbitMQVersion = "--rabbitmq-version"
