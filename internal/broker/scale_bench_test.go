@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply"
+	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/shapetest"
 	"github.com/rmqtopo/rmqtopo/plan"
@@ -22,12 +23,21 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// scaleSpec is issue 28's spec: n work queues of type typ, shared layout,
+// scaleShape is what a scale step declares: the work queues' type and
+// layout ("" for the default a new spec gets, judged without a broker).
+type scaleShape struct{ typ, layout string }
+
+// scaleSpec is issue 28's spec: n work queues of sh's type and layout,
 // delays [1s, 5s, 30s], one binding each; with ttl, the first queue has
 // that message TTL.
-func scaleSpec(tb testing.TB, vhost, typ string, n int, ttl ...string) topology.Topology {
+func scaleSpec(tb testing.TB, vhost string, sh scaleShape, n int, ttl ...string) topology.Topology {
+	typ := sh.typ
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "version: 1\nvhost: %q\nexchanges:\n  - {name: biz, type: topic}\nqueues:\n", vhost)
+	fmt.Fprintf(&sb, "version: 1\nvhost: %q\n", vhost)
+	if sh.layout != "" {
+		fmt.Fprintf(&sb, "layout: %s\n", sh.layout)
+	}
+	sb.WriteString("exchanges:\n  - {name: biz, type: topic}\nqueues:\n")
 	for i := 0; i < n; i++ {
 		extra := ""
 		if i == 0 && len(ttl) > 0 {
@@ -44,8 +54,10 @@ func scaleSpec(tb testing.TB, vhost, typ string, n int, ttl ...string) topology.
 
 // BenchmarkPolicyScale measures, in one run, what issue 28 asks of an
 // apply at the size of a real broker, at two sizes (RMQTOPO_BENCH_SCALE,
-// default "1000,5000") and both queue types (RMQTOPO_BENCH_SCALE_TYPES,
-// default "classic,quorum"), each step into a fresh vhost:
+// default "1000,5000") and the shapes of RMQTOPO_BENCH_SCALE_SHAPES
+// (default "classic,quorum"; "quorum/native" adds the native layout,
+// measured against quorum's arguments apply too), each step into a fresh
+// vhost:
 //
 //   - apply: rmqtopo's apply from empty;
 //   - arguments: the same topology with every attribute a queue argument,
@@ -64,36 +76,74 @@ func scaleSpec(tb testing.TB, vhost, typ string, n int, ttl ...string) topology.
 // Each step runs once whatever b.N is; run it with -benchtime 1x.
 func BenchmarkPolicyScale(b *testing.B) {
 	sizes := envInts(b, "RMQTOPO_BENCH_SCALE", "1000,5000")
-	types := strings.Split(envOr("RMQTOPO_BENCH_SCALE_TYPES", "classic,quorum"), ",")
 	bk := brokertest.Get(b)
 	raw := rawAPI{b: bk, hc: &http.Client{Timeout: time.Minute}}
-	for _, typ := range types {
+	baseline := map[int]float64{} // quorum, the default layout: arguments seconds by size
+	for _, sh := range scaleShapes(b, bk) {
 		var perQueue []float64
 		for _, n := range sizes {
 			// 5,000 quorum queues and their 5,000 quorum DLQs, five times
 			// over, outlast make bench's timeout on 2 CPUs: quorum runs
 			// up to RMQTOPO_BENCH_SCALE_QUORUM_MAX (default 1,000).
-			if typ == spec.TypeQuorum && n > envInts(b, "RMQTOPO_BENCH_SCALE_QUORUM_MAX", "1000")[0] {
-				fmt.Fprintf(os.Stderr, "BenchmarkPolicyScale quorum %d queues: skipped (RMQTOPO_BENCH_SCALE_QUORUM_MAX)\n", n)
+			if sh.typ == spec.TypeQuorum && n > envInts(b, "RMQTOPO_BENCH_SCALE_QUORUM_MAX", "1000")[0] {
+				fmt.Fprintf(os.Stderr, "BenchmarkPolicyScale %s %d queues: skipped (RMQTOPO_BENCH_SCALE_QUORUM_MAX)\n", sh, n)
 				continue
 			}
-			r := scaleRound(b, bk, raw, typ, n)
-			fmt.Fprintf(os.Stderr, "BenchmarkPolicyScale %s %d queues (%d objects): apply %.1fs, arguments %.1fs, per-queue %.1fs, adopt %.1fs, upgrade %.1fs, other writes max %.2fs\n",
-				typ, n, r.objects, r.apply, r.args, r.perQueue, r.adopt, r.upgrade, r.otherMax)
-			fmt.Fprintf(os.Stderr, "  apply/arguments %.2f (goal <= 1.2: %s), adopt/apply %.2f (goal <= 1.2: %s), other writes %.2fs (goal <= 2s: %s), per-queue/arguments %.2f, upgrade/apply %.2f\n",
-				r.apply/r.args, verdict(r.apply/r.args <= 1.2), r.adopt/r.apply, verdict(r.adopt/r.apply <= 1.2),
-				r.otherMax, verdict(r.otherMax <= 2), r.perQueue/r.args, r.upgrade/r.apply)
-			fmt.Fprintf(os.Stderr, "  one queue's TTL: set %.2fs, changed %.2fs (goal <= 2s: %s)\n",
-				r.oneTTL, r.oneTTLAgain, verdict(max(r.oneTTL, r.oneTTLAgain) <= 2))
-			b.ReportMetric(r.apply/r.args, fmt.Sprintf("apply/args-%s-%d", typ, n))
+			r := scaleRound(b, bk, raw, sh, n)
+			r.print(sh, n)
+			if sh == (scaleShape{typ: spec.TypeQuorum}) {
+				baseline[n] = r.args
+			} else if base, ok := baseline[n]; ok && sh.layout == "native" {
+				fmt.Fprintf(os.Stderr, "  native apply / the default layout's arguments apply, %d quorum queues: %.2f (goal <= 1.2: %s)\n",
+					n, r.apply/base, verdict(r.apply/base <= 1.2))
+			}
+			b.ReportMetric(r.apply/r.args, fmt.Sprintf("apply/args-%s-%d", strings.ReplaceAll(sh.String(), "/", "-"), n))
 			perQueue = append(perQueue, r.apply/float64(n))
 		}
 		if len(perQueue) == 2 {
 			growth := perQueue[1] / perQueue[0]
 			fmt.Fprintf(os.Stderr, "  %s: apply seconds per queue at %d against %d: %.2f (linear is 1; goal <= 1.2: %s)\n",
-				typ, sizes[1], sizes[0], growth, verdict(growth <= 1.2))
+				sh, sizes[1], sizes[0], growth, verdict(growth <= 1.2))
 		}
 	}
+}
+
+// String is "TYPE" or "TYPE/LAYOUT".
+func (sh scaleShape) String() string {
+	if sh.layout == "" {
+		return sh.typ
+	}
+	return sh.typ + "/" + sh.layout
+}
+
+// scaleShapes are RMQTOPO_BENCH_SCALE_SHAPES (default "classic,quorum"):
+// a queue type, or TYPE/LAYOUT ("quorum/native", skipped below RabbitMQ
+// 4.3.1).
+func scaleShapes(b *testing.B, bk *brokertest.Broker) []scaleShape {
+	var out []scaleShape
+	for _, f := range strings.Split(envOr("RMQTOPO_BENCH_SCALE_SHAPES", "classic,quorum"), ",") {
+		typ, layout, _ := strings.Cut(strings.TrimSpace(f), "/")
+		if layout == "native" {
+			v, _ := topology.ParseVersion(bk.Version(b))
+			if since, _ := topology.ParseVersion(contract.NativeSince); v.Less(since) {
+				fmt.Fprintf(os.Stderr, "BenchmarkPolicyScale %s: skipped (RabbitMQ %s; native needs %s)\n", f, v, contract.NativeSince)
+				continue
+			}
+		}
+		out = append(out, scaleShape{typ: typ, layout: layout})
+	}
+	return out
+}
+
+// print prints r, the round of sh at n queues, and its verdicts.
+func (r scaleResult) print(sh scaleShape, n int) {
+	fmt.Fprintf(os.Stderr, "BenchmarkPolicyScale %s %d queues (%d objects): apply %.1fs, arguments %.1fs, per-queue %.1fs, adopt %.1fs, upgrade %.1fs, other writes max %.2fs\n",
+		sh, n, r.objects, r.apply, r.args, r.perQueue, r.adopt, r.upgrade, r.otherMax)
+	fmt.Fprintf(os.Stderr, "  apply/arguments %.2f (goal <= 1.2: %s), adopt/apply %.2f (goal <= 1.2: %s), other writes %.2fs (goal <= 2s: %s), per-queue/arguments %.2f, upgrade/apply %.2f\n",
+		r.apply/r.args, verdict(r.apply/r.args <= 1.2), r.adopt/r.apply, verdict(r.adopt/r.apply <= 1.2),
+		r.otherMax, verdict(r.otherMax <= 2), r.perQueue/r.args, r.upgrade/r.apply)
+	fmt.Fprintf(os.Stderr, "  one queue's TTL: set %.2fs, changed %.2fs (goal <= 2s: %s)\n",
+		r.oneTTL, r.oneTTLAgain, verdict(max(r.oneTTL, r.oneTTLAgain) <= 2))
 }
 
 type scaleResult struct {
@@ -105,7 +155,8 @@ type scaleResult struct {
 	oneTTL, oneTTLAgain float64
 }
 
-func scaleRound(b *testing.B, bk *brokertest.Broker, raw rawAPI, typ string, n int) scaleResult {
+func scaleRound(b *testing.B, bk *brokertest.Broker, raw rawAPI, sh scaleShape, n int) scaleResult {
+	typ := sh.typ
 	var r scaleResult
 	// Each step applies a shape into a vhost of its own, measures, then
 	// deletes the vhost: a later step must not pay for an earlier one's
@@ -115,7 +166,7 @@ func scaleRound(b *testing.B, bk *brokertest.Broker, raw rawAPI, typ string, n i
 		bk, raw, end := stepNode(b, home, homeRaw, typ, n)
 		defer end()
 		vhost := bk.NewVhost(b)
-		d := shape(scaleSpec(b, vhost, typ, n))
+		d := shape(scaleSpec(b, vhost, sh, n))
 		r.objects = len(d.Exchanges) + len(d.Queues) + len(d.Bindings) + len(d.Policies)
 		secs := scaleApply(b, bk, vhost, d)
 		if then != nil {
@@ -135,22 +186,22 @@ func scaleRound(b *testing.B, bk *brokertest.Broker, raw rawAPI, typ string, n i
 		r.args = min(r.args, step(shapetest.Arguments, nil))
 		r.apply = min(r.apply, step(same, func(bk *brokertest.Broker, _ rawAPI, vhost string) {
 			if i == 0 {
-				r.oneTTL = scaleApply(b, bk, vhost, scaleSpec(b, vhost, typ, n, "1h"))
-				r.oneTTLAgain = scaleApply(b, bk, vhost, scaleSpec(b, vhost, typ, n, "2h"))
+				r.oneTTL = scaleApply(b, bk, vhost, scaleSpec(b, vhost, sh, n, "1h"))
+				r.oneTTLAgain = scaleApply(b, bk, vhost, scaleSpec(b, vhost, sh, n, "2h"))
 			}
 		}))
 	}
 	step(shapetest.Arguments, func(bk *brokertest.Broker, raw rawAPI, vhost string) {
 		stop := otherWrites(b, bk, raw)
-		r.adopt = scaleApply(b, bk, vhost, scaleSpec(b, vhost, typ, n))
+		r.adopt = scaleApply(b, bk, vhost, scaleSpec(b, vhost, sh, n))
 		r.otherMax = stop().Seconds()
 	})
 	// The per-queue shape costs the square of the queue count: past
 	// RMQTOPO_BENCH_SCALE_LEGACY_MAX (default 1,000) it would take the
 	// better part of an hour, so it and the upgrade from it are skipped.
-	if n <= envInts(b, "RMQTOPO_BENCH_SCALE_LEGACY_MAX", "1000")[0] {
+	if n <= envInts(b, "RMQTOPO_BENCH_SCALE_LEGACY_MAX", "1000")[0] && sh.layout != "native" {
 		r.perQueue = step(shapetest.Legacy, func(bk *brokertest.Broker, _ rawAPI, vhost string) {
-			r.upgrade = scaleApply(b, bk, vhost, scaleSpec(b, vhost, typ, n))
+			r.upgrade = scaleApply(b, bk, vhost, scaleSpec(b, vhost, sh, n))
 		})
 	}
 	return r
