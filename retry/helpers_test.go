@@ -33,8 +33,9 @@ type topo struct {
 	// retry, when set, is the work queue's retry policy in YAML's flow
 	// style ("{fixed: {delay: 30s, attempts: 1}}"), in place of delays.
 	retry string
-	// release, when set, is the RabbitMQ version the spec is expanded
-	// for (spec.ExpandFor), as a live plan does; else spec.Expand.
+	// release, when set, is the RabbitMQ version the spec's layouts are
+	// chosen (spec.Resolve, nothing live) and expanded for, as a plan of
+	// a new vhost does; else spec.Expand, whose auto is shared.
 	release string
 }
 
@@ -99,6 +100,7 @@ func newEnvOn(tb testing.TB, b *brokertest.Broker, t topo, edit func(*topology.T
 		if err != nil {
 			tb.Fatal(err)
 		}
+		spec.Resolve([]*spec.File{f}, spec.Target{RabbitMQ: v})
 		tp = spec.ExpandFor(v, f)
 	}
 	if edit != nil {

@@ -23,7 +23,12 @@ import (
 // its DLX and DLQ. It skips on an older broker.
 func nativeEnv(tb testing.TB, delays []time.Duration, jitter bool) *env {
 	tb.Helper()
-	b := brokertest.Get(tb)
+	return nativeEnvOn(tb, brokertest.Get(tb), delays, jitter)
+}
+
+// nativeEnvOn is nativeEnv on broker b.
+func nativeEnvOn(tb testing.TB, b *brokertest.Broker, delays []time.Duration, jitter bool) *env {
+	tb.Helper()
 	if v := b.Version(tb); !atLeast(v, contract.NativeSince) {
 		tb.Skipf("RabbitMQ %s: the native layout needs %s (RMQTOPO_TEST_RABBITMQ=4.3)", v, contract.NativeSince)
 	}
