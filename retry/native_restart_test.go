@@ -71,10 +71,10 @@ func TestNativeSurvivesNodeRestart(t *testing.T) {
 
 // restartRun is one route's messages in TestNativeSurvivesNodeRestart.
 type restartRun struct {
-	e      *env
-	n      int
-	arr    *arrivals
-	c      *consumer
+	e   *env
+	n   int
+	arr *arrivals
+	c   *consumer
 }
 
 // startRestartRun publishes n messages to e's native queue and consumes
