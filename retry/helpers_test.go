@@ -28,8 +28,9 @@ type topo struct {
 	waitType  string // of shared wait queues; "" for the spec's default
 	delays    []string
 	immediate int
-	// returnQueue gives the work queue a return queue (return_queue).
-	returnQueue bool
+	// returnQueue gives the work queue a return queue (return_queue);
+	// noReturnQueue writes return_queue: false.
+	returnQueue, noReturnQueue bool
 	// retry, when set, is the work queue's retry policy in YAML's flow
 	// style ("{fixed: {delay: 30s, attempts: 1}}"), in place of delays.
 	retry string
@@ -65,8 +66,11 @@ func (t topo) yaml(vhost string) string {
 		fmt.Fprintf(&b, "    retry:\n      delays: [%s]\n", strings.Join(t.delays, ", "))
 	}
 	fmt.Fprintf(&b, "    immediate_retries: %d\n", t.immediate)
-	if t.returnQueue {
+	switch {
+	case t.returnQueue:
 		b.WriteString("    return_queue: true\n")
+	case t.noReturnQueue:
+		b.WriteString("    return_queue: false\n")
 	}
 	return b.String()
 }

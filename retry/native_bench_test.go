@@ -22,6 +22,8 @@ import (
 type nativeCase struct {
 	name   string
 	layout string // "" is the default a new spec gets (auto)
+	// noReturnQueue: return_queue: false (else a new queue's default).
+	noReturnQueue bool
 	retry  string // the queue's retry policy, YAML flow style
 	// levels is the schedule's delays, attempt 2 first; the lateness of a
 	// retry without a due time of its own is measured against them.
@@ -35,12 +37,15 @@ type nativeCase struct {
 
 // nativeCases are the schedules of issue 35's goals: 1 s, 2 s and 30 s
 // retries, by the queue (linear over AMQP 0.9.1), exponential with
-// jitter over AMQP 1.0, and RetryAfter; today's shared layout and the
-// default a new spec gets on the broker at hand beside them.
+// jitter over AMQP 1.0, and RetryAfter; beside them the shared layout
+// without and with a return queue (what a live spec keeps, and what a
+// new one gets below 4.3.1), and the default a new spec gets on the
+// broker at hand.
 func nativeCases() []nativeCase {
 	s := time.Second
 	return []nativeCase{
-		{name: "shared", layout: "shared", retry: "{delays: [1s, 2s]}", levels: []time.Duration{s, 2 * s}},
+		{name: "shared", layout: "shared", noReturnQueue: true, retry: "{delays: [1s, 2s]}", levels: []time.Duration{s, 2 * s}},
+		{name: "shared-return-queue", layout: "shared", retry: "{delays: [1s, 2s]}", levels: []time.Duration{s, 2 * s}},
 		{name: "default", retry: "{delays: [1s, 2s]}", levels: []time.Duration{s, 2 * s}},
 		{name: "native-linear", layout: "native", retry: "{linear: {step: 1s, attempts: 2}}", levels: []time.Duration{s, 2 * s}, native: true},
 		{name: "native-fixed-30s", layout: "native", retry: "{fixed: {delay: 30s, attempts: 1}}", levels: []time.Duration{30 * s}, native: true},
@@ -138,7 +143,7 @@ type nativeRun struct {
 // version, as a live plan does), queues the backlog, and consumes until
 // every message is acked or dead-lettered.
 func (r *nativeRun) run(b *testing.B, version string) {
-	t := topo{layout: r.layout, queueType: "quorum", retry: r.retry, release: version}
+	t := topo{layout: r.layout, queueType: "quorum", retry: r.retry, release: version, noReturnQueue: r.noReturnQueue}
 	e := newEnv(b, t, nil)
 	e.prefill(b, r.n, amqp.Persistent)
 	r.failedAt, r.seen, r.acked, r.dead = map[string]time.Time{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
