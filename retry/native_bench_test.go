@@ -24,7 +24,7 @@ type nativeCase struct {
 	layout string // "" is the default a new spec gets (auto)
 	// noReturnQueue: return_queue: false (else a new queue's default).
 	noReturnQueue bool
-	retry  string // the queue's retry policy, YAML flow style
+	retry         string // the queue's retry policy, YAML flow style
 	// levels is the schedule's delays, attempt 2 first; the lateness of a
 	// retry without a due time of its own is measured against them.
 	levels []time.Duration
