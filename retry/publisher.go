@@ -126,6 +126,11 @@ func (p *publisher) publish(ctx context.Context, exchange, key string, msg amqp.
 			return res
 		case <-t.C:
 		}
+		// Both may have fired, and select picks either: past p.timeout
+		// the nack is the answer, not a publish refused for lack of time.
+		if ctx.Err() != nil {
+			return res
+		}
 	}
 }
 
