@@ -8,7 +8,6 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -318,13 +317,7 @@ func TestConsumeSurvivesNodeRestart(t *testing.T) {
 	// quiet.
 	ctx, cancel := context.WithTimeout(context.Background(), waitguard.For(30*time.Second))
 	defer cancel()
-	node, err := brokertest.StartNode(ctx, brokertest.NodeConfig{
-		Name: fmt.Sprintf("rmqtopo-restart-%d@localhost", os.Getpid()), BaseDir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("starting a node of the test's own: %v", err)
-	}
-	t.Cleanup(node.Kill)
-	b := &brokertest.Broker{MgmtURL: node.MgmtURL(), AMQPURL: node.AMQPURL(), User: "guest", Password: "guest", Node: node}
+	node, b := ownNode(t, ctx, "rmqtopo-restart")
 	e := newEnvOn(t, b, topo{layout: "shared", queueType: "quorum", immediate: 1, delays: []string{"100ms", "200ms"}}, nil)
 	lossRun{n: 2_000, attempts: 4, breaks: []int{500},
 		brk: func(t *testing.T, c *consumer) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -378,3 +379,17 @@ func (w tbWriter) Write(p []byte) (int, error) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// ownNode starts a node of the test's own, of the release under test,
+// named prefix-PID, killed when the test ends: for a test that restarts
+// or kills its broker.
+func ownNode(t *testing.T, ctx context.Context, prefix string) (*brokertest.Node, *brokertest.Broker) {
+	t.Helper()
+	node, err := brokertest.StartNode(ctx, brokertest.NodeConfig{
+		Name: fmt.Sprintf("%s-%d@localhost", prefix, os.Getpid()), BaseDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("starting a node of the test's own: %v", err)
+	}
+	t.Cleanup(node.Kill)
+	return node, &brokertest.Broker{MgmtURL: node.MgmtURL(), AMQPURL: node.AMQPURL(), User: "guest", Password: "guest", Node: node}
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"testing"
 	"time"
 
@@ -35,13 +34,7 @@ func TestNativeSurvivesNodeRestart(t *testing.T) {
 	// quiet machine, 20 s seen at a load of 20 on 2 CPUs.
 	ctx, cancel := context.WithTimeout(context.Background(), waitguard.For(60*time.Second))
 	defer cancel()
-	node, err := brokertest.StartNode(ctx, brokertest.NodeConfig{
-		Name: fmt.Sprintf("rmqtopo-nrestart-%d@localhost", os.Getpid()), BaseDir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("starting a node of the test's own: %v", err)
-	}
-	t.Cleanup(node.Kill)
-	b := &brokertest.Broker{MgmtURL: node.MgmtURL(), AMQPURL: node.AMQPURL(), User: "guest", Password: "guest", Node: node}
+	node, b := ownNode(t, ctx, "rmqtopo-nrestart")
 	const delay = 30 * time.Second
 	routes := map[string][]time.Duration{
 		"reject":   {delay},            // fixed: the queue's own x-delayed-retry-*
