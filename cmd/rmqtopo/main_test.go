@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -32,7 +33,14 @@ func TestMain(m *testing.M) {
 // brokerM is a testscript.TestingM whose Run also manages brokertest's node.
 type brokerM struct{ m *testing.M }
 
-func (b brokerM) Run() int { return brokertest.Run(b.m) }
+func (b brokerM) Run() int {
+	code := brokertest.Run(b.m)
+	if binPath != "" {
+		// buildCLI's binary, 17 MB, would outlive every run in /tmp.
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	return code
+}
 
 // TestScripts runs the CLI scripts in testdata/script. They are offline:
 // validate, render, help and usage errors, with no broker.

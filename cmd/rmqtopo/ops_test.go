@@ -458,7 +458,8 @@ var (
 	buildErr  error
 )
 
-// buildCLI builds the rmqtopo binary once per test run.
+// buildCLI builds the rmqtopo binary once per test run; brokerM.Run
+// removes it when the run ends.
 func buildCLI(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -476,7 +477,6 @@ func buildCLI(t *testing.T) string {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	t.Cleanup(func() {}) // the binary's directory is left for the OS's tmp cleaning
 	return binPath
 }
 
