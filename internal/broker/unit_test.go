@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,5 +210,35 @@ func TestURLUserinfo(t *testing.T) {
 	}
 	if gotUser != "carol" || gotPass != "pa$$word" {
 		t.Errorf("basic auth %q:%q", gotUser, gotPass)
+	}
+}
+
+// TestPutSurvivesAClosedKeptAliveConnection: a PUT sent on a kept-alive
+// connection that the broker closes without an answer (an EOF, seen on
+// RabbitMQ 4.0.5) is sent again on a new connection: it succeeds.
+func TestPutSurvivesAClosedKeptAliveConnection(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 2 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := broker.NewClient(broker.Config{URL: srv.URL, User: "alice", Password: "s3cret-pass"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"first", "second"} {
+		if err := c.DeclareExchange(context.Background(), topology.Exchange{Vhost: "/", Name: name, Type: "topic", Durable: true}); err != nil {
+			t.Fatalf("PUT %d: %v", i+1, err)
+		}
+	}
+	if n := calls.Load(); n != 3 {
+		t.Errorf("the broker saw %d requests; want 3 (the second sent again)", n)
 	}
 }
