@@ -8,7 +8,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
-	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -126,15 +125,15 @@ func nack(d *amqp.Delivery) error   { return d.Nack(false, true) }
 // right after one can find the queue empty. A message not back within the
 // guard is gone.
 func getSettled(ch *amqp.Channel, queue string) (amqp.Delivery, bool, error) {
-	// A guard: a requeue is applied within milliseconds on a quiet machine.
-	deadline := waitguard.Deadline(time.Second)
-	for {
-		d, ok, err := ch.Get(queue, false)
-		if ok || err != nil || time.Now().After(deadline) {
-			return d, ok, err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	// One basic.get says it: an empty answer means the message is gone,
+	// not that its requeue is still on the way. The requeue (a nack or a
+	// reject) and the get go out on one channel, and the quorum queue's
+	// client sends the return to the leader at normal priority before the
+	// get's dequeue, a synchronous command to the same leader, which
+	// applies them in order (rabbit_fifo_client.erl, return/3 and
+	// dequeue/4). Polling on an empty answer waited out a 30 s guard per
+	// call: 90 s of this package's run.
+	return ch.Get(queue, false)
 }
 
 // waitQueueDepth waits until queue holds n ready messages.
