@@ -18,8 +18,9 @@ type Source interface {
 	Read(ctx context.Context, vhosts []string) (*topology.State, error)
 	// Count adds to st the message and consumer counts of the named
 	// queues, by vhost. A queue whose count the source cannot tell stays
-	// absent, which Check treats as unknown and so unsafe. Count changes
-	// nothing but st.
+	// absent, which Check treats as unknown and so unsafe; one that st
+	// lists but that no longer exists is also added to st.Vanished. Count
+	// changes nothing but st.
 	Count(ctx context.Context, st *topology.State, queues map[string][]string) error
 }
 
@@ -45,8 +46,25 @@ type Choices struct {
 // depends on them: a first, count-free diff (Diff is pure and cheap) names
 // the queues it would destroy or migrate and the retired wait queues it
 // keeps; src counts those, and the final diff uses the counts. A plan with
-// nothing destructive therefore costs one Read.
+// nothing destructive therefore costs one Read. When the count finds a
+// queue the read listed gone (st.Vanished: the broker changed in between,
+// say a killed apply's last delete still landing), the read is stale and
+// Make starts again, at most readAttempts times in all; after that the
+// vanished queues' counts stay unknown, which Check refuses.
 func Make(ctx context.Context, src Source, desired topology.Topology, ch Choices) (Plan, *topology.State, error) {
+	for attempt := 1; ; attempt++ {
+		p, st, err := makeOnce(ctx, src, desired, ch)
+		if err != nil || len(st.Vanished) == 0 || attempt == readAttempts {
+			return p, st, err
+		}
+	}
+}
+
+// readAttempts bounds Make's reads when the broker keeps changing under it.
+const readAttempts = 3
+
+// makeOnce is one read, diff, count and diff of Make.
+func makeOnce(ctx context.Context, src Source, desired topology.Topology, ch Choices) (Plan, *topology.State, error) {
 	st, err := src.Read(ctx, desired.VhostNames())
 	if err != nil {
 		return Plan{}, nil, err

@@ -46,6 +46,11 @@ type State struct {
 	// Consumers holds the consumer counts read with Messages, by queue
 	// address; a queue absent here has an unknown count.
 	Consumers map[Address]int64
+	// Vanished holds the queues a count found gone although the read
+	// listed them: the broker changed in between (a killed apply's last
+	// delete still landing, another client), so the read is stale there
+	// and their counts are unknown. nil until a count finds one.
+	Vanished map[Address]bool
 	// OperatorPolicies are the operator policies of these vhosts, which cap
 	// numeric limits; none when the source has none or may not read them.
 	OperatorPolicies []Policy

@@ -27,8 +27,9 @@ const countChannels = 8
 // that the broker refuses to count (an exclusive queue of another
 // connection), or a quorum queue that may have given RabbitMQ's stand-in
 // 0 for a leader that did not answer (see settleQuorumZeros), stays
-// absent, which plan.Check treats as unknown and so refuses; a failure to
-// connect is an error.
+// absent, which plan.Check treats as unknown and so refuses; one that
+// does not exist any more is also marked in st.Vanished (the read is
+// stale: plan.Make reads again). A failure to connect is an error.
 func (c *Client) Count(ctx context.Context, st *topology.State, need map[string][]string) error {
 	if len(need) == 0 {
 		return nil
@@ -39,10 +40,11 @@ func (c *Client) Count(ctx context.Context, st *topology.State, need map[string]
 	}
 	defer s.Close()
 	for _, v := range slices.Sorted(maps.Keys(need)) {
-		counts, err := s.PassiveCounts(ctx, v, need[v])
+		counts, gone, err := s.passiveCounts(ctx, v, need[v])
 		if err != nil {
 			return fmt.Errorf("count messages in vhost %q: %w", v, err)
 		}
+		markVanished(st, v, gone)
 		if err := c.settleQuorumZeros(ctx, s, st, v, counts); err != nil {
 			return fmt.Errorf("count messages in vhost %q: %w", v, err)
 		}
@@ -55,14 +57,46 @@ func (c *Client) Count(ctx context.Context, st *topology.State, need map[string]
 	return nil
 }
 
+// markVanished records in st the queues of vhost that a count found gone
+// although st's read listed them. A queue the read did not list (a
+// migration's temporary queue, looked for in case it is there) is not
+// news.
+func markVanished(st *topology.State, vhost string, gone []string) {
+	if len(gone) == 0 {
+		return
+	}
+	listed := map[string]bool{}
+	for _, q := range st.Topology.Queues {
+		if q.Vhost == vhost {
+			listed[q.Name] = true
+		}
+	}
+	for _, n := range gone {
+		if !listed[n] {
+			continue
+		}
+		if st.Vanished == nil {
+			st.Vanished = map[topology.Address]bool{}
+		}
+		st.Vanished[topology.Address{Kind: topology.KindQueue, Vhost: vhost, Name: n}] = true
+	}
+}
+
 // PassiveCounts declares each named queue of vhost passively, over
 // countChannels channels of one connection, and returns what the broker
 // answered, by name. Queues that do not exist or may not be declared
 // (404, 405) are absent; any other failure is an error.
 func (s *Session) PassiveCounts(ctx context.Context, vhost string, names []string) (map[string]amqp.Queue, error) {
+	counts, _, err := s.passiveCounts(ctx, vhost, names)
+	return counts, err
+}
+
+// passiveCounts is PassiveCounts, and also returns the names of the
+// queues that do not exist (404), sorted.
+func (s *Session) passiveCounts(ctx context.Context, vhost string, names []string) (map[string]amqp.Queue, []string, error) {
 	conn, err := s.Dial(vhost, "count")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer conn.Close()
 	pc := &passiveCounter{conn: conn, display: s.display, out: make(map[string]amqp.Queue, len(names))}
@@ -87,9 +121,10 @@ feed:
 	close(work)
 	wg.Wait()
 	if pc.first != nil {
-		return nil, pc.first
+		return nil, nil, pc.first
 	}
-	return pc.out, nil
+	slices.Sort(pc.gone)
+	return pc.out, pc.gone, nil
 }
 
 // passiveCounter gathers the answers of PassiveCounts' channels.
@@ -98,6 +133,7 @@ type passiveCounter struct {
 	display string
 	mu      sync.Mutex
 	out     map[string]amqp.Queue
+	gone    []string // 404: the queue does not exist
 	first   error
 }
 
@@ -134,7 +170,12 @@ func (pc *passiveCounter) count(work <-chan string) {
 			pc.mu.Lock()
 			pc.out[name] = q
 			pc.mu.Unlock()
-		case errors.As(err, &ae) && (ae.Code == amqp.NotFound || ae.Code == amqp.ResourceLocked):
+		case errors.As(err, &ae) && ae.Code == amqp.NotFound:
+			ch = nil // the broker closed the channel
+			pc.mu.Lock()
+			pc.gone = append(pc.gone, name)
+			pc.mu.Unlock()
+		case errors.As(err, &ae) && ae.Code == amqp.ResourceLocked:
 			ch = nil // the broker closed the channel
 		default:
 			pc.fail(amqpError(pc.display, err))
