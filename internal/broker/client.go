@@ -75,6 +75,12 @@ type Client struct {
 	// certAsked is set once the management API asked for a client
 	// certificate that the client does not have.
 	certAsked *atomic.Bool
+	// exportRefused is set once the broker refused the user a definitions
+	// export (not an administrator): reads list instead (see vhostDoc).
+	exportRefused *atomic.Bool
+	// forceExport reads from the export whatever the release: set by
+	// tests only, which hold the two ways of reading to one answer.
+	forceExport bool
 
 	serverMu sync.Mutex
 	version  string // the RabbitMQ version, once Server has confirmed it
@@ -124,7 +130,8 @@ func NewClient(cfg Config) (*Client, error) {
 		timeout: cfg.Timeout,
 		cfg:     cfg,
 
-		certAsked: certAsked,
+		certAsked:     certAsked,
+		exportRefused: new(atomic.Bool),
 	}, nil
 }
 

@@ -28,9 +28,11 @@ const LockQueue = contract.LockQueue
 // Read reads the given vhosts concurrently, with every request at once:
 // GET /api/overview, whose answer confirms first that the server is
 // RabbitMQ (see Server), the vhosts' default queue types (one GET
-// /api/vhosts), and per vhost its four listings (GET /api/exchanges,
-// /api/queues, /api/bindings and /api/policies, see vhostListings), whose
-// exchanges include rmqtopo's ownership records. A vhost that does not
+// /api/vhosts), and, once the version is known, per vhost its definitions
+// export and exchange listing, or its four listings (GET /api/exchanges,
+// /api/queues, /api/bindings and /api/policies), whichever the release
+// serves faster (see vhostDoc); the exchange listing includes rmqtopo's
+// ownership records. A vhost that does not
 // exist is not an error: it is missing from the topology. Message and
 // consumer counts are not read; see Count.
 func (c *Client) Read(ctx context.Context, vhosts []string) (*topology.State, error) {
@@ -88,12 +90,15 @@ func (c *Client) fetchListings(ctx context.Context, vhosts []string) (listings, 
 		wg                 sync.WaitGroup
 	)
 	wg.Add(4 + 2*len(vhosts))
-	go func() { defer wg.Done(); l.version, serverErr = c.Server(ctx) }()
+	// The vhosts' reads wait for the version, which decides how they read
+	// (vhostDoc); the rest go at once.
+	versioned := make(chan struct{})
+	go func() { defer wg.Done(); defer close(versioned); l.version, serverErr = c.Server(ctx) }()
 	go func() { defer wg.Done(); l.deprecated, _ = c.deprecatedFeatures(ctx) }()
 	go func() { defer wg.Done(); l.plugins, _ = c.enabledPlugins(ctx) }()
 	go func() { defer wg.Done(); l.defaults, listErr = c.defaultQueueTypes(ctx) }()
 	for i, v := range vhosts {
-		go func() { defer wg.Done(); l.docs[i] = c.vhostListings(ctx, v) }()
+		go func() { defer wg.Done(); <-versioned; l.docs[i] = c.vhostDoc(ctx, v, l.version) }()
 		go func() { defer wg.Done(); l.operator[i], l.operatorErr[i] = c.OperatorPolicies(ctx, v) }()
 	}
 	wg.Wait()
