@@ -224,6 +224,10 @@ type vhostDoc struct {
 	err    error
 }
 
+// exchangeColumns are the columns of a vhost's exchange listing: what a
+// definition needs, every way a vhost is read.
+const exchangeColumns = "name,vhost,type,durable,auto_delete,internal,arguments"
+
 // listingCall is one of the four listings a vhost is read from.
 type listingCall struct {
 	what, columns string
@@ -243,18 +247,16 @@ func (c *Client) vhostListings(ctx context.Context, vhost string) vhostDoc {
 		queues []exclusiveQueue
 	)
 	calls := []listingCall{
-		{"exchanges", "name,vhost,type,durable,auto_delete,internal,arguments", &doc.Exchanges},
+		{"exchanges", exchangeColumns, &doc.Exchanges},
 		{"queues", "name,vhost,durable,auto_delete,arguments,exclusive", &queues},
 		{"bindings", "source,vhost,destination,destination_type,routing_key,arguments", &doc.Bindings},
 		{"policies", "", &doc.Policies},
 	}
-	errs := make([]error, len(calls))
-	var wg sync.WaitGroup
-	wg.Add(len(calls))
+	lists := make([]func() error, len(calls))
 	for i, call := range calls {
-		go func() { defer wg.Done(); errs[i] = c.list(ctx, vhost, call) }()
+		lists[i] = func() error { return c.list(ctx, vhost, call) }
 	}
-	wg.Wait()
+	errs := concurrently(lists...)
 	for _, err := range errs {
 		if errors.Is(err, ErrVhostNotFound) || errors.Is(err, ErrNotFound) {
 			return vhostDoc{}
@@ -313,6 +315,18 @@ func (c *Client) list(ctx context.Context, vhost string, call listingCall) error
 		return fmt.Errorf("list %s: %w", call.what, err)
 	}
 	return nil
+}
+
+// concurrently runs fns at once and returns their errors, in order.
+func concurrently(fns ...func() error) []error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	wg.Add(len(fns))
+	for i, fn := range fns {
+		go func() { defer wg.Done(); errs[i] = fn() }()
+	}
+	wg.Wait()
+	return errs
 }
 
 // firstErr is the first error of errs that is not nil: one readable

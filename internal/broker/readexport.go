@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
 
 	"github.com/rmqtopo/rmqtopo/internal/definitions"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -53,25 +52,20 @@ func (c *Client) vhostExport(ctx context.Context, vhost string) (d vhostDoc, ref
 	var (
 		export    definitions.Document
 		exchanges []definitions.Exchange
-		errs      = make([]error, 2)
-		wg        sync.WaitGroup
 	)
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
+	errs := concurrently(func() error {
 		var data []byte
-		if errs[0] = c.do(ctx, http.MethodGet, "/api/definitions/"+esc(vhost), nil, nil, &data); errs[0] == nil {
-			export, errs[0] = definitions.Decode(data, vhost)
+		err := c.do(ctx, http.MethodGet, "/api/definitions/"+esc(vhost), nil, nil, &data)
+		if err == nil {
+			export, err = definitions.Decode(data, vhost)
 		}
-		if errs[0] != nil {
-			errs[0] = fmt.Errorf("export definitions: %w", errs[0])
+		if err != nil {
+			return fmt.Errorf("export definitions: %w", err)
 		}
-	}()
-	go func() {
-		defer wg.Done()
-		errs[1] = c.list(ctx, vhost, listingCall{"exchanges", "name,vhost,type,durable,auto_delete,internal,arguments", &exchanges})
-	}()
-	wg.Wait()
+		return nil
+	}, func() error {
+		return c.list(ctx, vhost, listingCall{"exchanges", exchangeColumns, &exchanges})
+	})
 	if errors.Is(errs[0], ErrAuth) || errors.Is(errs[0], ErrPermission) {
 		return vhostDoc{}, true
 	}
