@@ -114,7 +114,10 @@ func (c *applyCmd) review(e *env, client *broker.Client, saved bool, check plan.
 		return diags, nil
 	}
 	if b := plan.Blocking(diags); len(b) > 0 {
-		return nil, blockingError(b)
+		// The exit plan --detailed-exitcode gives the same plan, so that a
+		// pipeline tells a refusal from a failure. An ExitError says all
+		// it means: it names the command itself.
+		return nil, &ExitError{Code: ExitRefused, Err: fmt.Errorf("apply: %w", blockingError(b))}
 	}
 	// A saved plan was reviewed and approved when it was saved, and it
 	// is refused above if the broker changed since: asking again would

@@ -15,8 +15,8 @@ const (
 	// ExitDLQNotEmpty: status --exit-code found messages in a DLQ.
 	ExitDLQNotEmpty = status.ExitDLQNotEmpty
 	// ExitRefused: plan --detailed-exitcode found changes that apply would
-	// refuse (blocking diagnostics, such as a replace that puts messages
-	// at risk without --allow-destroy).
+	// refuse, or apply refused them (blocking diagnostics, such as a
+	// replace that puts messages at risk without --allow-destroy).
 	ExitRefused = 4
 	// ExitMissing: status --exit-code found objects of the specs missing
 	// from the broker (queues, or anything plan would create).

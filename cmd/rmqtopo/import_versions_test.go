@@ -45,8 +45,8 @@ func TestOnlineImportRabbitMQDefinitions(t *testing.T) {
 				t.Logf("the broker refuses %q", refused)
 				spec := importFile(t, o, src, c.vhost)
 				stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", spec}, o.conn()...)...)
-				if got := rt009(stdout); code != 1 || !slices.Equal(got, refused) {
-					t.Fatalf("apply of the export as it is: exit %d, refused policy keys %q, want exit 1 and the broker's %q\n%s%s", code, got, refused, stdout, stderr)
+				if got := rt009(stdout); code != ExitRefused || !slices.Equal(got, refused) {
+					t.Fatalf("apply of the export as it is: exit %d, refused policy keys %q, want exit 4 and the broker's %q\n%s%s", code, got, refused, stdout, stderr)
 				}
 				if qs, ps := vhostObjects(t, o); len(qs)+len(ps) != 0 {
 					t.Fatalf("the refused apply wrote queues %q and policies %q", qs, ps)

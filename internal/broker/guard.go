@@ -92,6 +92,9 @@ func (s *Session) deleteQueueGuarded(ctx context.Context, q topology.Queue) erro
 		return s.restoreBindings(ctx, q, cut, &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf(
 			"queue %q holds %d messages", q.Name, st.Messages)})
 	}
+	if err := s.confirmNoneHeld(ctx, q); err != nil {
+		return s.restoreBindings(ctx, q, cut, err)
+	}
 
 	again, err := s.queueBindings(ctx, q)
 	switch {
@@ -175,7 +178,12 @@ func (s *Session) restoreBindings(ctx context.Context, q topology.Queue, cut []q
 //  2. A passive declare reads the exact count of ready messages and of
 //     consumers. Any message refuses; so does any consumer, because a
 //     consumer may hold deliveries not yet acknowledged, which the count
-//     leaves out and the delete would drop.
+//     leaves out and the delete would drop. A quorum queue without either
+//     is then asked for what it holds beyond its ready messages (retries
+//     held back for a delayed retry, dead-letters awaiting their target's
+//     confirm, deliveries fetched by basic.get): its total from statistics
+//     written after this step began (freshTotals). Any refuses; a total
+//     that does not renew in time refuses too.
 //  3. The bindings are listed again: one that another client added since
 //     step 1 refuses too.
 //  4. The queue is deleted.

@@ -370,6 +370,10 @@ type QueueCount struct {
 	Messages int64
 	// Consumers is nil when the broker did not report it.
 	Consumers *int64
+	// Reductions is the work the queue's process has done, which a quorum
+	// queue reports with its counts at each tick: a new value means new
+	// statistics (see freshTotals). Nil when the broker did not report it.
+	Reductions *int64
 }
 
 // QueueCounts reads the message and consumer counts of the named queues in
@@ -386,7 +390,7 @@ func (c *Client) QueueCounts(ctx context.Context, vhost string, names []string) 
 		filters = nameFilters(names)
 	}
 	for _, f := range filters {
-		q := url.Values{"page_size": {strconv.Itoa(pageSize)}, "columns": {"name,messages,consumers"}}
+		q := url.Values{"page_size": {strconv.Itoa(pageSize)}, "columns": {"name,messages,consumers,reductions"}}
 		if f != "" {
 			q.Set("name", f)
 			q.Set("use_regex", "true")
@@ -396,9 +400,10 @@ func (c *Client) QueueCounts(ctx context.Context, vhost string, names []string) 
 			var resp struct {
 				PageCount int `json:"page_count"`
 				Items     listing[struct {
-					Name      string `json:"name"`
-					Messages  *int64 `json:"messages"`
-					Consumers *int64 `json:"consumers"`
+					Name       string `json:"name"`
+					Messages   *int64 `json:"messages"`
+					Consumers  *int64 `json:"consumers"`
+					Reductions *int64 `json:"reductions"`
 				}] `json:"items"`
 			}
 			err := c.do(ctx, http.MethodGet, "/api/queues/"+esc(vhost), q, nil, &resp)
@@ -410,7 +415,7 @@ func (c *Client) QueueCounts(ctx context.Context, vhost string, names []string) 
 			}
 			for _, it := range resp.Items {
 				if it.Messages != nil {
-					counts[it.Name] = QueueCount{Messages: *it.Messages, Consumers: it.Consumers}
+					counts[it.Name] = QueueCount{Messages: *it.Messages, Consumers: it.Consumers, Reductions: it.Reductions}
 				}
 			}
 			if page >= resp.PageCount {

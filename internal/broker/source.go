@@ -48,6 +48,9 @@ func (c *Client) Count(ctx context.Context, st *topology.State, need map[string]
 		if err := c.settleQuorumZeros(ctx, s, st, v, counts); err != nil {
 			return fmt.Errorf("count messages in vhost %q: %w", v, err)
 		}
+		if err := c.addHeld(ctx, st, v, counts); err != nil {
+			return fmt.Errorf("count messages in vhost %q: %w", v, err)
+		}
 		for n, q := range counts {
 			a := topology.Address{Kind: topology.KindQueue, Vhost: v, Name: n}
 			st.Messages[a] = int64(q.Messages)

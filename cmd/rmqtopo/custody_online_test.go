@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
+)
+
+// heldSpec is issue 46's reproduction: a native queue whose schedule
+// changes from delays to delays.
+const heldSpec = `name: held
+queues:
+  - name: nh.work
+    type: quorum
+    layout: native
+    retry: {delays: [%s]}
+`
+
+// TestPlainApplyKeepsHeldRetries is issue 46's loss: five retries the
+// broker holds inside a native queue (rejected with requeue, delayed:
+// neither ready nor delivered, no consumer), then a schedule change that
+// replaces the queue. The apply runs right after the rejects, when the
+// management statistics do not show them yet. A plain apply must refuse,
+// naming the five, and every id must come back to the queue after its
+// delay.
+func TestPlainApplyKeepsHeldRetries(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	needsNative(t, o)
+	before := o.spec(t, "before.yaml", fmt.Sprintf(heldSpec, "3s, 3s"))
+	after := o.spec(t, "after.yaml", fmt.Sprintf(heldSpec, "3s, 4s"))
+	o.must(t, 0, "apply", "--auto-approve", before)
+	conn := o.b.Dial(t, o.vhost)
+	ids := publishIDs(t, conn, "nh.work", 5)
+	rejectAll(t, conn, "nh.work", len(ids))
+
+	stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", after}, o.conn()...)...)
+	if code != ExitRefused {
+		t.Fatalf("apply of a schedule change over 5 held retries: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitRefused, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "5 messages at stake") {
+		t.Errorf("the refused plan does not name the 5 held retries:\n%s", stdout)
+	}
+	if got := drainIDs(t, conn, "nh.work", len(ids), 3*time.Second); !slices.Equal(got, ids) {
+		t.Errorf("after the refused apply, nh.work gave back %v, want %v", got, ids)
+	}
+}
+
+// publishIDs publishes n persistent messages with ids "0".."n-1" to queue
+// through the default exchange, confirmed, and returns the ids.
+func publishIDs(t *testing.T, conn *amqp.Connection, queue string, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprint(i)
+		brokertest.PublishConfirmed(t, conn, "", queue, amqp.Publishing{DeliveryMode: amqp.Persistent, MessageId: ids[i], Body: []byte(ids[i])})
+	}
+	return ids
+}
+
+// rejectAll takes n deliveries of queue and rejects each with requeue, as
+// retry.Consume fails an attempt on a native queue, then cancels: a native
+// queue holds each for its delay.
+func rejectAll(t *testing.T, conn *amqp.Connection, queue string, n int) {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	if err := ch.Qos(n, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := ch.Consume(queue, "reject", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard := time.After(waitguard.For(5 * time.Second))
+	for range n {
+		select {
+		case d := <-ds:
+			if err := d.Reject(true); err != nil {
+				t.Fatal(err)
+			}
+		case <-guard:
+			t.Fatalf("%s delivered fewer than %d messages", queue, n)
+		}
+	}
+	if err := ch.Cancel("reject", false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// drainIDs takes want messages from queue, acking each, waiting up to
+// delay plus a guard for retries still held, and returns their ids
+// sorted; then it checks that nothing more comes within a moment.
+func drainIDs(t *testing.T, conn *amqp.Connection, queue string, want int, delay time.Duration) []string {
+	t.Helper()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	var ids []string
+	deadline := time.Now().Add(delay + waitguard.For(5*time.Second))
+	for len(ids) < want && time.Now().Before(deadline) {
+		d, ok, err := ch.Get(queue, false)
+		if err != nil {
+			t.Fatalf("get from %s: %v", queue, err)
+		}
+		if !ok {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		ids = append(ids, d.MessageId)
+		if err := d.Ack(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
