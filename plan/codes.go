@@ -57,6 +57,7 @@ var Codes = []CodeInfo{
 	{Code: CodeNativeNeedsVersion, Severity: SeverityError, Refused: true, Meaning: "below 4.3.1: a queue of layout native, whose retries the broker would not delay"},
 	{Code: CodeLayoutKept, Severity: SeverityInfo, Meaning: "a live queue keeps its layout where auto gives a new queue another; how to move it"},
 	{Code: CodeDefaultVerdict, Severity: SeverityWarning, Meaning: "the broker accepts a key, argument or transient queue only by a default operators can change, or only with a plugin the source cannot show"},
+	{Code: CodeKeptLayoutConflict, Severity: SeverityError, Meaning: "the spec asks of a live queue whose layout auto keeps what that layout cannot do (delivery_limit or a return queue on a native queue)"},
 }
 
 // LookupCode returns the registry's entry of code.

@@ -108,6 +108,9 @@
 // auto gives a new queue another (CheckOptions.Kept):
 //
 //	RT107  info     a live queue keeps its layout; the line says how to move it
+//	RT109  error    the spec asks of a live queue whose layout auto keeps what that
+//	                layout cannot do (delivery_limit or a return queue on a native
+//	                queue); the line says how to fix the spec
 //
 // "Allowed" is CheckOptions.AllowDestroy (the --allow-destroy flag). Blocking
 // returns the error-severity diagnostics, which must stop an apply.

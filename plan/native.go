@@ -17,6 +17,10 @@ const (
 	// CodeLayoutKept (info): a live queue keeps its layout where auto
 	// gives a queue not live yet another; the note says how to move it.
 	CodeLayoutKept = "RT107"
+	// CodeKeptLayoutConflict (error): the spec asks of a live queue, whose
+	// layout auto keeps, what that layout cannot do (a delivery_limit on a
+	// native queue): the plan would write a key the broker overrides.
+	CodeKeptLayoutConflict = "RT109"
 )
 
 // LayoutKept is a live queue that keeps its layout where auto would give
@@ -25,6 +29,9 @@ const (
 type LayoutKept struct {
 	Address topology.Address
 	Move    string
+	// Conflict, when not empty, is what the spec asks that the kept layout
+	// cannot do, and how to fix the spec: Check refuses it (RT109).
+	Conflict string
 }
 
 // checkNative refuses, before any write, the queues of the native layout
@@ -53,6 +60,10 @@ func checkNative(p Plan, v topology.Version) []Diagnostic {
 func checkKept(kept []LayoutKept) []Diagnostic {
 	ds := make([]Diagnostic, 0, len(kept))
 	for _, k := range kept {
+		if k.Conflict != "" {
+			ds = append(ds, Diagnostic{Code: CodeKeptLayoutConflict, Severity: SeverityError, Address: k.Address, Message: k.Conflict})
+			continue
+		}
 		ds = append(ds, Diagnostic{Code: CodeLayoutKept, Severity: SeverityInfo, Address: k.Address, Message: k.Move})
 	}
 	return ds

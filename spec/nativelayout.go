@@ -84,6 +84,12 @@ type Kept struct {
 	ReturnQueue bool
 	// Auto is what auto gives a queue that is not live yet.
 	Auto Layout
+	// Conflict, when not empty, says what the spec asks that the live
+	// layout kept cannot do (a delivery_limit or return queue on a native
+	// queue): written out, the same layout refuses it at validation; kept
+	// by auto, the plan refuses it before any write, so that it never
+	// plans a key the broker would override.
+	Conflict string
 }
 
 // Resolve chooses, for every queue of files whose layout is auto (written
@@ -169,7 +175,27 @@ func keptFor(s *Spec, q Queue, native bool, live liveIndex) (Kept, bool) {
 	if fresh.layout == q.res.layout && fresh.returnQueue == q.res.returnQueue {
 		return Kept{}, false
 	}
-	return Kept{Vhost: s.Vhost, Queue: q.Name, Live: shape.layout, ReturnQueue: q.res.returnQueue, Auto: fresh.layout}, true
+	k := Kept{Vhost: s.Vhost, Queue: q.Name, Live: shape.layout, ReturnQueue: q.res.returnQueue, Auto: fresh.layout}
+	if shape.layout == LayoutNative {
+		k.Conflict = nativeConflict(q)
+	}
+	return k, true
+}
+
+// nativeConflict says what q's spec asks that a live native queue, which
+// auto keeps native, cannot do; empty when nothing. It is checkNative's
+// rule for a layout written out, worded for a layout kept.
+func nativeConflict(q Queue) string {
+	_, returnSet := q.set.get("return_queue")
+	move := "or set layout: shared and migrate: true to move the queue to a layout that has it"
+	switch {
+	case q.DeliveryLimit != 0:
+		return fmt.Sprintf("queue %q keeps its live layout native, where delivery_limit does not apply: the broker's delivery limit of a native queue is the number of its retries (%d), and a policy's delivery-limit only lowers it; remove delivery_limit, %s",
+			q.Name, q.ImmediateRetries+q.Retry.count(), move)
+	case returnSet && q.ReturnQueue:
+		return fmt.Sprintf("queue %q keeps its live layout native, where return_queue does not apply: the broker brings a delayed retry back ahead of the queue's backlog itself; remove return_queue, %s", q.Name, move)
+	}
+	return ""
 }
 
 // liveShape is the layout a live work queue has.

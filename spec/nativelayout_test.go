@@ -223,3 +223,40 @@ queues:
 		t.Errorf("kept %+v; want n, live native, told to move back", kept)
 	}
 }
+
+// TestResolveKeptNativeConflict is issue 46's plan of a key the broker
+// overrides: a live native queue that auto keeps native, whose spec now
+// sets delivery_limit or return_queue, is kept with a Conflict (which the
+// plan refuses, RT109), as layout: native written out refuses the same at
+// validation; following the advice (removing the key) clears it.
+func TestResolveKeptNativeConflict(t *testing.T) {
+	live := Expand(mustParse(t, "live.yaml", `version: 1
+vhost: v
+queues:
+  - {name: a, type: quorum, layout: native, retry: {delays: [1s, 2s]}}
+  - {name: b, type: quorum, layout: native, retry: {delays: [1s]}}
+`))
+	v436, _ := topology.ParseVersion("4.3.6")
+	for _, tc := range []struct{ body, want string }{
+		{"  - {name: a, type: quorum, delivery_limit: 50, retry: {delays: [1s, 2s]}}\n", "delivery_limit does not apply"},
+		{"  - {name: b, type: quorum, return_queue: true, retry: {delays: [1s]}}\n", "return_queue does not apply"},
+		{"  - {name: a, type: quorum, retry: {delays: [1s, 2s]}}\n", ""},
+	} {
+		f := mustParse(t, "f.yaml", "version: 1\nvhost: v\nqueues:\n"+tc.body)
+		var conflicts []string
+		for _, k := range Resolve([]*File{f}, Target{RabbitMQ: v436, Live: &live}) {
+			if k.Conflict != "" {
+				conflicts = append(conflicts, k.Conflict)
+			}
+		}
+		switch {
+		case tc.want == "" && len(conflicts) > 0:
+			t.Errorf("%s: conflicts %q, want none", tc.body, conflicts)
+		case tc.want != "" && (len(conflicts) != 1 || !strings.Contains(conflicts[0], tc.want)):
+			t.Errorf("%s: conflicts %q, want one saying %q", tc.body, conflicts, tc.want)
+		}
+	}
+	if _, err := Parse("n.yaml", []byte("version: 1\nvhost: v\nqueues:\n  - {name: a, type: quorum, layout: native, delivery_limit: 50, retry: {delays: [1s]}}\n")); err == nil || !strings.Contains(err.Error(), "delivery_limit does not apply to layout native") {
+		t.Errorf("layout native written out with delivery_limit: %v, want the validation error", err)
+	}
+}

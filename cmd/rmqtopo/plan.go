@@ -129,7 +129,7 @@ func layouts(files []*spec.File, override, from string, kept *[]plan.LayoutKept)
 		v, _ := topology.ParseVersion(j.Version)
 		*kept = (*kept)[:0]
 		for _, k := range spec.Resolve(files, spec.Target{RabbitMQ: v, Live: &st.Topology}) {
-			*kept = append(*kept, plan.LayoutKept{Address: topology.Address{Kind: topology.KindQueue, Vhost: k.Vhost, Name: k.Queue}, Move: k.String()})
+			*kept = append(*kept, plan.LayoutKept{Address: topology.Address{Kind: topology.KindQueue, Vhost: k.Vhost, Name: k.Queue}, Move: k.String(), Conflict: k.Conflict})
 		}
 		// What rmqtopo declares depends on the release (spec/release.go).
 		return spec.ExpandFor(v, files...)

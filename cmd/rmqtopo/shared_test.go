@@ -77,8 +77,8 @@ policies:
 			o := newOnline(t)
 			path := o.spec(t, "bad.yaml", tc.body)
 			stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", path}, o.conn()...)...)
-			if code != 1 || !strings.Contains(stdout, tc.want) || !strings.Contains(stderr, "nothing was written") {
-				t.Errorf("exit %d, want 1 with %q\nstdout:\n%s\nstderr:\n%s", code, tc.want, stdout, stderr)
+			if code != ExitRefused || !strings.Contains(stdout, tc.want) || !strings.Contains(stderr, "nothing was written") {
+				t.Errorf("exit %d, want 4 with %q\nstdout:\n%s\nstderr:\n%s", code, tc.want, stdout, stderr)
 			}
 			if n := o.objects(t); n != 0 {
 				t.Errorf("the vhost holds %d objects after a refused apply, want 0", n)
@@ -265,8 +265,8 @@ func TestApplyChecksPermissions(t *testing.T) {
 	path := o.spec(t, "s.yaml", "queues:\n  - name: work\n    retry: {delays: [1s]}\n")
 	stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", path}, conn...)...)
 	want := fmt.Sprintf(`error[RT012]: user %q may not create queue "work" in vhost %q: configure permission "^(rmqtopo\\.|other\\.)" does not match it`, user, o.vhost)
-	if code != 1 || !strings.Contains(stdout, want) || !strings.Contains(stderr, "nothing was written") {
-		t.Errorf("exit %d, want 1 with\n%s\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
+	if code != ExitRefused || !strings.Contains(stdout, want) || !strings.Contains(stderr, "nothing was written") {
+		t.Errorf("exit %d, want 4 with\n%s\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
 	}
 	if n := o.objects(t); n != 0 {
 		t.Errorf("the vhost holds %d objects after a refused apply, want 0", n)
