@@ -63,6 +63,7 @@ func (c *applyCmd) Run(e *env) (err error) {
 	e.hide(sess.Secrets)
 	defer sess.Close()
 	sess.MigrateHook = migrateHook(e)
+	sess.MigrateWait = broker.MigrationWaitLog(e.stderr)
 
 	report := progress.Start(e.stderr, progress.Options[apply.Progress]{
 		Line: applyProgressLine, Terminal: isTerminal(e.stderr), Every: 2, Keep: func(last, next apply.Progress) bool { return next.Newer(last) }})

@@ -105,24 +105,33 @@ func applyUntilConverged(t *testing.T, o *online, path string) {
 }
 
 // publishRetry puts one retry of "orders" (attempt 2) into the wait path
-// of layout from, as the runtime helper publishes it.
+// of layout from, as the runtime helper publishes it, for 8 s.
 func publishRetry(t *testing.T, conn *amqp.Connection, from string) {
 	t.Helper()
-	key := "orders"
+	publishRetryOf(t, conn, "orders", from, 8*time.Second, amqp.Publishing{Body: []byte("waiting")})
+}
+
+// publishRetryOf puts msg into the wait path of queue's layout from as its
+// retry for attempt 2, due after delay (a ladder's; the wait queues' own
+// TTL sets it elsewhere), as the runtime helper publishes it.
+func publishRetryOf(t *testing.T, conn *amqp.Connection, queue, from string, delay time.Duration, msg amqp.Publishing) {
+	t.Helper()
+	key := queue
 	switch from {
 	case "return-queue":
-		key = contract.ReturnQueue("orders")
+		key = contract.ReturnQueue(queue)
 	case "levels":
 		l, err := contract.NewLadder(spec.DefaultLevelsResolution, spec.DefaultLevelsMax)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if key, err = l.RoutingKey(8*time.Second, "orders"); err != nil {
+		if key, err = l.RoutingKey(delay, queue); err != nil {
 			t.Fatal(err)
 		}
 	}
-	brokertest.PublishConfirmed(t, conn, contract.RetryExchange("orders"), key, amqp.Publishing{DeliveryMode: amqp.Persistent,
-		Headers: amqp.Table{contract.HeaderAttempt: contract.AttemptValue(2)}, Body: []byte("waiting")})
+	msg.DeliveryMode = amqp.Persistent
+	msg.Headers = amqp.Table{contract.HeaderAttempt: contract.AttemptValue(2)}
+	brokertest.PublishConfirmed(t, conn, contract.RetryExchange(queue), key, msg)
 }
 
 // deferOne takes one message of the native queue "orders" and rejects it

@@ -90,8 +90,6 @@ func (s *Session) MigrateQueue(ctx context.Context, after topology.Queue) error 
 type migration struct {
 	s       *Session
 	q, temp topology.Queue
-	// deferSince is when noDeferred first looked at the old queue.
-	deferSince time.Time
 }
 
 func (m *migration) hook(step string, moved int) {
@@ -213,9 +211,10 @@ const settleTimeout = 30 * time.Second
 // if-empty and takes deliveries back asynchronously: it is deleted once
 // its consumers are down to the others' (before, counted when the move
 // started: the move's consumer is gone, so the deliveries it held are
-// back) and an exact count finds no ready message. Other consumers do not
-// keep it: the broker cancels them, and the deliveries they hold
-// unacknowledged go with the queue.
+// back) and an exact count finds no ready message, and then once it holds
+// nothing else either (noneHeld): no retry held back, no delivery that
+// another consumer has not settled (the broker would cancel that consumer
+// and drop what it holds with the queue), no held dead-letter.
 func (m *migration) deleteIfEmpty(ctx context.Context, q topology.Queue, before int) error {
 	if q.QueueType() == "classic" {
 		err := m.s.deleteQueue(ctx, q, true)
@@ -244,70 +243,13 @@ func (m *migration) deleteIfEmpty(ctx context.Context, q topology.Queue, before 
 		if err := ignoreNotFound(m.s.withChannel(ctx, q.Vhost, func(ch *amqp.Channel) error { return confirmEmpty(ch, q) })); err != nil {
 			return err
 		}
-		if err := m.noDeferred(ctx, q); err != nil {
+		if err := m.noneHeld(ctx, q); err != nil {
 			return err
 		}
 		if err := m.s.deleteQueue(ctx, q, false); err != nil {
 			return fmt.Errorf("delete queue %q: %w", q.Name, err)
 		}
 		return nil
-	}
-}
-
-// deferredPause is how often a migration looks again at the retries a
-// native queue holds back.
-const deferredPause = time.Second
-
-// noDeferred keeps a queue of the native layout (contract.ParseNative)
-// from being deleted while it holds retries back: RabbitMQ 4.3 counts a
-// deferred message neither ready (a passive declare, basic.get and so a
-// move do not see it) nor unacknowledged, only in the management API's
-// messages. It waits until the schedule's longest delay has passed since
-// the first move began and the statistics show the queue empty (nil), or
-// until a retry came due (ErrNotEmpty: the migration moves again), for at
-// most the schedule's longest delay and a margin. The statistics lag, so
-// it may wait for messages already moved; and a queue younger than the
-// statistics interval shows none at all, which the wait for the longest
-// delay covers.
-func (m *migration) noDeferred(ctx context.Context, q topology.Queue) error {
-	n, err := contract.ParseNative(q.Arguments)
-	if err != nil {
-		return nil
-	}
-	longest := time.Duration(0)
-	for _, d := range n.Delays {
-		longest = max(longest, d)
-	}
-	if m.deferSince.IsZero() {
-		m.deferSince = time.Now()
-	}
-	// Every retry held back when the first move began is due by then
-	// (the schedule's own delays; a later time asked per message is
-	// left to the statistics).
-	due := m.deferSince.Add(longest)
-	deadline := due.Add(settleTimeout)
-	for {
-		info, err := m.s.GetQueue(ctx, q.Vhost, q.Name)
-		if err != nil {
-			return ignoreNotFound(err)
-		}
-		held := info.Messages - info.Ready - info.Unacked
-		ready, _, err := m.s.queueStat(ctx, q.Vhost, q.Name)
-		switch {
-		case err != nil:
-			return ignoreNotFound(err)
-		case info.Messages == 0 && ready == 0 && !time.Now().Before(due):
-			// Statistics that still show the messages moved are stale:
-			// only an empty sample says nothing is held back.
-			return nil
-		case ready > 0 || time.Now().After(deadline):
-			return &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf("queue %q holds %d retries back (native delayed retry); they move once due", q.Name, held)}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(deferredPause):
-		}
 	}
 }
 

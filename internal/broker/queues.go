@@ -29,9 +29,13 @@ type QueueInfo struct {
 	// RabbitMQ 4.3: returned deliveries the queue's delayed retry
 	// (x-delayed-retry-type) holds back until their delay is over. Nil
 	// when the broker does not report it (before 4.3, classic queues).
-	Delayed      *int64 `json:"messages_delayed,omitempty"`
-	Arguments    map[string]any
-	PolicyLimits map[string]any // effective_policy_definition
+	Delayed *int64 `json:"messages_delayed,omitempty"`
+	// LastDelayedAt is last_delayed_at, which quorum queues report with
+	// Delayed: when the last retry held back comes due, in Unix
+	// milliseconds. Nil when none is held or the broker does not say.
+	LastDelayedAt *int64 `json:"last_delayed_at,omitempty"`
+	Arguments     map[string]any
+	PolicyLimits  map[string]any // effective_policy_definition
 }
 
 // DeadLettersHeld returns the messages the queue holds only until their
@@ -81,7 +85,7 @@ func jsonInt(v any) (int64, bool) {
 
 // queueColumns are the columns QueueInfo holds: the broker sends nothing
 // else, which keeps a listing of thousands of queues small.
-const queueColumns = "name,type,messages,messages_ready,messages_unacknowledged,messages_dlx,messages_delayed,consumers," +
+const queueColumns = "name,type,messages,messages_ready,messages_unacknowledged,messages_dlx,messages_delayed,last_delayed_at,consumers," +
 	"message_stats.publish_details.rate,message_stats.deliver_get_details.rate," +
 	"arguments,effective_policy_definition"
 
@@ -95,6 +99,7 @@ type apiQueue struct {
 	Consumers    int64          `json:"consumers"`
 	DeadLettered *int64         `json:"messages_dlx"`
 	Delayed      *int64         `json:"messages_delayed"`
+	LastDelayed  *int64         `json:"last_delayed_at"`
 	Arguments    map[string]any `json:"arguments"`
 	Policy       map[string]any `json:"effective_policy_definition"`
 	MessageStats struct {
@@ -111,7 +116,7 @@ func (a apiQueue) info() QueueInfo {
 	return QueueInfo{
 		Name: a.Name, Type: typ, Messages: a.Messages, Ready: a.Ready, Unacked: a.Unacked,
 		Consumers: a.Consumers, PublishRate: a.MessageStats.Publish.Rate, DeliverRate: a.MessageStats.DeliverGet.Rate,
-		DeadLettered: a.DeadLettered, Delayed: a.Delayed, Arguments: a.Arguments, PolicyLimits: a.Policy,
+		DeadLettered: a.DeadLettered, Delayed: a.Delayed, LastDelayedAt: a.LastDelayed, Arguments: a.Arguments, PolicyLimits: a.Policy,
 	}
 }
 

@@ -31,6 +31,11 @@ type Session struct {
 	// moved so far. The CLI reports progress with it; tests interrupt a
 	// migration there.
 	MigrateHook func(queue, step string, moved int)
+	// MigrateWait, if set, is called while a migration waits for what the
+	// old queue holds beyond its ready messages (retries the broker holds
+	// back, unsettled deliveries), about once a second, with one line
+	// saying what it waits for and how long.
+	MigrateWait func(queue, what string)
 
 	mu     sync.Mutex
 	vhosts map[string]*vhostConn

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/waitguard"
+)
+
+// The conservation matrix (issue 46, docs/testing.md): for each layout,
+// each place a message can be and each change that removes or replaces a
+// queue, a test puts messages with known ids there, applies the change
+// (plain, and with migrate: true where the change replaces a queue), and
+// then finds every id again: in a queue of the vhost (delivered back into
+// the work queue, in the DLQ or parking lot, still waiting or held). An
+// apply may refuse (exit 4) or succeed; either way no id may be missing.
+// That is the checker, Jepsen's way: a plain apply that went ahead where
+// messages were at stake shows up as a lost id.
+//
+// The cases are generated from the tables below. make test runs a sample
+// that covers every layout × change pair and every place at least once
+// (custodySampled); RMQTOPO_TEST_CUSTODY=all (make test-custody) runs all.
+
+// custodyLayout is a layout of the work queue "cw" under test.
+type custodyLayout struct {
+	name, yaml string
+	// from is the wait path a retry takes (publishRetryOf); empty for
+	// native, where the broker holds retries inside the queue.
+	from   string
+	native bool
+}
+
+var custodyLayouts = []custodyLayout{
+	{"per-attempt", "layout: per-attempt\n    return_queue: false", "per-attempt", false},
+	{"shared", "layout: shared\n    return_queue: false", "shared", false},
+	{"return-queue", "layout: shared\n    return_queue: true", "return-queue", false},
+	{"levels", "layout: levels\n    return_queue: false", "levels", false},
+	{"native", "layout: native", "", true},
+}
+
+// custodySpec is the spec of a case, before or after its change.
+type custodySpec struct {
+	present bool // "cw" is in the spec (prune takes it out)
+	typ     string
+	layout  custodyLayout
+	delays  string
+	dlq     bool
+	migrate bool
+}
+
+// custodyDelay is the first retry's delay, which every waiting message
+// is due after; custodyLongest the longest delay any case has.
+const (
+	custodyDelay   = 2 * time.Second
+	custodyLongest = 5 * time.Second
+)
+
+func custodyBase(l custodyLayout) custodySpec {
+	return custodySpec{present: true, typ: "quorum", layout: l, delays: "2s, 4s", dlq: true}
+}
+
+// yaml is the spec's text; a second queue keeps it from being empty when
+// "cw" leaves it.
+func (c custodySpec) yaml() string {
+	var b strings.Builder
+	b.WriteString("name: custody\nqueues:\n  - {name: keep, type: quorum, layout: shared, retry: {delays: [1s]}}\n")
+	if c.present {
+		fmt.Fprintf(&b, "  - name: cw\n    type: %s\n    %s\n    dlq: %t\n    parking_lot: %t\n    migrate: %t\n    retry: {delays: [%s]}\n",
+			c.typ, c.layout.yaml, c.dlq, c.dlq, c.migrate, c.delays)
+	}
+	return b.String()
+}
+
+// custodyChange is a change that removes or replaces a queue of the
+// topology.
+type custodyChange struct {
+	name  string
+	fits  func(custodyLayout) bool
+	after func(custodySpec) custodySpec
+	prune bool
+}
+
+func anyLayout(custodyLayout) bool { return true }
+
+var custodyChanges = []custodyChange{
+	{name: "schedule", fits: anyLayout, after: func(c custodySpec) custodySpec { c.delays = "2s, 5s"; return c }},
+	{name: "type", fits: func(l custodyLayout) bool { return !l.native }, after: func(c custodySpec) custodySpec { c.typ = "classic"; return c }},
+	{name: "dlq-off", fits: anyLayout, after: func(c custodySpec) custodySpec { c.dlq = false; return c }},
+	{name: "layout", fits: anyLayout, after: func(c custodySpec) custodySpec { c.layout = nextLayout(c.layout); return c }},
+	{name: "prune", fits: anyLayout, after: func(c custodySpec) custodySpec { c.present = false; return c }, prune: true},
+}
+
+// nextLayout is the layout a layout change moves to: shared from any
+// other, per-attempt from shared.
+func nextLayout(l custodyLayout) custodyLayout {
+	to := "shared"
+	if l.name == "shared" {
+		to = "per-attempt"
+	}
+	i := slices.IndexFunc(custodyLayouts, func(c custodyLayout) bool { return c.name == to })
+	return custodyLayouts[i]
+}
+
+// custodyPlace puts messages with known ids in one place of a layout.
+type custodyPlace struct {
+	name string
+	fits func(custodyLayout) bool
+	put  func(t *testing.T, r *custodyRun, ids []string)
+}
+
+var custodyPlaces = []custodyPlace{
+	{"ready", anyLayout, func(t *testing.T, r *custodyRun, ids []string) { r.publish(t, "", "cw", ids) }},
+	{"unacknowledged", anyLayout, func(t *testing.T, r *custodyRun, ids []string) { r.holdUnacked(t, ids) }},
+	{"waiting", func(l custodyLayout) bool { return !l.native }, func(t *testing.T, r *custodyRun, ids []string) {
+		for _, id := range ids {
+			publishRetryOf(t, r.conn, "cw", r.layout.from, custodyDelay, amqp.Publishing{MessageId: id, Body: []byte(id)})
+		}
+	}},
+	{"delayed", func(l custodyLayout) bool { return l.native }, func(t *testing.T, r *custodyRun, ids []string) {
+		r.publish(t, "", "cw", ids)
+		rejectAll(t, r.conn, "cw", len(ids))
+	}},
+	{"dlq", anyLayout, func(t *testing.T, r *custodyRun, ids []string) { r.publish(t, "", contract.DeadLetterQueue("cw"), ids) }},
+	{"parking-lot", anyLayout, func(t *testing.T, r *custodyRun, ids []string) { r.publish(t, "", contract.ParkingLotQueue("cw"), ids) }},
+}
+
+// custodyCase is one cell of the matrix.
+type custodyCase struct {
+	layout custodyLayout
+	place  custodyPlace
+	change custodyChange
+	mode   string // "plain" or "migrate"
+}
+
+func (c custodyCase) name() string {
+	return c.layout.name + "/" + c.place.name + "/" + c.change.name + "/" + c.mode
+}
+
+// custodyCases generates every case of the matrix.
+func custodyCases() []custodyCase {
+	var out []custodyCase
+	for _, l := range custodyLayouts {
+		for _, ch := range custodyChanges {
+			if !ch.fits(l) {
+				continue
+			}
+			for _, p := range custodyPlaces {
+				if !p.fits(l) {
+					continue
+				}
+				for _, mode := range []string{"plain", "migrate"} {
+					if mode == "migrate" && ch.prune {
+						continue // a queue that leaves the spec has nothing to migrate into
+					}
+					out = append(out, custodyCase{layout: l, place: p, change: ch, mode: mode})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// custodySampled picks, for make test, every layout × change pair in both
+// modes with one place each, rotating through the places so that each
+// is covered, plus every place of the native schedule change (issue 46's
+// loss).
+func custodySampled(all []custodyCase) []custodyCase {
+	var out []custodyCase
+	seen := map[string]int{}
+	for _, c := range all {
+		pair := c.layout.name + "/" + c.change.name + "/" + c.mode
+		fitting := 0
+		for _, p := range custodyPlaces {
+			if p.fits(c.layout) {
+				fitting++
+			}
+		}
+		n := seen[pair]
+		seen[pair]++
+		pick := (len(seen) + len(c.layout.name)) % fitting
+		if n == pick || c.layout.native && c.change.name == "schedule" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestConservationMatrix runs the matrix's cases (see above).
+func TestConservationMatrix(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	cases := custodyCases()
+	if os.Getenv("RMQTOPO_TEST_CUSTODY") != "all" {
+		cases = custodySampled(cases)
+	}
+	native := nativeBroker(t, o)
+	for _, c := range cases {
+		if c.layout.native && !native {
+			continue
+		}
+		t.Run(c.name(), func(t *testing.T) {
+			t.Parallel()
+			runCustody(t, c)
+		})
+	}
+}
+
+// nativeBroker reports whether the test broker runs the native layout.
+func nativeBroker(t *testing.T, o *online) bool {
+	t.Helper()
+	ok := true
+	t.Run("probe", func(t *testing.T) {
+		defer func() { ok = !t.Skipped() }()
+		needsNative(t, o)
+	})
+	return ok
+}
+
+// custodyRun is a case being run.
+type custodyRun struct {
+	o      *online
+	conn   *amqp.Connection
+	layout custodyLayout
+	hold   *amqp.Channel // a consumer's channel holding deliveries unacknowledged
+}
+
+func runCustody(t *testing.T, c custodyCase) {
+	o := newOnline(t)
+	before := custodyBase(c.layout)
+	after := c.change.after(before)
+	after.migrate = c.mode == "migrate" && after.present
+	o.must(t, 0, "apply", "--auto-approve", o.spec(t, "before.yaml", before.yaml()))
+	r := &custodyRun{o: o, conn: o.b.Dial(t, o.vhost), layout: c.layout}
+	ids := []string{c.place.name + "-1", c.place.name + "-2", c.place.name + "-3"}
+	c.place.put(t, r, ids)
+
+	args := []string{"apply", "--auto-approve", o.spec(t, "after.yaml", after.yaml())}
+	if c.change.prune {
+		args = append(args, "--prune")
+	}
+	stdout, stderr, code := rmqtopo(t, "", append(args, o.conn()...)...)
+	if code != 0 && code != ExitRefused {
+		t.Fatalf("apply: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Logf("apply exit %d", code)
+	if r.hold != nil {
+		r.hold.Close() // the consumer goes: what it held is requeued, if its queue is still there
+	}
+	if missing := r.account(t, ids); len(missing) > 0 {
+		t.Errorf("lost %v after the apply (exit %d)\nstdout:\n%s\nstderr:\n%s", missing, code, stdout, stderr)
+	}
+}
+
+func (r *custodyRun) publish(t *testing.T, exchange, key string, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		brokertest.PublishConfirmed(t, r.conn, exchange, key, amqp.Publishing{DeliveryMode: amqp.Persistent, MessageId: id, Body: []byte(id)})
+	}
+}
+
+// holdUnacked publishes ids to the work queue and has a consumer take
+// them without acknowledging any: they are unacknowledged during the
+// apply.
+func (r *custodyRun) holdUnacked(t *testing.T, ids []string) {
+	t.Helper()
+	r.publish(t, "", "cw", ids)
+	ch, err := r.conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Qos(len(ids), 0, false); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := ch.Consume("cw", "holder", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard := time.After(waitguard.For(5 * time.Second))
+	for range ids {
+		select {
+		case <-ds:
+		case <-guard:
+			t.Fatal("the work queue did not deliver the messages to hold")
+		}
+	}
+	r.hold = ch
+}
+
+// account takes every message of every queue of the vhost, until it has
+// seen each of ids or the longest delay (and a guard) has passed, and
+// returns the ids it never saw.
+func (r *custodyRun) account(t *testing.T, ids []string) []string {
+	t.Helper()
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	ch, err := r.conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	deadline := time.Now().Add(custodyLongest + waitguard.For(5*time.Second))
+	for len(want) > 0 && time.Now().Before(deadline) {
+		for _, q := range r.queues(t) {
+			for {
+				d, ok, err := ch.Get(q, true)
+				if err != nil {
+					t.Fatalf("get from %s: %v", q, err)
+				}
+				if !ok {
+					break
+				}
+				delete(want, d.MessageId)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return slices.Sorted(maps.Keys(want))
+}
+
+// queues lists the vhost's queue names.
+func (r *custodyRun) queues(t *testing.T) []string {
+	t.Helper()
+	var qs []struct{ Name string }
+	if err := json.Unmarshal(r.o.api(t, http.MethodGet, "/api/queues/"+url.PathEscape(r.o.vhost)+"?columns=name", ""), &qs); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(qs))
+	for i, q := range qs {
+		out[i] = q.Name
+	}
+	return out
+}
