@@ -2,12 +2,13 @@ package retryotel
 
 import (
 	"context"
+	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/rmqtopo/rmqtopo/retry"
 )
@@ -71,35 +72,86 @@ func newInstruments(m metric.Meter) instruments {
 // exemplars, which a settlement has none of.
 var bg = context.Background()
 
-func queueAttr(queue string) attribute.KeyValue { return semconv.MessagingDestinationName(queue) }
+// perQueue holds a queue's attribute sets, made once: building a set sorts
+// and hashes it, which cost more than the measurement itself.
+type perQueue struct {
+	dest    attribute.KeyValue // messaging.destination.name
+	queue   metric.MeasurementOption
+	outcome [retry.Requeued + 1]metric.MeasurementOption
+	// span are the attributes every span of the queue starts with.
+	span     []attribute.KeyValue
+	attempts sync.Map // int -> metric.MeasurementOption
+	reasons  sync.Map // string -> metric.MeasurementOption
+}
+
+func (t *Telemetry) perQueue(queue string) *perQueue {
+	if p, ok := t.queues.Load(queue); ok {
+		return p.(*perQueue)
+	}
+	q := semconv.MessagingDestinationName(queue)
+	p := &perQueue{
+		dest:  q,
+		queue: metric.WithAttributeSet(attribute.NewSet(q)),
+		span: []attribute.KeyValue{semconv.MessagingSystemRabbitMQ, semconv.MessagingOperationTypeProcess,
+			semconv.MessagingOperationName("process"), q},
+	}
+	for o := range p.outcome {
+		p.outcome[o] = metric.WithAttributeSet(attribute.NewSet(q, attrOutcome.String(outcomeName(retry.Outcome(o)))))
+	}
+	v, _ := t.queues.LoadOrStore(queue, p)
+	return v.(*perQueue)
+}
+
+// byAttempt is the queue's attribute set with an attempt number.
+func (p *perQueue) byAttempt(attempt int) metric.MeasurementOption {
+	if o, ok := p.attempts.Load(attempt); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(p.dest, attrAttempt.Int(attempt)))
+	p.attempts.Store(attempt, o)
+	return o
+}
+
+// byReason is the queue's attribute set with a dead-letter reason.
+func (p *perQueue) byReason(reason string) metric.MeasurementOption {
+	if o, ok := p.reasons.Load(reason); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(p.dest, attrReason.String(reason)))
+	p.reasons.Store(reason, o)
+	return o
+}
 
 // Retried implements retry.Observer.
 func (t *Telemetry) Retried(queue string, attempt int) {
-	t.m.retries.Add(bg, 1, metric.WithAttributes(queueAttr(queue), attrAttempt.Int(attempt)))
+	t.m.retries.Add(bg, 1, t.perQueue(queue).byAttempt(attempt))
 }
 
 // DeadLettered implements retry.Observer.
 func (t *Telemetry) DeadLettered(queue, reason string) {
-	t.m.deadLetters.Add(bg, 1, metric.WithAttributes(queueAttr(queue), attrReason.String(reason)))
+	t.m.deadLetters.Add(bg, 1, t.perQueue(queue).byReason(reason))
 }
 
 // Settled implements retry.Observer.
 func (t *Telemetry) Settled(s retry.Settlement) {
-	q := queueAttr(s.Queue)
-	byOutcome := metric.WithAttributes(q, attrOutcome.String(outcomeName(s.Outcome)))
+	p := t.perQueue(s.Queue)
+	byOutcome := p.queue
+	if s.Outcome >= 0 && int(s.Outcome) < len(p.outcome) {
+		byOutcome = p.outcome[s.Outcome]
+	}
 	t.m.deliveries.Add(bg, 1, byOutcome)
 	if s.Err != nil {
 		t.m.settleErrs.Add(bg, 1, byOutcome)
 	}
-	t.m.attempts.Record(bg, int64(s.Attempt), metric.WithAttributes(q))
+	t.m.attempts.Record(bg, int64(s.Attempt), p.queue)
 	if s.Handled > 0 {
-		t.m.handler.Record(bg, s.Handled.Seconds(), metric.WithAttributes(q, attrAttempt.Int(s.Attempt)))
+		t.m.handler.Record(bg, s.Handled.Seconds(), p.byAttempt(s.Attempt))
 	}
 }
 
 // ConfirmsPending implements retry.Observer.
 func (t *Telemetry) ConfirmsPending(queue string, delta int) {
-	t.m.pending.Add(bg, int64(delta), metric.WithAttributes(queueAttr(queue)))
+	t.m.pending.Add(bg, int64(delta), t.perQueue(queue).queue)
 }
 
 // Connected implements retry.Observer: it counts reconnections. The first
@@ -109,5 +161,5 @@ func (t *Telemetry) Connected(queue string, reconnect bool) {
 	if reconnect {
 		n = 1
 	}
-	t.m.reconnects.Add(bg, n, metric.WithAttributes(queueAttr(queue)))
+	t.m.reconnects.Add(bg, n, t.perQueue(queue).queue)
 }

@@ -72,6 +72,8 @@
 package retryotel
 
 import (
+	"sync"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -122,6 +124,7 @@ type Telemetry struct {
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
 	m      instruments
+	queues sync.Map // queue name -> *perQueue
 }
 
 var (

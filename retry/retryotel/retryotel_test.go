@@ -41,7 +41,7 @@ type env struct {
 	conn  *amqp.Connection
 }
 
-func newEnv(t *testing.T, queueSpec string) *env {
+func newEnv(t testing.TB, queueSpec string) *env {
 	t.Helper()
 	b := brokertest.Get(t)
 	vhost := b.NewVhost(t)

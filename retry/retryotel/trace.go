@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rmqtopo/rmqtopo/retry"
@@ -34,28 +34,26 @@ func (t *Telemetry) Start(ctx context.Context, queue string, attempt int, d *amq
 	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContext{})
 	ctx = t.prop.Extract(ctx, headerCarrier(d.Headers))
 	carried := trace.SpanContextFromContext(ctx).IsValid()
+	// What a sampler may look at is known per queue; the delivery's own
+	// attributes are built only for a span that records.
 	opts := []trace.SpanStartOption{
 		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(startAttributes(queue, attempt, d)...),
+		trace.WithAttributes(t.perQueue(queue).span...),
 	}
 	if prev := previousAttempt(d.Headers); prev.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: prev,
 			Attributes: []attribute.KeyValue{attrLink.String("previous-attempt")}}))
 	}
 	ctx, span := t.tracer.Start(ctx, "process "+queue, opts...)
+	if span.IsRecording() {
+		span.SetAttributes(deliveryAttributes(attempt, d)...)
+	}
 	return ctx, &deliveryTrace{t: t, span: span, carried: carried}
 }
 
-func startAttributes(queue string, attempt int, d *amqp.Delivery) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 10)
-	attrs = append(attrs,
-		semconv.MessagingSystemRabbitMQ,
-		semconv.MessagingOperationTypeProcess,
-		semconv.MessagingOperationName("process"),
-		semconv.MessagingDestinationName(queue),
-		attrAttempt.Int(attempt),
-		attrExchange.String(d.Exchange),
-	)
+func deliveryAttributes(attempt int, d *amqp.Delivery) []attribute.KeyValue {
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, attrAttempt.Int(attempt), attrExchange.String(d.Exchange))
 	if d.RoutingKey != "" {
 		attrs = append(attrs, semconv.MessagingRabbitMQDestinationRoutingKey(d.RoutingKey))
 	}
