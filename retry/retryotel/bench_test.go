@@ -29,7 +29,7 @@ import (
 
 // BenchmarkConsumeTracing runs retry.Consume (prefetch 16) over a
 // prefilled queue, in three variants side by side, round after round
-// (7, or $RMQTOPO_BENCH_ROUNDS), each round in a new order so that a
+// (15, or $RMQTOPO_BENCH_ROUNDS), each round in a new order so that a
 // drifting machine load affects them alike:
 //
 //   - off: without the option;
@@ -79,6 +79,8 @@ func benchConsumeTracing(b *testing.B, herr error) {
 	}
 	b.ReportMetric(median(ratios["sampled"]), "sampled-x-off")
 	b.ReportMetric(median(ratios["unsampled"]), "unsampled-x-off")
+	b.ReportMetric(median(cpus["sampled"])-median(cpus["off"]), "sampled-extra-cpu-µs/msg")
+	b.ReportMetric(median(cpus["unsampled"])-median(cpus["off"]), "unsampled-extra-cpu-µs/msg")
 }
 
 // benchOption is a variant's option: none for off.
@@ -209,23 +211,24 @@ func (e *env) purgeWait(b *testing.B) {
 }
 
 // benchMessages is the number of messages of one measurement
-// ($RMQTOPO_BENCH_MESSAGES): 5000 acks, or 2000 retries, each about a
-// second here.
+// ($RMQTOPO_BENCH_MESSAGES): 2000 acks, or 500 retries, each under a
+// second here: short blocks side by side see the same load of a shared
+// machine, and many rounds outvote the blocks that did not.
 func benchMessages(herr error) int {
 	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_BENCH_MESSAGES")); err == nil && v > 1 {
 		return v
 	}
 	if herr != nil {
-		return 2000
+		return 500
 	}
-	return 5000
+	return 2000
 }
 
 func benchRounds() int {
 	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_BENCH_ROUNDS")); err == nil && v > 0 {
 		return v
 	}
-	return 7
+	return 15
 }
 
 func median(xs []float64) float64 {
