@@ -396,3 +396,49 @@ func checkMetrics(t *testing.T, reader *sdkmetric.ManualReader) {
 		t.Errorf("metrics (-want +got):\n%s", diff)
 	}
 }
+
+// TestHandleCarriesTrace settles one delivery through a Retrier's Handle,
+// the option given to retry.New, and checks the retry copy in its wait
+// queue: it names the attempt's span for the next to link to and, the
+// delivery having carried no context, carries the span's as its own.
+func TestHandleCarriesTrace(t *testing.T) {
+	e := newEnv(t, "    layout: per-attempt\n    retry: {delays: [1h]}\n")
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	r, err := retry.New(e.conn, queue, retryotel.New(retryotel.WithTracerProvider(tp)).Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	brokertest.PublishConfirmed(t, e.conn, "", queue, amqp.Publishing{MessageId: "m1", Body: []byte("x")})
+	ch, err := e.conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	deliveries, err := ch.Consume(queue, "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle := r.Handle(func(context.Context, amqp.Delivery) error { return errors.New("failed") })
+	select {
+	case d := <-deliveries:
+		if out, err := handle(context.Background(), d); out != retry.Retried || err != nil {
+			t.Fatalf("Handle: %v, %v; want retry, nil", out, err)
+		}
+	case <-time.After(waitguard.For(time.Second)):
+		t.Fatal("no delivery")
+	}
+	spans := processSpans(exp)
+	if len(spans) != 1 {
+		t.Fatalf("%d process spans; want 1", len(spans))
+	}
+	sc := spans[0].SpanContext()
+	tp0 := fmt.Sprintf("00-%s-%s-01", sc.TraceID(), sc.SpanID())
+	copies := brokertest.Drain(t, e.conn, contract.PerAttemptWaitQueue(queue, 1, time.Hour), 1, waitguard.For(time.Second))
+	got := map[string]any{"traceparent": copies[0].Headers["traceparent"], retryotel.HeaderPreviousAttempt: copies[0].Headers[retryotel.HeaderPreviousAttempt]}
+	want := map[string]any{"traceparent": tp0, retryotel.HeaderPreviousAttempt: tp0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("retry copy's trace headers (-want +got):\n%s", diff)
+	}
+}
