@@ -48,7 +48,8 @@
 //	rmqtopo.retry.dead_letter_reason  dead-lettered: rejected, exhausted or malformed-attempt
 //
 // A failed handler sets the span's status to Error and records its error;
-// so does a settlement that failed (the copy was not confirmed).
+// so does a settlement that failed (the copy was not confirmed). A handler
+// cancelled by a shutdown, its delivery requeued unchanged, does not.
 //
 // On a queue of the native layout the broker itself returns a failed
 // delivery to the queue, with its headers as they were: its attempts are

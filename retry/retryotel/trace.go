@@ -98,6 +98,9 @@ func (dt *deliveryTrace) End(s retry.Settlement, herr error) {
 	if span.IsRecording() {
 		span.SetAttributes(endAttributes(s)...)
 		switch {
+		case s.Outcome == retry.Requeued && s.Err == nil:
+			// The handler was cancelled by a shutdown: the delivery comes
+			// back unchanged, nothing failed.
 		case herr != nil:
 			span.SetAttributes(semconv.ErrorTypeKey.String(fmt.Sprintf("%T", herr)))
 			span.RecordError(herr)
