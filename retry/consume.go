@@ -229,14 +229,15 @@ func (c *consumer) serve(ctx context.Context, deliveries feed, r *Retrier, lost 
 // confirmed, as before.
 func (c *consumer) process(ctx context.Context, r *Retrier, d amqp.Delivery, wg *sync.WaitGroup) {
 	start := time.Now()
-	err := r.run(ctx, c.h, d)
+	hctx, tr := r.begin(ctx, &d)
+	err := r.run(hctx, c.h, d)
 	took := time.Since(start)
 	if err == nil || cancelled(ctx, err) {
-		_, _ = r.settle(ctx, d, err, took)
+		_, _ = r.settle(ctx, d, err, took, tr)
 		return
 	}
 	// The caller's own count keeps wg above zero until this Add.
-	wg.Go(func() { _, _ = r.settle(ctx, d, err, took) })
+	wg.Go(func() { _, _ = r.settle(ctx, d, err, took, tr) })
 }
 
 // handlerContext is the handlers' context: it keeps ctx's values, and

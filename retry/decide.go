@@ -49,6 +49,10 @@ type decision struct {
 	// deliverAt is when the broker delivers a moveModify's delivery
 	// again.
 	deliverAt time.Time
+	// delay is a retry's delay when the helper chose or knows it
+	// (delayKnown): through the delay ladder, or on a native queue.
+	delay      time.Duration
+	delayKnown bool
 }
 
 // route is what a Retrier knows of its queue's topology: all a decision
@@ -101,8 +105,9 @@ func (rt route) retry(d *amqp.Delivery, cause error, now time.Time) decision {
 	// A reason from an earlier trip to the DLQ (before a replay) does not
 	// belong to a retry.
 	delete(msg.Headers, contract.HeaderDeadLetterReason)
-	return decision{move: moveRetry, exchange: contract.RetryExchange(rt.queue), key: rt.retryKey(prev, cause),
-		msg: msg, attempt: prev, next: next, cause: cause}
+	key, delay, known := rt.retryKey(prev, cause)
+	return decision{move: moveRetry, exchange: contract.RetryExchange(rt.queue), key: key,
+		msg: msg, attempt: prev, next: next, cause: cause, delay: delay, delayKnown: known}
 }
 
 // exhausted is the decision after the retry exchange returned d's retry
@@ -123,14 +128,14 @@ func (rt route) deadLetter(d *amqp.Delivery, cause error, reason string, now tim
 
 // retryKey is the routing key of retry n of the queue's delivery: the
 // queue's name (its return queue's, if it has one), or, through a ladder,
-// the delay's bits and the name.
-func (rt route) retryKey(n int, cause error) string {
+// the delay's bits and the name, with the delay chosen (known true).
+func (rt route) retryKey(n int, cause error) (key string, delay time.Duration, known bool) {
 	l := rt.levels
 	if l == nil && rt.back != "" {
-		return rt.back // a shared wait queue returns by this key
+		return rt.back, 0, false // a shared wait queue returns by this key
 	}
 	if l == nil {
-		return rt.queue
+		return rt.queue, 0, false
 	}
 	d := l.backoff(n)
 	var de *DelayError
@@ -138,6 +143,6 @@ func (rt route) retryKey(n int, cause error) string {
 		d = de.Delay
 	}
 	d = min(max(d, 0), l.ladder.MaxDelay())
-	key, _ := l.ladder.RoutingKey(d, rt.queue) // d is in range
-	return key
+	key, _ = l.ladder.RoutingKey(d, rt.queue) // d is in range
+	return key, d, true
 }

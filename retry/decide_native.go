@@ -43,7 +43,7 @@ func (rt route) decideNative(d *amqp.Delivery, herr error, cancelled bool, now t
 		return rt.nativeDeadLetter(d, herr, contract.ReasonExhausted, now)
 	}
 	if rt.native.Route == contract.RouteReject {
-		return decision{move: moveReject, attempt: attempt, next: next, cause: herr}
+		return decision{move: moveReject, attempt: attempt, next: next, cause: herr, delay: delay, delayKnown: true}
 	}
 	var de *DelayError
 	switch {
@@ -52,7 +52,8 @@ func (rt route) decideNative(d *amqp.Delivery, herr error, cancelled bool, now t
 	case rt.native.Jitter:
 		delay = rt.drawDelay(delay)
 	}
-	return decision{move: moveModify, attempt: attempt, next: next, cause: herr, deliverAt: now.Add(delay)}
+	return decision{move: moveModify, attempt: attempt, next: next, cause: herr, deliverAt: now.Add(delay),
+		delay: delay, delayKnown: true}
 }
 
 // nativeDeadLetter is deadLetter for a native queue, whose deliveries

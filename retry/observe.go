@@ -40,6 +40,13 @@ type Settlement struct {
 	Outcome Outcome
 	// Reason is the dead-letter reason of a DeadLettered outcome.
 	Reason string
+	// Delay is the delay before the next attempt of a Retried outcome,
+	// when the helper chose or knows it (DelayKnown): through the delay
+	// ladder (WithLevels), and on a native queue. Other layouts delay a
+	// retry by the TTL of the wait queue the retry exchange routes it
+	// to, which the topology knows and the helper does not.
+	Delay      time.Duration
+	DelayKnown bool
 	// Handled is how long the handler ran; 0 when the delivery was not
 	// settled through Handle.
 	Handled time.Duration

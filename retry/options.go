@@ -32,6 +32,7 @@ type options struct {
 	obs            multiObserver
 	confirmTimeout time.Duration
 	levels         *levels // WithLevels (delay.go)
+	tracer         Tracer  // WithTracer (trace.go)
 }
 
 func newOptions(opts []Option) options {

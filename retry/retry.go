@@ -149,8 +149,10 @@ type Retrier struct {
 	route route
 	log   *slog.Logger
 	obs   multiObserver
-	pub   *publisher
-	now   func() time.Time
+	// tracer, when set, follows each delivery a handler runs on.
+	tracer Tracer
+	pub    *publisher
+	now    func() time.Time
 }
 
 // New returns a Retrier for the deliveries of queue, publishing over conn.
@@ -185,11 +187,12 @@ func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error
 	}
 	pending := func(delta int) { o.obs.ConfirmsPending(queue, delta) }
 	return &Retrier{
-		route: rt,
-		log:   o.log.With("queue", queue),
-		obs:   o.obs,
-		pub:   newPublisher(conn, o.log, o.confirmTimeout, pending),
-		now:   time.Now,
+		route:  rt,
+		log:    o.log.With("queue", queue),
+		obs:    o.obs,
+		tracer: o.tracer,
+		pub:    newPublisher(conn, o.log, o.confirmTimeout, pending),
+		now:    time.Now,
 	}, nil
 }
 

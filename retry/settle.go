@@ -18,6 +18,9 @@ type result struct {
 	outcome Outcome
 	reason  string
 	err     error
+	// delay is a Retried outcome's delay, when known (delayKnown).
+	delay      time.Duration
+	delayKnown bool
 }
 
 // Handle wraps h: the returned function runs h on a delivery, recovering a
@@ -27,8 +30,9 @@ type result struct {
 func (r *Retrier) Handle(h Handler) func(ctx context.Context, d amqp.Delivery) (Outcome, error) {
 	return func(ctx context.Context, d amqp.Delivery) (Outcome, error) {
 		start := time.Now()
-		err := r.run(ctx, h, d)
-		return r.settle(ctx, d, err, time.Since(start))
+		hctx, tr := r.begin(ctx, &d)
+		err := r.run(hctx, h, d)
+		return r.settle(ctx, d, err, time.Since(start), tr)
 	}
 }
 
@@ -51,27 +55,34 @@ func (r *Retrier) run(ctx context.Context, h Handler, d amqp.Delivery) (err erro
 // (Reject); any other error retries it (Retry). The error returned is about
 // settling, not err: nil means d is where the Outcome says.
 func (r *Retrier) Settle(ctx context.Context, d amqp.Delivery, err error) (Outcome, error) {
-	return r.settle(ctx, d, err, 0)
+	return r.settle(ctx, d, err, 0, nil)
 }
 
-func (r *Retrier) settle(ctx context.Context, d amqp.Delivery, herr error, took time.Duration) (Outcome, error) {
+// settle settles d by its handler's error herr, and tells the observers
+// and tr (nil if untraced) what became of it.
+func (r *Retrier) settle(ctx context.Context, d amqp.Delivery, herr error, took time.Duration, tr DeliveryTrace) (Outcome, error) {
 	dec := r.route.decide(&d, herr, cancelled(ctx, herr), r.now())
-	return r.report(d, r.carryOut(context.WithoutCancel(ctx), d, dec), took)
+	s := r.report(d, r.carryOut(context.WithoutCancel(ctx), d, dec, tr), took)
+	if tr != nil {
+		tr.End(s, herr)
+	}
+	return s.Outcome, s.Err
 }
 
-// carryOut does what dec decided for d.
-func (r *Retrier) carryOut(ctx context.Context, d amqp.Delivery, dec decision) result {
+// carryOut does what dec decided for d; tr, if set, is told of the copy
+// published.
+func (r *Retrier) carryOut(ctx context.Context, d amqp.Delivery, dec decision, tr DeliveryTrace) result {
 	switch dec.move {
 	case moveAck:
 		return r.ack(d)
 	case moveRequeue:
 		return r.requeueUnchanged(d, dec)
 	case moveRetry:
-		return r.retry(ctx, d, dec)
+		return r.retry(ctx, d, dec, tr)
 	case moveReject, moveModify:
 		return r.returnFailed(d, dec)
 	}
-	return r.deadLetter(ctx, d, dec)
+	return r.deadLetter(ctx, d, dec, tr)
 }
 
 // modifier is the acknowledger of a delivery received over AMQP 1.0,
@@ -100,7 +111,7 @@ func (r *Retrier) returnFailed(d amqp.Delivery, dec decision) result {
 	}
 	r.obs.Retried(r.route.queue, dec.next)
 	r.log.Debug("retry: message returned to its queue for a retry", "message_id", d.MessageId, "attempt", dec.attempt, "next_attempt", dec.next, "error", errorText(dec.cause))
-	return result{outcome: Retried}
+	return result{outcome: Retried, delay: dec.delay, delayKnown: dec.delayKnown}
 }
 
 // cancelled reports whether a handler's error is its own context being
@@ -110,20 +121,29 @@ func cancelled(ctx context.Context, err error) bool {
 	return errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled)
 }
 
-// report tells the observers about a settled delivery and returns its
-// outcome.
-func (r *Retrier) report(d amqp.Delivery, res result, took time.Duration) (Outcome, error) {
+// report tells the observers about a settled delivery and returns what
+// it told them.
+func (r *Retrier) report(d amqp.Delivery, res result, took time.Duration) Settlement {
 	attempt, _ := r.route.attemptOf(&d)
-	r.obs.Settled(Settlement{
+	s := Settlement{
 		Queue: r.route.queue, MessageID: d.MessageId, Attempt: attempt,
-		Outcome: res.outcome, Reason: res.reason, Handled: took, Err: res.err,
-	})
-	return res.outcome, res.err
+		Outcome: res.outcome, Reason: res.reason, Delay: res.delay, DelayKnown: res.delayKnown,
+		Handled: took, Err: res.err,
+	}
+	r.obs.Settled(s)
+	return s
+}
+
+// reported is report's outcome and error, for the exported settling
+// methods.
+func (r *Retrier) reported(d amqp.Delivery, res result) (Outcome, error) {
+	s := r.report(d, res, 0)
+	return s.Outcome, s.Err
 }
 
 // Ack acknowledges d: it was handled.
 func (r *Retrier) Ack(d amqp.Delivery) error {
-	_, err := r.report(d, r.ack(d), 0)
+	_, err := r.reported(d, r.ack(d))
 	return err
 }
 
@@ -147,12 +167,13 @@ func (r *Retrier) ack(d amqp.Delivery) result {
 // failed after the copy was confirmed, in which case the broker will
 // deliver d again as well.
 func (r *Retrier) Retry(ctx context.Context, d amqp.Delivery, cause error) (Outcome, error) {
-	return r.report(d, r.carryOut(ctx, d, r.route.retry(&d, cause, r.now())), 0)
+	return r.reported(d, r.carryOut(ctx, d, r.route.retry(&d, cause, r.now()), nil))
 }
 
 // retry publishes dec's retry copy and acks d once the broker confirmed
 // it; a copy the retry exchange returned sends d to the DLQ as exhausted.
-func (r *Retrier) retry(ctx context.Context, d amqp.Delivery, dec decision) result {
+func (r *Retrier) retry(ctx context.Context, d amqp.Delivery, dec decision, tr DeliveryTrace) result {
+	publishing(tr, &dec.msg)
 	res := r.pub.publish(ctx, dec.exchange, dec.key, dec.msg)
 	switch {
 	case res.err != nil:
@@ -163,25 +184,26 @@ func (r *Retrier) retry(ctx context.Context, d amqp.Delivery, dec decision) resu
 		// No binding for attempt next: the schedule in the topology is
 		// over. The original is still unacked, so nothing is lost if the
 		// dead-letter copy fails in turn.
-		return r.deadLetter(ctx, d, r.route.exhausted(&d, dec.cause, r.now()))
+		return r.deadLetter(ctx, d, r.route.exhausted(&d, dec.cause, r.now()), tr)
 	}
 	r.obs.Retried(r.route.queue, dec.next)
 	r.log.Debug("retry: message retried", "message_id", d.MessageId, "attempt", dec.attempt, "next_attempt", dec.next, "error", errorText(dec.cause))
 	if err := d.Ack(false); err != nil {
-		return result{outcome: Retried, err: fmt.Errorf("retry: acking message %q after its attempt %d was confirmed (it will be delivered again): %w", d.MessageId, dec.next, err)}
+		return result{outcome: Retried, delay: dec.delay, delayKnown: dec.delayKnown, err: fmt.Errorf("retry: acking message %q after its attempt %d was confirmed (it will be delivered again): %w", d.MessageId, dec.next, err)}
 	}
-	return result{outcome: Retried}
+	return result{outcome: Retried, delay: dec.delay, delayKnown: dec.delayKnown}
 }
 
 // Reject sends d to the queue's DLQ with reason contract.ReasonRejected and
 // cause as its last error, and acks d once the broker confirmed. Errors are
 // as for Retry.
 func (r *Retrier) Reject(ctx context.Context, d amqp.Delivery, cause error) (Outcome, error) {
-	return r.report(d, r.deadLetter(ctx, d, r.route.deadLetter(&d, cause, contract.ReasonRejected, r.now())), 0)
+	return r.reported(d, r.deadLetter(ctx, d, r.route.deadLetter(&d, cause, contract.ReasonRejected, r.now()), nil))
 }
 
 // deadLetter publishes dec's copy to the DLX and acks d once confirmed.
-func (r *Retrier) deadLetter(ctx context.Context, d amqp.Delivery, dec decision) result {
+func (r *Retrier) deadLetter(ctx context.Context, d amqp.Delivery, dec decision, tr DeliveryTrace) result {
+	publishing(tr, &dec.msg)
 	res := r.pub.publish(ctx, dec.exchange, dec.key, dec.msg)
 	switch {
 	case res.err != nil:

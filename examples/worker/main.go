@@ -3,7 +3,7 @@
 // through a provisioned topology, so its flags and output are kept stable.
 //
 //	worker --queue NAME [--amqp-url URL] [--fail-first N] [--reject] [--prefetch N]
-//	       [--work DURATION] [--grace DURATION] [--metrics-addr ADDR]
+//	       [--work DURATION] [--grace DURATION] [--metrics-addr ADDR] [--traces PATH]
 //
 // The AMQP URL comes from --amqp-url or else RMQTOPO_AMQP_URL. Each delivery
 // runs a handler that takes --work (returning early if its context is
@@ -12,7 +12,11 @@
 // fails permanently (--reject), and succeeds otherwise. --prefetch
 // deliveries are handled concurrently (retry.WithPrefetch). With
 // --metrics-addr it serves Prometheus metrics (package retry/retrymetrics)
-// at /metrics on that address.
+// at /metrics on that address. With --traces it traces every attempt with
+// OpenTelemetry (package retry/retryotel) and writes the spans as JSON, one
+// object per span as OpenTelemetry's stdout exporter prints them, to that
+// file ("-": stderr): no collector needed. A message's attempts share one
+// trace, each linked to the attempt before.
 //
 // For every delivery the worker prints one JSON line to stdout:
 //
@@ -54,9 +58,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	amqp "github.com/rabbitmq/amqp091-go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/rmqtopo/rmqtopo/retry"
 	"github.com/rmqtopo/rmqtopo/retry/retrymetrics"
+	"github.com/rmqtopo/rmqtopo/retry/retryotel"
 )
 
 // Environment variables the worker reads.
@@ -83,6 +92,7 @@ type config struct {
 	prefetch    int
 	work, grace time.Duration
 	metrics     string
+	traces      string
 	crash       bool
 }
 
@@ -100,6 +110,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.DurationVar(&c.work, "work", 0, "how long the handler works on each delivery")
 	fs.DurationVar(&c.grace, "grace", 0, "on SIGTERM, how long running handlers may go on before they are cancelled")
 	fs.StringVar(&c.metrics, "metrics-addr", "", "serve Prometheus metrics at http://`ADDR`/metrics")
+	fs.StringVar(&c.traces, "traces", "", "trace each attempt with OpenTelemetry, spans as JSON to `PATH` (- for stderr)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -225,6 +236,14 @@ func consume(ctx context.Context, c config, log *slog.Logger, stdout, stderr io.
 		defer stop()
 		opts = append(opts, retry.WithObserver(m))
 	}
+	if c.traces != "" {
+		opt, stop, err := tracing(c.traces, stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		opts = append(opts, opt)
+	}
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName("rmqtopo worker " + c.queue)
 	dial := retry.DialURL(c.url, amqp.Config{Heartbeat: 10 * time.Second, Properties: props})
@@ -247,4 +266,32 @@ func serveMetrics(addr string, m prometheus.Collector, log *slog.Logger) (stop f
 	log.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	go func() { _ = srv.Serve(ln) }()
 	return func() { _ = srv.Close() }, nil
+}
+
+// tracing returns retryotel's option with a tracer provider that writes
+// every span, as it ends, to path ("-": stderr) with OpenTelemetry's
+// stdout exporter, and what flushes and closes it.
+func tracing(path string, stderr io.Writer) (retry.Option, func(), error) {
+	w, closeFile := stderr, func() error { return nil }
+	if path != "-" {
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--traces: %w", err)
+		}
+		w, closeFile = f, f.Close
+	}
+	exp, err := stdouttrace.New(stdouttrace.WithWriter(w))
+	if err != nil {
+		_ = closeFile()
+		return nil, nil, fmt.Errorf("--traces: %w", err)
+	}
+	// A syncer, not a batcher: each span is written as it ends, which is
+	// what someone watching the file wants of an example.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "rmqtopo-worker"))))
+	stop := func() {
+		_ = tp.Shutdown(context.Background())
+		_ = closeFile()
+	}
+	return retryotel.New(retryotel.WithTracerProvider(tp)).Option(), stop, nil
 }

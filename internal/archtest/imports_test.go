@@ -115,3 +115,22 @@ func TestTargetDeps(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryOtelDeps: retry/retryotel, which services import, brings
+// retry's dependencies and OpenTelemetry's API, nothing of the CLI (no
+// YAML, no kong, no spec, no management client) and no SDK: the service
+// chooses its exporter and SDK.
+func TestRetryOtelDeps(t *testing.T) {
+	forbidden := []string{
+		module + "spec", module + "plan", module + "cmd", module + "internal", module + "ops", module + "retry/retrymetrics",
+		"github.com/alecthomas/kong", "github.com/goccy/go-yaml", "go.yaml.in", "gopkg.in/yaml",
+		"github.com/michaelklishin/rabbit-hole", "github.com/prometheus", "go.opentelemetry.io/otel/sdk",
+	}
+	for _, d := range deps(t, "retry/retryotel") {
+		for _, f := range forbidden {
+			if d == f || strings.HasPrefix(d, f+"/") {
+				t.Errorf("retry/retryotel depends on %s", d)
+			}
+		}
+	}
+}
