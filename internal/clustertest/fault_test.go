@@ -111,7 +111,9 @@ func runStormsNodeLoss(t *testing.T, runs []stormRun) {
 
 	first := storms[0]
 	killAndRestart(t, ctx, storms, start, victim, func() bool { return first.progress.Load() >= int64(n/5) })
+	releaseHeld(t, c, storms, vhosts, start)
 	killAndRestart(t, ctx, storms, start, waitLeaderOf(t, c, vhosts[0], contract.SharedWaitQueue(2*time.Second)), func() bool { return true })
+	releaseHeld(t, c, storms, vhosts, start)
 	flowing := make([]bool, len(runs))
 	for k, s := range storms {
 		flowing[k] = !s.pubDone.Load()
