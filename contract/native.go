@@ -89,6 +89,14 @@ const (
 	// modified outcome that holds the message until that Unix time in
 	// milliseconds.
 	AnnotationDeliveryTime = "x-opt-delivery-time"
+	// AnnotationFirstFailure is the message annotation a client adds to
+	// a native queue's message on the modified route when it fails the
+	// first time: HeaderFirstFailure's value, which the broker keeps on
+	// the message for its later deliveries (annotations starting "x-" may
+	// be modified, AMQP 1.0 3.2.10; rabbit_amqp_session:
+	// settle_op_from_outcome/1), so that its DLQ copy says when it first
+	// failed. A basic.reject (the reject route) carries nothing.
+	AnnotationFirstFailure = "x-rmqtopo-first-failure"
 	// HeaderDeliveryCount is the broker's count of earlier failed
 	// deliveries, on AMQP 0.9.1 deliveries from a quorum queue.
 	HeaderDeliveryCount = "x-delivery-count"

@@ -164,10 +164,14 @@ func (a *ack10) Reject(_ uint64, requeue bool) error {
 	return a.settle(func(ctx context.Context) error { return a.rcv.RejectMessage(ctx, a.msg, nil) })
 }
 
-// Modify returns the message to its queue as failed, held until at.
-func (a *ack10) Modify(at time.Time) error {
+// Modify returns the message to its queue as failed, held until at, with
+// firstFailure as its contract.AnnotationFirstFailure when not empty.
+func (a *ack10) Modify(at time.Time, firstFailure string) error {
+	ann := amqp10.Annotations{contract.AnnotationDeliveryTime: at.UnixMilli()}
+	if firstFailure != "" {
+		ann[contract.AnnotationFirstFailure] = firstFailure
+	}
 	return a.settle(func(ctx context.Context) error {
-		return a.rcv.ModifyMessage(ctx, a.msg, &amqp10.ModifyMessageOptions{DeliveryFailed: true,
-			Annotations: amqp10.Annotations{contract.AnnotationDeliveryTime: at.UnixMilli()}})
+		return a.rcv.ModifyMessage(ctx, a.msg, &amqp10.ModifyMessageOptions{DeliveryFailed: true, Annotations: ann})
 	})
 }

@@ -27,6 +27,15 @@ func republishing(d *amqp.Delivery, cause error, now time.Time) amqp.Publishing 
 			h[k] = v
 		}
 	}
+	// A native queue's message keeps its first failure in an annotation,
+	// which a delivery shows as a header (see firstFailureToAdd); the
+	// copy carries it as the contract's header.
+	if s, ok := h[contract.AnnotationFirstFailure].(string); ok && validTime(s) {
+		if c, ok := h[contract.HeaderFirstFailure].(string); !ok || !validTime(c) {
+			h[contract.HeaderFirstFailure] = s
+		}
+	}
+	delete(h, contract.AnnotationFirstFailure)
 	if s, ok := h[contract.HeaderFirstFailure].(string); !ok || !validTime(s) {
 		h[contract.HeaderFirstFailure] = now.UTC().Format(time.RFC3339Nano)
 	}
@@ -51,6 +60,17 @@ func republishing(d *amqp.Delivery, cause error, now time.Time) amqp.Publishing 
 		AppId:           d.AppId,
 		Body:            d.Body,
 	}
+}
+
+// firstFailureToAdd is the contract.AnnotationFirstFailure a failed
+// delivery of a native queue returned by the modified outcome gets: now,
+// on its first failure; empty when it carries one already (the broker
+// keeps it on the message).
+func firstFailureToAdd(d amqp.Delivery, now time.Time) string {
+	if s, ok := d.Headers[contract.AnnotationFirstFailure].(string); ok && validTime(s) {
+		return ""
+	}
+	return now.UTC().Format(time.RFC3339Nano)
 }
 
 func validTime(s string) bool {

@@ -118,20 +118,27 @@ func checkGaps(t *testing.T, id string, at []time.Time, delays []time.Duration) 
 	}
 }
 
-// dlqReasons reads the DLQ: message id -> reason and attempt headers.
-func dlqReasons(t *testing.T, e *env) map[string]string {
+// dlqReasons reads the DLQ: message id -> reason and attempt headers, and
+// message id -> its first failure header.
+func dlqReasons(t *testing.T, e *env) (reasons map[string]string, firstFailure map[string]time.Time) {
 	t.Helper()
 	ch := e.channel(t)
-	out := map[string]string{}
+	reasons, firstFailure = map[string]string{}, map[string]time.Time{}
 	for {
 		d, ok, err := ch.Get(contract.DeadLetterQueue(workQueue), false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !ok {
-			return out
+			return reasons, firstFailure
 		}
-		out[d.MessageId] = fmt.Sprintf("%v@%v", d.Headers[contract.HeaderDeadLetterReason], d.Headers[contract.HeaderAttempt])
+		reasons[d.MessageId] = fmt.Sprintf("%v@%v", d.Headers[contract.HeaderDeadLetterReason], d.Headers[contract.HeaderAttempt])
+		if s, ok := d.Headers[contract.HeaderFirstFailure].(string); ok {
+			firstFailure[d.MessageId], _ = time.Parse(time.RFC3339Nano, s)
+		}
+		if _, ok := d.Headers[contract.AnnotationFirstFailure]; ok {
+			t.Errorf("DLQ: %s carries the annotation %s; want it as %s only", d.MessageId, contract.AnnotationFirstFailure, contract.HeaderFirstFailure)
+		}
 	}
 }
 
@@ -225,7 +232,13 @@ func TestNativeModified(t *testing.T) {
 		}
 		return errors.New("fails")
 	})
-	checkNative(t, e, arr, all, delays)
+	first := checkNative(t, e, arr, all, delays)
+	// Issue 46: the DLQ copy's first failure is the first attempt's, which
+	// the modified outcome's annotation carried through the retries; it
+	// was the last attempt's before.
+	if fails := arr.of("fails"); len(fails) > 1 && !first["fails"].Before(fails[1]) {
+		t.Errorf("DLQ: fails first failed at %s, after its second attempt ran (%s); want its first attempt's failure", first["fails"], fails[1])
+	}
 	later := arr.of("later")
 	if len(later) != 2 {
 		t.Fatalf("later was handled %d times; want 2", len(later))
@@ -235,8 +248,9 @@ func TestNativeModified(t *testing.T) {
 
 // checkNative checks what both routes share: "fails" ran once per attempt
 // of the schedule, none early, then went to the DLQ as exhausted; "bad"
-// went there at once as rejected.
-func checkNative(t *testing.T, e *env, arr *arrivals, all []retry.Settlement, delays []time.Duration) {
+// went there at once as rejected. It returns the DLQ copies' first
+// failures by message id.
+func checkNative(t *testing.T, e *env, arr *arrivals, all []retry.Settlement, delays []time.Duration) map[string]time.Time {
 	t.Helper()
 	fails := arr.of("fails")
 	if len(fails) != len(delays)+1 {
@@ -252,13 +266,14 @@ func checkNative(t *testing.T, e *env, arr *arrivals, all []retry.Settlement, de
 		t.Errorf("bad was handled %d times; want once", n)
 	}
 	waitDLQ(t, e, 2, time.Second)
-	got := dlqReasons(t, e)
+	got, first := dlqReasons(t, e)
 	want := map[string]string{"fails": fmt.Sprintf("exhausted@%d", len(delays)+1), "bad": "rejected@1"}
 	for id, w := range want {
 		if got[id] != w {
 			t.Errorf("DLQ: %s is %q; want %q (all: %v)", id, got[id], w, got)
 		}
 	}
+	return first
 }
 
 // TestNativeSurvivesClosedConnection: on both settle routes, closing the

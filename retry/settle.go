@@ -88,7 +88,9 @@ func (r *Retrier) carryOut(ctx context.Context, d amqp.Delivery, dec decision, t
 // modifier is the acknowledger of a delivery received over AMQP 1.0,
 // which can return it to its queue as failed, held until a time.
 type modifier interface {
-	Modify(deliverAt time.Time) error
+	// Modify holds the delivery until deliverAt and, when firstFailure is
+	// not empty, annotates it with the time it first failed.
+	Modify(deliverAt time.Time, firstFailure string) error
 }
 
 // returnFailed gives a delivery of a native queue back to it as failed,
@@ -99,7 +101,7 @@ type modifier interface {
 func (r *Retrier) returnFailed(d amqp.Delivery, dec decision) result {
 	var err error
 	if m, ok := d.Acknowledger.(modifier); ok && dec.move == moveModify {
-		err = m.Modify(dec.deliverAt)
+		err = m.Modify(dec.deliverAt, firstFailureToAdd(d, time.Now()))
 	} else if dec.move == moveModify {
 		// New refuses such a Retrier; requeue rather than hold the delivery.
 		return r.requeue(d, fmt.Errorf("retry: message %q came over AMQP 0.9.1, which cannot hold it until a time", d.MessageId))
