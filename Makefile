@@ -45,7 +45,7 @@ TEST_NODE_FLAGS := --stats-interval 1s
 UNIT_PKGS := ./spec/... ./plan/... ./render/... ./topology/... ./contract/... \
 	./internal/importer/... ./apply/... ./internal/definitions/... ./internal/status/...
 
-.PHONY: all build dist test test-unit lint broker-start broker-stop demo bench rabbitnode rabbitmq-root
+.PHONY: all build dist test test-unit test-custody lint broker-start broker-stop demo bench rabbitnode rabbitmq-root
 
 all: build
 
@@ -109,6 +109,23 @@ test: rabbitmq-root
 	wait $$cluster || status=$$?; \
 	cat $$log; rm -f $$log; \
 	exit $$status
+
+# The whole conservation matrix (docs/testing.md): every layout, place of a
+# message and change, plain and with migrate, on RABBITMQ's series; make
+# test runs a sample of it that covers every pair. Its own node, stopped
+# afterwards (or the broker named by RMQTOPO_TEST_URL).
+CUSTODY_DIR ?= .broker/custody-$(RABBITMQ)
+CUSTODY_NODE ?= rmqtopo-custody$(subst .,,$(RABBITMQ))@localhost
+
+test-custody: rabbitmq-root
+	@set -e; \
+	echo "make test-custody: RabbitMQ $(RABBITMQ)"; \
+	if [ -z "$$RMQTOPO_TEST_URL" ]; then \
+		trap '$(RABBITNODE) stop --dir $(CUSTODY_DIR)' EXIT; \
+		$(RABBITNODE) start --dir $(CUSTODY_DIR) --name $(CUSTODY_NODE) $(TEST_NODE_FLAGS) >/dev/null; \
+		. $(CUSTODY_DIR)/env; \
+	fi; \
+	RMQTOPO_TEST_CUSTODY=all $(GO) test -count=1 -timeout 40m -parallel 8 -run 'TestConservationMatrix|TestPlainApplyKeepsHeldRetries' ./cmd/rmqtopo
 
 # The broker-free packages only, each in its own test binary, no broker
 # started: the inner loop, in seconds.
