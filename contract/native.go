@@ -192,6 +192,18 @@ func NativeArguments(delays []time.Duration, jitter bool) map[string]any {
 // layout's arguments.
 var ErrNotNative = errors.New("not a native queue")
 
+// ErrScheduleApart is ParseNative's answer for a native queue of the
+// in-place shape: its arguments say only that it is native, and its
+// schedule is in its ScheduleBinding (ParseSchedule) and its policy.
+var ErrScheduleApart = errors.New("native queue whose schedule is in its schedule binding")
+
+// IsNative reports whether a queue's arguments make it a native queue
+// of either shape that a client can read.
+func IsNative(args map[string]any) bool {
+	_, err := ParseNative(args)
+	return err == nil || errors.Is(err, ErrScheduleApart)
+}
+
 // ParseNative reads a queue's arguments, as the broker reports them
 // (numbers may come as int, int64 or float64), back into what a client
 // needs. It returns ErrNotNative for a queue that is not native, and
@@ -216,6 +228,9 @@ func ParseNative(args map[string]any) (Native, error) {
 	typ, _ := args[ArgDelayedRetryType].(string)
 	if typ == "" || typ == "disabled" {
 		return Native{}, ErrNotNative
+	}
+	if IsInPlace(args) {
+		return Native{}, ErrScheduleApart
 	}
 	min, okMin := argInt(args[ArgDelayedRetryMin])
 	max, okMax := argInt(args[ArgDelayedRetryMax])
