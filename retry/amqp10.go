@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -168,25 +169,65 @@ func ask(ctx context.Context, c *amqp10.Conn, path string, pause time.Duration) 
 
 // readNative returns queue's native schedule, nil if it is not a native
 // queue (or the broker speaks no AMQP 1.0: before RabbitMQ 4.0 it does
-// not on the AMQP port).
-func readNative(conn *amqp.Connection, queue string) (*contract.Native, error) {
+// not on the AMQP port). apart says the schedule came from the queue's
+// schedule binding (contract's in-place shape), so it may change while the
+// helper runs (see refreshSchedule).
+func readNative(conn *amqp.Connection, queue string) (n *contract.Native, apart bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
 	c, err := dial10(ctx, conn)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer c.Close()
 	args, found, err := queueArguments(ctx, c, queue)
 	if err != nil || !found {
-		return nil, err
+		return nil, false, err
 	}
-	n, err := contract.ParseNative(args)
+	got, err := contract.ParseNative(args)
 	switch {
 	case errors.Is(err, contract.ErrNotNative):
-		return nil, nil
+		return nil, false, nil
+	case errors.Is(err, contract.ErrScheduleApart):
+		s, err := schedule(ctx, c, queue, nil)
+		return s, true, err
 	case err != nil:
-		return nil, fmt.Errorf("queue %q: %w", queue, err)
+		return nil, false, fmt.Errorf("queue %q: %w", queue, err)
 	}
-	return &n, nil
+	return &got, false, nil
+}
+
+// schedule reads queue's schedule from its binding from the schedule
+// exchange (GET /bindings?src=..&dstq=..&key=..). During a change the
+// plan adds the new binding before it deletes the old one: of two, it
+// keeps cur, the schedule it has, where it is one of them.
+func schedule(ctx context.Context, c *amqp10.Conn, queue string, cur *contract.Native) (*contract.Native, error) {
+	q := url.Values{"src": {contract.ScheduleExchange}, "dstq": {queue}, "key": {queue}}
+	v, _, err := manage(ctx, c, "/bindings?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("reading the schedule binding of queue %q: %w", queue, err)
+	}
+	list, _ := v.([]any)
+	var found []contract.Native
+	for _, b := range list {
+		m, _ := b.(map[string]any)
+		args, _ := m["arguments"].(map[string]any)
+		n, err := contract.ParseSchedule(args)
+		if err != nil {
+			return nil, fmt.Errorf("queue %q: %w", queue, err)
+		}
+		if cur != nil && sameSchedule(n, *cur) {
+			return cur, nil
+		}
+		found = append(found, n)
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("queue %q is native but has no binding from %q carrying its schedule: run `rmqtopo apply` with its spec", queue, contract.ScheduleExchange)
+	}
+	return &found[0], nil
+}
+
+// sameSchedule reports whether a and b are the same schedule.
+func sameSchedule(a, b contract.Native) bool {
+	return a.Route == b.Route && a.Jitter == b.Jitter && a.DeliveryLimit == b.DeliveryLimit && slices.Equal(a.Delays, b.Delays)
 }

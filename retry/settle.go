@@ -55,8 +55,17 @@ func (r *Retrier) Settle(ctx context.Context, d amqp.Delivery, err error) (Outco
 }
 
 func (r *Retrier) settle(ctx context.Context, d amqp.Delivery, herr error, took time.Duration) (Outcome, error) {
-	dec := r.route.decide(&d, herr, cancelled(ctx, herr), r.now())
+	dec := r.current().decide(&d, herr, cancelled(ctx, herr), r.now())
 	return r.report(d, r.carryOut(context.WithoutCancel(ctx), d, dec), took)
+}
+
+// current is the route with the native schedule in force.
+func (r *Retrier) current() route {
+	rt := r.route
+	if rt.native != nil {
+		rt.native = r.schedule.Load()
+	}
+	return rt
 }
 
 // carryOut does what dec decided for d.
