@@ -151,10 +151,10 @@ type Retrier struct {
 	// schedule is the native schedule decisions follow, route.native
 	// until refreshSchedule finds another.
 	schedule atomic.Pointer[contract.Native]
-	log   *slog.Logger
-	obs   multiObserver
-	pub   *publisher
-	now   func() time.Time
+	log      *slog.Logger
+	obs      multiObserver
+	pub      *publisher
+	now      func() time.Time
 }
 
 // New returns a Retrier for the deliveries of queue, publishing over conn.

@@ -3,8 +3,8 @@ package spec
 import (
 	"errors"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
