@@ -105,7 +105,7 @@ func (r Reason) String() string {
 	case ReasonLadderDraining:
 		return fmt.Sprintf("kept with retired delay ladder %s while its level queues drain; deleted by a later apply once they are empty", r.Subject)
 	case ReasonNativeInArguments:
-		return "native queue made by an earlier rmqtopo, its schedule in its arguments: a schedule change replaces it; migrate: true moves it to the in-place shape, where later schedule changes touch no message"
+		return "native queue made by an earlier rmqtopo, its schedule in its arguments: a schedule change replaces it; with migrate: true that change migrates it to the in-place shape, where later schedule changes touch no message"
 	case ReasonMigrationOrphan:
 		return fmt.Sprintf("temporary queue of a migration of queue %q, which is not in the spec; left as it is", r.Subject)
 	}
