@@ -19,6 +19,12 @@ import (
 // (x-death reason "delivery_limit") when the last attempt fails, as today
 // the helper does with ReasonExhausted.
 //
+// This comment describes the earlier shape, whose schedule is in Q's own
+// arguments; rmqtopo now makes native queues in the in-place shape (see
+// inplace.go: the same routes and delays, with the schedule in Q's policy
+// and in its schedule binding, so that it changes without replacing Q).
+// The helper and the plan read both.
+//
 // Everything a client needs is in Q's own arguments, which ParseNative
 // reads (a client reads them over AMQP 1.0's management node, GET
 // /queues/{Q}, "arguments"; the management HTTP API shows the same). The
@@ -30,8 +36,8 @@ import (
 //     client retries a delivery with AMQP 0.9.1 basic.reject, requeue=true
 //     (basic.nack does not count toward the delivery limit on 4.3 and is
 //     not delayed by type "failed": never use it to retry), or AMQP 1.0
-//     modified with delivery-failed=true. A change of schedule changes
-//     Q's arguments: a migration.
+//     modified with delivery-failed=true. In this shape a change of
+//     schedule changes Q's arguments: a migration.
 //   - RouteModified: any other schedule (exponential, explicit delays,
 //     jitter, immediate retries). Q carries ArgRetryDelays (and
 //     ArgRetryJitter when the delays are drawn) and no x-delayed-retry-*
@@ -200,6 +206,18 @@ func NativeArguments(delays []time.Duration, jitter bool) map[string]any {
 // layout's arguments.
 var ErrNotNative = errors.New("not a native queue")
 
+// ErrScheduleApart is ParseNative's answer for a native queue of the
+// in-place shape: its arguments say only that it is native, and its
+// schedule is in its ScheduleBinding (ParseSchedule) and its policy.
+var ErrScheduleApart = errors.New("native queue whose schedule is in its schedule binding")
+
+// IsNative reports whether a queue's arguments make it a native queue
+// of either shape that a client can read.
+func IsNative(args map[string]any) bool {
+	_, err := ParseNative(args)
+	return err == nil || errors.Is(err, ErrScheduleApart)
+}
+
 // ParseNative reads a queue's arguments, as the broker reports them
 // (numbers may come as int, int64 or float64), back into what a client
 // needs. It returns ErrNotNative for a queue that is not native, and
@@ -224,6 +242,9 @@ func ParseNative(args map[string]any) (Native, error) {
 	typ, _ := args[ArgDelayedRetryType].(string)
 	if typ == "" || typ == "disabled" {
 		return Native{}, ErrNotNative
+	}
+	if IsInPlace(args) {
+		return Native{}, ErrScheduleApart
 	}
 	min, okMin := argInt(args[ArgDelayedRetryMin])
 	max, okMax := argInt(args[ArgDelayedRetryMax])

@@ -73,13 +73,15 @@ func notInSpec() []Reason { return []Reason{{Kind: ReasonNotInSpec}} }
 // is changed afterwards.
 func DiffTopology(live, desired topology.Topology, opts Options) Plan {
 	live, inflight := splitMigrations(live, desired)
+	desired, nativeKept := foldNative(live, desired, opts.Migrate.Queues)
 	desired, legacy := foldLegacy(live, desired, opts.Migrate.Queues, opts.Release)
 	d := &differ{
-		opts:     opts,
-		legacy:   legacy,
-		replaced: map[topology.Address]bool{},
-		vhosts:   map[string]bool{},
-		policies: newPolicyView(live, desired, opts.OperatorPolicies),
+		opts:       opts,
+		legacy:     legacy,
+		nativeKept: nativeKept,
+		replaced:   map[topology.Address]bool{},
+		vhosts:     map[string]bool{},
+		policies:   newPolicyView(live, desired, opts.OperatorPolicies),
 	}
 	// Most plans hold about one change per object: sized once for that,
 	// the slice never grows by copying.
@@ -123,8 +125,11 @@ type differ struct {
 	policies *policyView
 	// legacy holds the queues kept in an earlier rmqtopo's shape, with
 	// the arguments they lack (legacy.go).
-	legacy  map[topology.Address][]string
-	changes []Change
+	legacy map[topology.Address][]string
+	// nativeKept holds the native queues kept with their schedule in
+	// their arguments, as an earlier rmqtopo made them (nativefold.go).
+	nativeKept map[topology.Address]bool
+	changes    []Change
 	// objects holds the plan's Objects in chunks: one allocation per
 	// chunk, not per object.
 	objects []Object
@@ -317,6 +322,8 @@ func (d *differ) desiredQueue(a topology.Address, q *topology.Queue, was topolog
 		d.add(Change{Action: Create, Address: a, After: after})
 	case reflect.DeepEqual(was, *q) && d.legacy[a] != nil:
 		d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reasons: []Reason{{Kind: ReasonLegacy}}, InPolicy: d.legacy[a]}})
+	case reflect.DeepEqual(was, *q) && d.nativeKept[a]:
+		d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reasons: []Reason{{Kind: ReasonNativeInArguments}}}})
 	case reflect.DeepEqual(was, *q):
 		d.add(Change{Action: NoOp, Address: a, Before: &Object{Queue: ptr(was)}, After: after})
 	default:
@@ -325,7 +332,11 @@ func (d *differ) desiredQueue(a topology.Address, q *topology.Queue, was topolog
 			return
 		}
 		d.replaced[a] = true
-		d.add(Change{Action: Replace, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reasons: d.policies.replaceReasons(was, *q), Messages: d.messages(a), Consumers: d.consumers(a)}})
+		reasons := d.policies.replaceReasons(was, *q)
+		if d.nativeKept[a] {
+			reasons = append(reasons, Reason{Kind: ReasonNativeInArguments})
+		}
+		d.add(Change{Action: Replace, Address: a, Before: &Object{Queue: ptr(was)}, After: after, Details: &Details{Reasons: reasons, Messages: d.messages(a), Consumers: d.consumers(a)}})
 	}
 }
 

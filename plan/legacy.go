@@ -24,6 +24,7 @@ import (
 // earlier rmqtopo made kept in that shape (see foldLegacy). The importer
 // uses it to recognise such queues.
 func KeepLegacy(live, desired topology.Topology, release topology.Version) topology.Topology {
+	desired, _ = foldNative(live, desired, nil)
 	t, _ := foldLegacy(live, desired, nil, release)
 	return t
 }

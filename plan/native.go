@@ -47,7 +47,7 @@ func checkNative(p Plan, v topology.Version) []Diagnostic {
 		if c.After == nil || c.After.Queue == nil || c.Action == Delete {
 			continue
 		}
-		if _, err := contract.ParseNative(c.After.Queue.Arguments); err != nil {
+		if !contract.IsNative(c.After.Queue.Arguments) {
 			continue
 		}
 		ds = append(ds, Diagnostic{Code: CodeNativeNeedsVersion, Severity: SeverityError, Address: c.Address,

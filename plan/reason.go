@@ -54,6 +54,9 @@ const (
 	// ReasonMigrationOrphan: the temporary queue of a migration of queue
 	// Subject, which left the spec.
 	ReasonMigrationOrphan
+	// ReasonNativeInArguments: a native queue kept in the shape of an
+	// earlier rmqtopo, its schedule in its arguments (nativefold.go).
+	ReasonNativeInArguments
 )
 
 // Reason is one part of why a change is what it is. Its fields beyond
@@ -101,6 +104,8 @@ func (r Reason) String() string {
 		return r.Text
 	case ReasonLadderDraining:
 		return fmt.Sprintf("kept with retired delay ladder %s while its level queues drain; deleted by a later apply once they are empty", r.Subject)
+	case ReasonNativeInArguments:
+		return "native queue made by an earlier rmqtopo, its schedule in its arguments: a schedule change replaces it; with migrate: true that change migrates it to the in-place shape, where later schedule changes touch no message"
 	case ReasonMigrationOrphan:
 		return fmt.Sprintf("temporary queue of a migration of queue %q, which is not in the spec; left as it is", r.Subject)
 	}

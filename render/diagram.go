@@ -37,13 +37,21 @@ type graph struct {
 func flow(t topology.Topology) graph {
 	t = collapseLadders(t)
 	b := &flowBuilder{ids: map[string]string{}, multiVhost: len(t.Vhosts) > 1}
+	schedules := map[topology.Address]topology.Args{}
 	for _, e := range t.Exchanges {
+		if e.Name == contract.ScheduleExchange {
+			continue // it carries schedules, not messages: the queue's own edge shows it
+		}
 		b.g.nodes = append(b.g.nodes, node{b.id(e.Vhost, nodeExchange, e.Name), b.label(e.Vhost, e.Name) + " (" + e.Type + ")", nodeExchange})
 	}
 	for _, q := range t.Queues {
 		b.g.nodes = append(b.g.nodes, node{b.id(q.Vhost, nodeQueue, q.Name), b.label(q.Vhost, q.Name), nodeQueue})
 	}
 	for _, bd := range t.Bindings {
+		if bd.Source == contract.ScheduleExchange && bd.DestinationType == topology.DestQueue && bd.RoutingKey == bd.Destination {
+			schedules[topology.Address{Kind: topology.KindQueue, Vhost: bd.Vhost, Name: bd.Destination}] = bd.Arguments
+			continue
+		}
 		b.ensureExchange(bd.Vhost, bd.Source)
 		kind := nodeQueue
 		if bd.DestinationType == topology.DestExchange {
@@ -53,7 +61,7 @@ func flow(t topology.Topology) graph {
 	}
 	b.g.edges = append(b.g.edges, unmatchedEdges(t, b.id, b.exists)...)
 	for _, q := range t.Queues {
-		if label, ok := nativeLabel(q); ok {
+		if label, ok := nativeLabel(q, schedules[q.Addr()]); ok {
 			at := b.id(q.Vhost, nodeQueue, q.Name)
 			b.g.edges = append(b.g.edges, edge{from: at, to: at, label: label, dashed: true})
 		}
@@ -135,9 +143,10 @@ func (b *flowBuilder) deadLetterEdges(t topology.Topology, q topology.Queue) {
 
 // nativeLabel describes the retries a queue of the native layout delays
 // itself (contract.Native): the broker's linear delay, or the delays a
-// client asks per message over AMQP 1.0.
-func nativeLabel(q topology.Queue) (string, bool) {
-	n, err := contract.ParseNative(q.Arguments)
+// client asks per message over AMQP 1.0. schedule is its schedule
+// binding's arguments, nil if it has none.
+func nativeLabel(q topology.Queue, schedule topology.Args) (string, bool) {
+	n, err := contract.NativeOf(q.Arguments, schedule)
 	if err != nil {
 		return "", false
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -95,22 +96,37 @@ func queueAddress(queue string) string { return "/queues/" + url.PathEscape(queu
 // queueArguments asks the broker's management node for queue's arguments
 // (GET /queues/{queue}). found is false for a queue that does not exist.
 func queueArguments(ctx context.Context, c *amqp10.Conn, queue string) (args map[string]any, found bool, err error) {
+	v, found, err := manage(ctx, c, queueAddress(queue))
+	if err != nil || !found {
+		return nil, found, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, false, fmt.Errorf("the management node answered GET %s with %T, not a map", queueAddress(queue), v)
+	}
+	args, _ = m["arguments"].(map[string]any)
+	return args, true, nil
+}
+
+// manage sends GET path to the management node and returns the body of
+// its answer; found is false when it answers 404.
+func manage(ctx context.Context, c *amqp10.Conn, path string) (v any, found bool, err error) {
 	// The broker refuses a request that arrives before the reply link's
 	// credit, which go-amqp sends in the background after the attach: wait
 	// a little (RabbitMQ's own Go client waits 10 ms), more if it refused.
 	for _, pause := range []time.Duration{10 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond} {
-		args, found, err = askQueue(ctx, c, queue, pause)
+		v, found, err = ask(ctx, c, path, pause)
 		var e *amqp10.Error
 		if err == nil || !errors.As(err, &e) || e.Condition != amqp10.ErrCondPreconditionFailed {
-			return args, found, err
+			return v, found, err
 		}
 	}
-	return args, found, err
+	return v, found, err
 }
 
-// askQueue sends GET /queues/{queue} to the management node, pause after
-// attaching its link pair.
-func askQueue(ctx context.Context, c *amqp10.Conn, queue string, pause time.Duration) (args map[string]any, found bool, err error) {
+// ask sends GET path to the management node, pause after attaching its
+// link pair.
+func ask(ctx context.Context, c *amqp10.Conn, path string, pause time.Duration) (v any, found bool, err error) {
 	s, err := c.NewSession(ctx, nil)
 	if err != nil {
 		return nil, false, err
@@ -129,7 +145,7 @@ func askQueue(ctx context.Context, c *amqp10.Conn, queue string, pause time.Dura
 		return nil, false, err
 	}
 	time.Sleep(pause)
-	id, to, get, me := "rmqtopo-retry-"+strconv.FormatInt(time.Now().UnixNano(), 36), queueAddress(queue), "GET", "$me"
+	id, to, get, me := "rmqtopo-retry-"+strconv.FormatInt(time.Now().UnixNano(), 36), path, "GET", "$me"
 	req := &amqp10.Message{Value: amqp10.Null{}, Properties: &amqp10.MessageProperties{MessageID: id, To: &to, Subject: &get, ReplyTo: &me}}
 	if err := snd.Send(ctx, req, &amqp10.SendOptions{Settled: true}); err != nil {
 		return nil, false, err
@@ -142,38 +158,76 @@ func askQueue(ctx context.Context, c *amqp10.Conn, queue string, pause time.Dura
 	if res.Properties != nil && res.Properties.Subject != nil {
 		code = *res.Properties.Subject
 	}
-	switch m, ok := res.Value.(map[string]any); {
-	case code == "404":
+	switch code {
+	case "404":
 		return nil, false, nil
-	case code != "200" || !ok:
-		return nil, false, fmt.Errorf("the management node answered %q to GET %s", code, to)
-	default:
-		args, _ = m["arguments"].(map[string]any)
-		return args, true, nil
+	case "200":
+		return res.Value, true, nil
 	}
+	return nil, false, fmt.Errorf("the management node answered %q to GET %s", code, to)
 }
 
 // readNative returns queue's native schedule, nil if it is not a native
 // queue (or the broker speaks no AMQP 1.0: before RabbitMQ 4.0 it does
-// not on the AMQP port).
-func readNative(conn *amqp.Connection, queue string) (*contract.Native, error) {
+// not on the AMQP port). apart says the schedule came from the queue's
+// schedule binding (contract's in-place shape), so it may change while the
+// helper runs (see refreshSchedule).
+func readNative(conn *amqp.Connection, queue string) (n *contract.Native, apart bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
 	c, err := dial10(ctx, conn)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer c.Close()
 	args, found, err := queueArguments(ctx, c, queue)
 	if err != nil || !found {
-		return nil, err
+		return nil, false, err
 	}
-	n, err := contract.ParseNative(args)
+	got, err := contract.ParseNative(args)
 	switch {
 	case errors.Is(err, contract.ErrNotNative):
-		return nil, nil
+		return nil, false, nil
+	case errors.Is(err, contract.ErrScheduleApart):
+		s, err := schedule(ctx, c, queue, nil)
+		return s, true, err
 	case err != nil:
-		return nil, fmt.Errorf("queue %q: %w", queue, err)
+		return nil, false, fmt.Errorf("queue %q: %w", queue, err)
 	}
-	return &n, nil
+	return &got, false, nil
+}
+
+// schedule reads queue's schedule from its binding from the schedule
+// exchange (GET /bindings?src=..&dstq=..&key=..). During a change the
+// plan adds the new binding before it deletes the old one: of two, it
+// keeps cur, the schedule it has, where it is one of them.
+func schedule(ctx context.Context, c *amqp10.Conn, queue string, cur *contract.Native) (*contract.Native, error) {
+	q := url.Values{"src": {contract.ScheduleExchange}, "dstq": {queue}, "key": {queue}}
+	v, _, err := manage(ctx, c, "/bindings?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("reading the schedule binding of queue %q: %w", queue, err)
+	}
+	list, _ := v.([]any)
+	var found []contract.Native
+	for _, b := range list {
+		m, _ := b.(map[string]any)
+		args, _ := m["arguments"].(map[string]any)
+		n, err := contract.ParseSchedule(args)
+		if err != nil {
+			return nil, fmt.Errorf("queue %q: %w", queue, err)
+		}
+		if cur != nil && sameSchedule(n, *cur) {
+			return cur, nil
+		}
+		found = append(found, n)
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("queue %q is native but has no binding from %q carrying its schedule: run `rmqtopo apply` with its spec", queue, contract.ScheduleExchange)
+	}
+	return &found[0], nil
+}
+
+// sameSchedule reports whether a and b are the same schedule.
+func sameSchedule(a, b contract.Native) bool {
+	return a.Route == b.Route && a.Jitter == b.Jitter && a.DeliveryLimit == b.DeliveryLimit && slices.Equal(a.Delays, b.Delays)
 }

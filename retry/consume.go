@@ -140,7 +140,14 @@ func (c *consumer) session(ctx context.Context, dial Dialer, reconnect bool) (co
 	defer closeFeed()
 	c.log.Info("retry: consuming", "prefetch", c.o.prefetch, "return_queue", r.route.back, "native", r.route.native != nil)
 	c.o.obs.Connected(c.queue, reconnect)
-	return true, c.serve(ctx, deliveries, r, lost)
+	sctx, restart := context.WithCancelCause(ctx)
+	defer restart(nil)
+	go c.watchSchedule(sctx, conn, r, restart)
+	err = c.serve(sctx, deliveries, r, lost)
+	if cause := context.Cause(sctx); err == nil && ctx.Err() == nil && errors.Is(cause, errRouteChanged) {
+		return true, cause
+	}
+	return true, err
 }
 
 // consumerTag names Consume's consumer on its channel.

@@ -64,6 +64,9 @@ type route struct {
 	// native is the schedule of a queue of the native layout, which
 	// retries inside itself; nil for the other layouts.
 	native *contract.Native
+	// apart: the native schedule is in the queue's schedule binding, not
+	// its arguments, and may change while the helper runs.
+	apart bool
 	// draw picks a jittered delay from 0 to d; nil draws uniformly.
 	draw func(d time.Duration) time.Duration
 }

@@ -51,6 +51,9 @@ type consumeOptions struct {
 	prefetch               int
 	grace                  time.Duration
 	backoffMin, backoffMax time.Duration
+	// refresh is how often a native queue's schedule is read again
+	// (refresh.go).
+	refresh time.Duration
 }
 
 func newConsumeOptions(opts []ConsumeOption) consumeOptions {
@@ -59,6 +62,7 @@ func newConsumeOptions(opts []ConsumeOption) consumeOptions {
 		prefetch:   DefaultPrefetch,
 		backoffMin: 100 * time.Millisecond,
 		backoffMax: 10 * time.Second,
+		refresh:    DefaultScheduleRefresh,
 	}
 	for _, opt := range opts {
 		if opt != nil {

@@ -72,6 +72,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -147,8 +148,11 @@ func (o Outcome) String() string {
 // its route decides (decide.go) over its connection.
 type Retrier struct {
 	route route
-	log   *slog.Logger
-	obs   multiObserver
+	// schedule is the native schedule decisions follow, route.native
+	// until refreshSchedule finds another.
+	schedule atomic.Pointer[contract.Native]
+	log      *slog.Logger
+	obs      multiObserver
 	// tracer, when set, follows each delivery a handler runs on.
 	tracer Tracer
 	pub    *publisher
@@ -186,14 +190,16 @@ func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error
 		return nil, err
 	}
 	pending := func(delta int) { o.obs.ConfirmsPending(queue, delta) }
-	return &Retrier{
+	r := &Retrier{
 		route:  rt,
 		log:    o.log.With("queue", queue),
 		obs:    o.obs,
 		tracer: o.tracer,
 		pub:    newPublisher(conn, o.log, o.confirmTimeout, pending),
 		now:    time.Now,
-	}, nil
+	}
+	r.schedule.Store(rt.native)
+	return r, nil
 }
 
 // findRoute finds how queue retries: through its retry exchange (and a
@@ -221,7 +227,7 @@ func findRoute(conn *amqp.Connection, queue string, l *levels) (route, error) {
 // nativeRoute is the route of a queue without a retry exchange: native,
 // or a topology that is missing.
 func nativeRoute(conn *amqp.Connection, queue string, l *levels) (route, error) {
-	n, err := readNative(conn, queue)
+	n, apart, err := readNative(conn, queue)
 	if n == nil {
 		why := ""
 		if err != nil {
@@ -236,7 +242,7 @@ func nativeRoute(conn *amqp.Connection, queue string, l *levels) (route, error) 
 	if _, err := checkTopology(conn, queue); err != nil {
 		return route{}, err
 	}
-	return route{queue: queue, native: n}, nil
+	return route{queue: queue, native: n, apart: apart}, nil
 }
 
 // errTopology marks a missing retry topology: a configuration error, not a

@@ -61,12 +61,21 @@ func (r *Retrier) Settle(ctx context.Context, d amqp.Delivery, err error) (Outco
 // settle settles d by its handler's error herr, and tells the observers
 // and tr (nil if untraced) what became of it.
 func (r *Retrier) settle(ctx context.Context, d amqp.Delivery, herr error, took time.Duration, tr DeliveryTrace) (Outcome, error) {
-	dec := r.route.decide(&d, herr, cancelled(ctx, herr), r.now())
+	dec := r.current().decide(&d, herr, cancelled(ctx, herr), r.now())
 	s := r.report(d, r.carryOut(context.WithoutCancel(ctx), d, dec, tr), took)
 	if tr != nil {
 		tr.End(s, herr)
 	}
 	return s.Outcome, s.Err
+}
+
+// current is the route with the native schedule in force.
+func (r *Retrier) current() route {
+	rt := r.route
+	if rt.native != nil {
+		rt.native = r.schedule.Load()
+	}
+	return rt
 }
 
 // carryOut does what dec decided for d; tr, if set, is told of the copy

@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -10,11 +11,15 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// nativeLayout builds a queue of the native layout: its DLQ and parking
-// lot as any queue's, its policy, and no retry exchange and no wait queue:
-// the work queue itself carries the schedule (contract.NativeArguments)
-// and a delivery limit of its retries, so the broker delays each failed
-// delivery and dead-letters the last into the DLQ.
+// nativeLayout builds a queue of the native layout in the in-place shape
+// (contract's inplace.go): its DLQ and parking lot as any queue's, no
+// retry exchange and no wait queue. The work queue's arguments only mark
+// it native (contract.NativeMarker); its schedule is in its own policy,
+// for the broker (contract.SchedulePolicy: its delivery limit, the
+// number of its retries, and the broker's linear delays), and in its
+// binding from the vhost's schedule exchange, for the helper
+// (contract.ScheduleArguments): a schedule change is an in-place policy
+// update and a binding replaced, no queue replaced.
 func (b *builder) nativeLayout(q Queue) {
 	b.checkNative(q)
 	if q.DLQ {
@@ -23,18 +28,22 @@ func (b *builder) nativeLayout(q Queue) {
 		b.bind(dlx, topology.DestQueue, contract.DeadLetterQueue(q.Name), "", nil)
 	}
 	b.deadEnds(q)
-	b.queuePolicy(q.Name, setAttributes(q))
+	delays, jitter := NativeDelays(q), q.Retry.Jitter == JitterFull
+	def := setAttributes(q)
+	maps.Copy(def, contract.SchedulePolicy(delays, jitter))
+	b.queuePolicy(q.Name, def)
+	b.addExchange(topology.Exchange{Name: contract.ScheduleExchange, Type: "direct", Durable: true},
+		b.sharedOrigin(q, "schedule exchange of the native layout"))
+	b.bind(contract.ScheduleExchange, topology.DestQueue, q.Name, q.Name, contract.ScheduleArguments(delays, jitter))
 	wq, ok := b.queue(q.Name)
 	if !ok {
 		return
 	}
-	args := map[string]any{}
-	for k, v := range wq.Arguments {
-		args[k] = v
-	}
-	for k, v := range contract.NativeArguments(NativeDelays(q), q.Retry.Jitter == JitterFull) {
-		args[k] = v
-	}
+	args := maps.Clone(wq.Arguments)
+	// Any delivery limit argument would cap the policy's (the lower
+	// wins): the queue has none.
+	delete(args, contract.ArgDeliveryLimit)
+	maps.Copy(args, contract.NativeMarker())
 	wq.Arguments = topology.NormalizeArgs(args)
 }
 
@@ -190,7 +199,7 @@ func nativeConflict(q Queue) string {
 	move := "or set layout: shared and migrate: true to move the queue to a layout that has it"
 	switch {
 	case q.DeliveryLimit != 0:
-		return fmt.Sprintf("queue %q keeps its live layout native, where delivery_limit does not apply: the broker's delivery limit of a native queue is the number of its retries (%d), and a policy's delivery-limit only lowers it; remove delivery_limit, %s",
+		return fmt.Sprintf("queue %q keeps its live layout native, where delivery_limit does not apply: the broker's delivery limit of a native queue is the number of its retries (%d), which its schedule sets; remove delivery_limit, %s",
 			q.Name, q.ImmediateRetries+q.Retry.count(), move)
 	case returnSet && q.ReturnQueue:
 		return fmt.Sprintf("queue %q keeps its live layout native, where return_queue does not apply: the broker brings a delayed retry back ahead of the queue's backlog itself; remove return_queue, %s", q.Name, move)

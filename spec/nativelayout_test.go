@@ -1,8 +1,10 @@
 package spec
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -21,34 +23,50 @@ func names(t topology.Topology) map[string]bool {
 	return out
 }
 
-// TestNativeLayout: layout native makes a linear schedule the queue's
-// x-delayed-retry-* arguments (the reject route) and any other the
-// modified route's delays, with a delivery limit of the retries, and
-// creates no retry exchange and no wait queue.
+// TestNativeLayout: layout native marks the queue native in its
+// arguments and nothing else of its schedule (they are immutable), puts
+// the broker's part of the schedule in the queue's policy (a linear
+// schedule as delayed-retry-min and -max: the reject route; the delivery
+// limit of its retries) and the helper's in its binding from the schedule
+// exchange, and creates no retry exchange and no wait queue.
 func TestNativeLayout(t *testing.T) {
 	f := mustParse(t, "n.yaml", `version: 1
 vhost: v
 layout: native
 queues:
   - {name: a, type: quorum, retry: {linear: {step: 5s, attempts: 3}}}
-  - {name: b, type: quorum, retry: {exponential: {initial: 1s, factor: 2, attempts: 3, jitter: full}}}
+  - {name: b, type: quorum, message_ttl: 1h, retry: {exponential: {initial: 1s, factor: 2, attempts: 3, jitter: full}}}
   - {name: c, type: quorum, immediate_retries: 1, retry: {delays: [2s]}}
 `)
 	got := Expand(f)
 	a, _ := got.Queue("v", "a")
-	want := quorumArgs(3, merge(atLeastOnce, topology.Args{"x-delayed-retry-type": "failed",
-		"x-delayed-retry-min": int64(5000), "x-delayed-retry-max": int64(15000), "x-dead-letter-exchange": "a.dlx"}))
+	want := merge(atLeastOnce, topology.Args{"x-queue-type": "quorum", "x-delayed-retry-type": "failed", "x-dead-letter-exchange": "a.dlx"})
 	if diff := cmp.Diff(want, a.Arguments); diff != "" {
 		t.Errorf("a's arguments (-want +got):\n%s", diff)
 	}
-	b, _ := got.Queue("v", "b")
-	n, err := contract.ParseNative(b.Arguments)
-	if err != nil || n.Route != contract.RouteModified || !n.Jitter || n.DeliveryLimit != 3 || b.Arguments["x-delivery-limit"] != int64(3) {
-		t.Errorf("b: %+v, %v from %v; want the modified route, jitter, 3 retries", n, err, b.Arguments)
+	wantPolicy := map[string]topology.Args{
+		"a": {"delivery-limit": int64(3), "delayed-retry-min": int64(5000), "delayed-retry-max": int64(15000)},
+		"b": {"delivery-limit": int64(3), "message-ttl": int64(3600000)},
+		"c": {"delivery-limit": int64(2)},
 	}
-	c, _ := got.Queue("v", "c")
-	if c.Arguments[contract.ArgRetryDelays] != "0s,2s" || c.Arguments["x-delivery-limit"] != int64(2) {
-		t.Errorf("c's arguments %v: want an immediate retry then 2s on the modified route", c.Arguments)
+	for q, want := range wantPolicy {
+		p, ok := policyOf(got, "v", contract.QueuePolicy(q))
+		if !ok || !cmp.Equal(topology.NormalizeArgs(want), p.Definition) {
+			t.Errorf("%s's policy %v (%v); want %v", q, p.Definition, ok, want)
+		}
+	}
+	for q, want := range map[string]contract.Native{
+		"a": {Route: contract.RouteReject, Delays: []time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second}, DeliveryLimit: 3},
+		"b": {Route: contract.RouteModified, Delays: []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}, Jitter: true, DeliveryLimit: 3},
+		"c": {Route: contract.RouteModified, Delays: []time.Duration{0, 2 * time.Second}, DeliveryLimit: 2},
+	} {
+		if n, err := scheduleOf(got, "v", q); err != nil || !cmp.Equal(want, n) {
+			t.Errorf("%s's schedule binding: %+v, %v; want %+v", q, n, err, want)
+		}
+		wq, _ := got.Queue("v", q)
+		if _, err := contract.ParseNative(wq.Arguments); !errors.Is(err, contract.ErrScheduleApart) {
+			t.Errorf("%s: ParseNative %v; want ErrScheduleApart", q, err)
+		}
 	}
 	have := names(got)
 	for _, n := range []string{"a.retry", "b.retry", "c.retry", "rmqtopo.wait.5s", "rmqtopo.wait.2s", "a.return"} {
@@ -122,7 +140,7 @@ queues:
 		got := Expand(f)
 		have := names(got)
 		nq, _ := got.Queue("v", "new")
-		_, err := contract.ParseNative(nq.Arguments)
+		err := errNotNative(nq.Arguments)
 		if (err == nil) != c.native || have["new.retry"] == c.native || have["new.return"] == c.native {
 			t.Errorf("%q: new has native %v (%v), retry exchange %v, return queue %v", c.version, err == nil, err, have["new.retry"], have["new.return"])
 		}
@@ -259,4 +277,33 @@ queues:
 	if _, err := Parse("n.yaml", []byte("version: 1\nvhost: v\nqueues:\n  - {name: a, type: quorum, layout: native, delivery_limit: 50, retry: {delays: [1s]}}\n")); err == nil || !strings.Contains(err.Error(), "delivery_limit does not apply to layout native") {
 		t.Errorf("layout native written out with delivery_limit: %v, want the validation error", err)
 	}
+}
+
+// scheduleOf reads queue q's schedule from its binding from the schedule
+// exchange, as the helper does.
+func scheduleOf(t topology.Topology, vhost, q string) (contract.Native, error) {
+	for _, bd := range t.Bindings {
+		if bd.Vhost == vhost && bd.Source == contract.ScheduleExchange && bd.Destination == q && bd.RoutingKey == q {
+			return contract.ParseSchedule(bd.Arguments)
+		}
+	}
+	return contract.Native{}, errors.New("no schedule binding")
+}
+
+// errNotNative is nil for the arguments of a native queue.
+func errNotNative(args topology.Args) error {
+	if contract.IsNative(args) {
+		return nil
+	}
+	return contract.ErrNotNative
+}
+
+// policyOf finds a policy of t.
+func policyOf(t topology.Topology, vhost, name string) (topology.Policy, bool) {
+	for _, p := range t.Policies {
+		if p.Vhost == vhost && p.Name == name {
+			return p, true
+		}
+	}
+	return topology.Policy{}, false
 }

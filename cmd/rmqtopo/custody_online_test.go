@@ -35,7 +35,9 @@ func TestPlainApplyKeepsHeldRetries(t *testing.T) {
 	o := newOnline(t)
 	needsNative(t, o)
 	before := o.spec(t, "before.yaml", fmt.Sprintf(heldSpec, "3s, 3s"))
-	after := o.spec(t, "after.yaml", fmt.Sprintf(heldSpec, "3s, 4s"))
+	// A schedule change is made in place now (TestOnlineNativeScheduleInPlace):
+	// dlq off still replaces the queue (its dead-lettering argument).
+	after := o.spec(t, "after.yaml", fmt.Sprintf(heldSpec, "3s, 3s")+"    dlq: false\n")
 	o.must(t, 0, "apply", "--auto-approve", before)
 	conn := o.b.Dial(t, o.vhost)
 	ids := publishIDs(t, conn, "nh.work", 5)
@@ -43,7 +45,7 @@ func TestPlainApplyKeepsHeldRetries(t *testing.T) {
 
 	stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", after}, o.conn()...)...)
 	if code != ExitRefused {
-		t.Fatalf("apply of a schedule change over 5 held retries: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitRefused, stdout, stderr)
+		t.Fatalf("apply of a replace over 5 held retries: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitRefused, stdout, stderr)
 	}
 	if !strings.Contains(stdout, "5 messages at stake") {
 		t.Errorf("the refused plan does not name the 5 held retries:\n%s", stdout)

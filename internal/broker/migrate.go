@@ -195,7 +195,8 @@ func (m *migration) moveUntilDeleted(ctx context.Context, from topology.Queue, t
 			return total, fmt.Errorf("move the messages of queue %q to %q: %w", from.Name, to, err)
 		}
 		err = m.deleteIfEmpty(ctx, from, consumers)
-		if err == nil || !errors.Is(err, ErrNotEmpty) || round >= maxDrainRounds {
+		var held heldTooLong
+		if err == nil || !errors.Is(err, ErrNotEmpty) || errors.As(err, &held) || round >= maxDrainRounds {
 			return total, err
 		}
 	}

@@ -57,7 +57,8 @@ func (m *migration) noneHeld(ctx context.Context, q topology.Queue) error {
 		what, until := heldWait(info, start, time.Now())
 		m.wait(what)
 		if time.Now().After(until) {
-			return &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf("queue %q is still %s", q.Name, what)}
+			return heldTooLong{&Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf(
+				"queue %q was kept: it is still %s; the migration resumes at the next apply", q.Name, what)}}
 		}
 		select {
 		case <-ctx.Done():
@@ -89,6 +90,14 @@ func heldWait(info QueueInfo, start, now time.Time) (string, time.Time) {
 	}
 	return fmt.Sprintf("waiting for %s it holds beyond its ready ones", count(int(max(info.Messages-info.Ready, 1)), "message", "messages")), until
 }
+
+// heldTooLong is ErrNotEmpty for a queue whose held messages outlasted
+// their time: moving again would not help, so the migration stops, keeping
+// the queue and what it holds.
+type heldTooLong struct{ err *Error }
+
+func (h heldTooLong) Error() string { return h.err.Error() }
+func (h heldTooLong) Unwrap() error { return h.err }
 
 // wait reports what the migration waits for.
 func (m *migration) wait(what string) {

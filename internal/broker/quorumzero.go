@@ -19,11 +19,11 @@ var recountPauses = []time.Duration{100 * time.Millisecond, 300 * time.Milliseco
 // settleQuorumZeros makes sure a 0/0 count of a quorum queue in counts is
 // not RabbitMQ's stand-in for "the leader did not answer": a plan shows
 // that count as the messages a destructive change puts at stake. It asks
-// such queues again after each of recountPauses; a queue that still says
-// 0/0 while the management statistics last saw messages or consumers in it
-// is removed from counts, so that its count is unknown (plan.Check refuses
-// it) rather than a false 0. Statistics that saw nothing, or have no entry
-// yet, leave the 0 in place: an empty quorum queue always answers 0/0.
+// such queues again after each of recountPauses. A queue that still says
+// 0/0 is left to addHeld, whose fresh total counts every message the queue
+// holds, ready ones included (before it, a queue whose statistics showed
+// messages was made unknown here; a native queue holding only delayed
+// retries says 0/0 for good, and its count is exact now).
 func (c *Client) settleQuorumZeros(ctx context.Context, s *Session, st *topology.State, vhost string, counts map[string]amqp.Queue) error {
 	doubt := quorumZeros(st, vhost, counts)
 	for _, pause := range recountPauses {
@@ -48,18 +48,9 @@ func (c *Client) settleQuorumZeros(ctx context.Context, s *Session, st *topology
 		}
 		doubt = quorumZeros(st, vhost, again)
 	}
-	if len(doubt) == 0 {
-		return nil
-	}
-	stats, err := c.QueueCounts(ctx, vhost, doubt)
-	if err != nil {
-		return err
-	}
-	for _, n := range doubt {
-		if sc, ok := stats[n]; ok && (sc.Messages > 0 || sc.Consumers != nil && *sc.Consumers > 0) {
-			delete(counts, n)
-		}
-	}
+	// A queue still at 0/0 keeps it: addHeld, which runs next, raises it
+	// to the total the queue's own statistics give, fresh, which holds its
+	// ready messages too, so a leader that did not answer costs no count.
 	return nil
 }
 

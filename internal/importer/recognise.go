@@ -235,10 +235,11 @@ func native(l *live, q topology.Queue) *candidate {
 }
 
 // nativeLayout recognises the native layout (contract.Native) by the
-// schedule in the queue's own arguments: leading zero delays are
-// immediate retries, the rest its retry policy.
+// schedule in the queue's own arguments (the shape of earlier rmqtopo) or
+// in its binding from the schedule exchange (the in-place shape): leading
+// zero delays are immediate retries, the rest its retry policy.
 func nativeLayout(l *live, q topology.Queue) *candidate {
-	n, err := contract.ParseNative(q.Arguments)
+	n, err := contract.NativeOf(q.Arguments, l.schedule(q.Name))
 	if err != nil {
 		return nil
 	}
@@ -257,6 +258,17 @@ func nativeLayout(l *live, q topology.Queue) *candidate {
 		sq.Retry.Jitter = spec.JitterFull
 	}
 	return &candidate{q: sq, what: "rmqtopo native layout"}
+}
+
+// schedule is the arguments of queue's binding from the schedule
+// exchange, nil if it has none.
+func (l *live) schedule(queue string) topology.Args {
+	for _, b := range l.byDest[queue] {
+		if b.Source == contract.ScheduleExchange && b.RoutingKey == queue {
+			return b.Arguments
+		}
+	}
+	return nil
 }
 
 // goqueue recognises the goqueue preset by its retry exchange. The
