@@ -254,7 +254,7 @@ func runCustody(t *testing.T, c custodyCase) {
 	// 0 made, 4 refused, 1 stopped on the way (a migration that keeps a
 	// queue whose consumer holds deliveries): the ids tell whether it was
 	// safe.
-	t.Logf("apply exit %d", code)
+	t.Logf("apply exit %d: %s", code, lastLine(stderr))
 	if r.hold != nil {
 		r.hold.Close() // the consumer goes: what it held is requeued, if its queue is still there
 	}
@@ -343,4 +343,10 @@ func (r *custodyRun) queues(t *testing.T) []string {
 		out[i] = q.Name
 	}
 	return out
+}
+
+// lastLine is s's last non-empty line: an apply's error, or its summary.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
