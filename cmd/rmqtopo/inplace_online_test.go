@@ -98,7 +98,7 @@ func TestOnlineNativeScheduleInPlace(t *testing.T) {
 // holdRetries publishes n messages to "orders" and rejects each once, as
 // the helper does on the reject route: the broker holds n retries; it
 // returns when each is due.
-func holdRetries(t *testing.T, conn *amqp.Connection, n int, delay time.Duration) map[string]time.Time {
+func holdRetries(t testing.TB, conn *amqp.Connection, n int, delay time.Duration) map[string]time.Time {
 	t.Helper()
 	for i := range n {
 		brokertest.PublishConfirmed(t, conn, "", "orders", amqp.Publishing{MessageId: fmt.Sprintf("held-%d", i), DeliveryMode: amqp.Persistent})

@@ -33,7 +33,7 @@ type online struct {
 	dir   string
 }
 
-func newOnline(t *testing.T) *online {
+func newOnline(t testing.TB) *online {
 	t.Helper()
 	b := brokertest.Get(t)
 	o := &online{b: b, vhost: b.NewVhost(t), dir: t.TempDir()}
@@ -46,7 +46,7 @@ func (o *online) conn() []string {
 }
 
 // spec writes a spec for the test's vhost and returns its path.
-func (o *online) spec(t *testing.T, name, body string) string {
+func (o *online) spec(t testing.TB, name, body string) string {
 	t.Helper()
 	path := filepath.Join(o.dir, name)
 	if err := os.WriteFile(path, []byte(fmt.Sprintf("version: 1\nvhost: %q\n%s", o.vhost, body)), 0o644); err != nil {
@@ -57,7 +57,7 @@ func (o *online) spec(t *testing.T, name, body string) string {
 
 // rmqtopo runs the CLI in-process and returns its output and exit code,
 // printing errors exactly as main does.
-func rmqtopo(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+func rmqtopo(t testing.TB, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	err := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
@@ -73,7 +73,7 @@ var progressLine = regexp.MustCompile(`(?m)^apply: .* \((\d+h)?(\d+m)?\d+s\)\n`)
 // machine adds to any apply that takes 2 s.
 func withoutProgress(stderr string) string { return progressLine.ReplaceAllString(stderr, "") }
 
-func (o *online) must(t *testing.T, want int, args ...string) string {
+func (o *online) must(t testing.TB, want int, args ...string) string {
 	t.Helper()
 	stdout, stderr, code := rmqtopo(t, "", append(args, o.conn()...)...)
 	if code != want {
