@@ -33,7 +33,7 @@ func (f *connFlags) config(e *env) (broker.Config, error) {
 		AMQPURL: cmp.Or(f.AMQPURL, e.getenv("RMQTOPO_AMQP_URL")),
 		User:    cmp.Or(f.User, e.getenv("RMQTOPO_USER")),
 		Timeout: f.Timeout,
-		Flags: broker.Flags{Timeout: "--timeout", AllowDestroy: "--allow-destroy", AMQPURL: "--amqp-url",
+		Flags: broker.Flags{URL: "--url", Timeout: "--timeout", AllowDestroy: "--allow-destroy", AMQPURL: "--amqp-url",
 			CACert: "--ca-cert", ClientCert: "--client-cert", ClientKey: "--client-key"},
 	}
 	cfg.Password = f.Password

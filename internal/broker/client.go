@@ -303,8 +303,9 @@ func (c *Client) Server(ctx context.Context) (string, error) {
 	err := c.do(ctx, http.MethodGet, "/api/overview", url.Values{"columns": {"rabbitmq_version,product_name"}}, nil, &o)
 	var be *Error
 	switch {
-	// A refused login or a missing tag is RabbitMQ's own answer: said as it is.
-	case err != nil && errors.As(err, &be) && (be.Kind == ErrAuth || be.Kind == ErrPermission || be.Kind == ErrUnreachable || be.Kind == ErrTimeout):
+	// A refused login or a missing tag is RabbitMQ's own answer, and an
+	// AMQP port answering is named already: said as they are.
+	case err != nil && errors.As(err, &be) && (be.Kind == ErrAuth || be.Kind == ErrPermission || be.Kind == ErrUnreachable || be.Kind == ErrTimeout || be.Kind == ErrNotRabbitMQ):
 		return "", err
 	case err != nil:
 		return "", &Error{Kind: ErrNotRabbitMQ, Err: err,
