@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply/target"
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -251,7 +252,7 @@ func (w *workflow) vhostCreated(ctx context.Context, vhost string) error {
 	}
 	t := st.Topology
 	if n := len(t.Exchanges) + len(t.Queues) + len(t.Policies); n > 0 {
-		return fmt.Errorf("vhost %q appeared with %d objects since the plan was made; plan again", vhost, n)
+		return fmt.Errorf("vhost %q appeared with %s since the plan was made; plan again", vhost, english.Count(n, "object", "objects"))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/ops"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
@@ -41,7 +42,7 @@ func resultText(r apply.Result) string {
 // until the spec or the broker changes.
 func notDoneText(res apply.Result, err error) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d changes not made", len(res.NotDone))
+	b.WriteString(english.Count(len(res.NotDone), "change", "changes") + " not made")
 	for i, c := range res.NotDone {
 		if i == 3 {
 			fmt.Fprintf(&b, ", and %d more", len(res.NotDone)-3)
