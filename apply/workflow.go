@@ -66,8 +66,9 @@ type Request struct {
 	// at once.
 	LockTimeout time.Duration
 	// OnLockWait, if set, is called once when the wait for a vhost's lock
-	// begins.
-	OnLockWait func(vhost string)
+	// begins, with the refusal that names the holder; the end it returns,
+	// if not nil, is called when the wait ends, the lock taken or not.
+	OnLockWait func(vhost string, refusal error) (end func())
 	// Review is called with the plan and the state it was made from,
 	// under the locks, before anything is written: it checks (and may
 	// note on the plan the version it judged by), shows and confirms, and
@@ -158,6 +159,12 @@ func (w *workflow) waitLock(ctx context.Context, vhost string) error {
 	clock, timeout := w.req.Clock, w.req.LockTimeout
 	deadline := clock.Now().Add(timeout)
 	pause := 100 * time.Millisecond
+	var end func()
+	defer func() {
+		if end != nil {
+			end()
+		}
+	}()
 	for said := false; ; said = true {
 		err := w.b.Locker.Lock(ctx, vhost)
 		if !errors.Is(err, target.ErrLocked) || timeout == 0 {
@@ -168,7 +175,7 @@ func (w *workflow) waitLock(ctx context.Context, vhost string) error {
 			return &LockTimeoutError{Vhost: vhost, Waited: timeout, Err: err}
 		}
 		if !said && w.req.OnLockWait != nil {
-			w.req.OnLockWait(vhost)
+			end = w.req.OnLockWait(vhost, err)
 		}
 		select {
 		case <-ctx.Done():

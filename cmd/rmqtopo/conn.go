@@ -75,11 +75,16 @@ func (f *connFlags) config(e *env) (broker.Config, error) {
 
 // client is the management API client of the flags; its errors are the
 // flags' (inputError): it connects to nothing yet.
-func (f *connFlags) client(e *env) (*broker.Client, error) {
+func (f *connFlags) client(e *env) (*broker.Client, error) { return f.waitingClient(e, nil) }
+
+// waitingClient is client, telling onWait of each call that waits for the
+// broker (broker.Config.OnWait), for a progress line.
+func (f *connFlags) waitingClient(e *env, onWait func(what string) (end func())) (*broker.Client, error) {
 	cfg, err := f.config(e)
 	if err != nil {
 		return nil, input(err)
 	}
+	cfg.OnWait = onWait
 	client, err := broker.NewClient(cfg)
 	if err != nil {
 		return nil, input(err)

@@ -81,6 +81,21 @@ func applyProgressLine(p apply.Progress, elapsed time.Duration) string {
 	return fmt.Sprintf("apply: %d/%d changes, %s phase (%s)", p.Done, p.Total, p.Step, el)
 }
 
+// applyWaitLine says what an apply waits for, and how long it has waited.
+func applyWaitLine(what string, waited time.Duration) string {
+	return fmt.Sprintf("apply: waiting for %s (%s so far)", what, waited.Round(time.Second))
+}
+
+// lockHolder names the holder of a lock another apply holds, from the
+// broker's refusal: its connection, once the broker's statistics name it.
+func lockHolder(refusal error) string {
+	var be *broker.Error
+	if errors.As(refusal, &be) && be.Holder != "" {
+		return be.Holder
+	}
+	return "another rmqtopo apply (the broker does not name it yet)"
+}
+
 // applyError words the apply workflow's error kinds that a flag changes.
 func applyError(err error) error {
 	var lt *apply.LockTimeoutError

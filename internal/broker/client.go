@@ -59,6 +59,11 @@ type Config struct {
 	Timeout time.Duration
 	// Flags names the caller's settings that errors point to.
 	Flags Flags
+	// OnWait, if set, is told of each call that waits for the broker (a
+	// management API request, an AMQP connection being opened), named for
+	// people; the end it returns is called once the call is over. The
+	// CLI's progress line names a slow broker with it.
+	OnWait func(what string) (end func())
 }
 
 // Client talks to the management API. It is safe for concurrent use and
@@ -217,7 +222,9 @@ func (c *Client) doStatus(ctx context.Context, method, path string, query url.Va
 		// reused (an EOF, seen on 4.0.5 in CI).
 		req.Header["Idempotency-Key"] = nil
 	}
+	end := c.waiting(func() string { return fmt.Sprintf("the management API at %s to answer %s %s", c.display, method, path) })
 	resp, err := c.hc.Do(req)
+	end()
 	if err != nil && c.certAsked.Load() {
 		if e := missingClientCert("the management API", c.display, c.cfg.Flags, err); e != nil {
 			return 0, e
@@ -251,6 +258,18 @@ func (c *Client) doStatus(ctx context.Context, method, path string, query url.Va
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// waiting tells Config.OnWait of a call that waits for the broker, named
+// by what (made only when someone listens), and returns its end.
+func (c *Client) waiting(what func() string) (end func()) {
+	if c.cfg.OnWait == nil {
+		return func() {}
+	}
+	if end := c.cfg.OnWait(what()); end != nil {
+		return end
+	}
+	return func() {}
 }
 
 // GetJSON GETs path (starting with /api/, its segments escaped) with query

@@ -67,7 +67,10 @@ type Error struct {
 	Status int
 	// Msg is the whole message.
 	Msg string
-	Err error
+	// Holder, for ErrLocked, names the connection that holds the lock, as
+	// the broker's statistics name it; empty when they do not yet.
+	Holder string
+	Err    error
 }
 
 func (e *Error) Error() string { return e.Msg }

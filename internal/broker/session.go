@@ -96,6 +96,8 @@ func (s *Session) Dial(vhost, purpose string) (*amqp.Connection, error) {
 		// nothing about the protocol above: dialFailure probes after.
 		dial = watchedDial(s.timeout, seen)
 	}
+	end := s.waiting(func() string { return fmt.Sprintf("an AMQP connection to %s (vhost %q)", s.display, vhost) })
+	defer end()
 	conn, err := amqp.DialConfig(u.String(), amqp.Config{
 		Heartbeat:       10 * time.Second,
 		Locale:          "en_US",
