@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply/target"
@@ -66,9 +67,11 @@ type Request struct {
 	// at once.
 	LockTimeout time.Duration
 	// OnLockWait, if set, is called once when the wait for a vhost's lock
-	// begins, with the refusal that names the holder; the end it returns,
+	// begins; latest returns the latest refusal, which names the holder
+	// once the broker's statistics do (seconds after the lock was taken),
+	// and may be called until the wait ends. The end OnLockWait returns,
 	// if not nil, is called when the wait ends, the lock taken or not.
-	OnLockWait func(vhost string, refusal error) (end func())
+	OnLockWait func(vhost string, latest func() error) (end func())
 	// Review is called with the plan and the state it was made from,
 	// under the locks, before anything is written: it checks (and may
 	// note on the plan the version it judged by), shows and confirms, and
@@ -165,8 +168,10 @@ func (w *workflow) waitLock(ctx context.Context, vhost string) error {
 			end()
 		}
 	}()
+	var latest lastError
 	for said := false; ; said = true {
 		err := w.b.Locker.Lock(ctx, vhost)
+		latest.set(err)
 		if !errors.Is(err, target.ErrLocked) || timeout == 0 {
 			return err
 		}
@@ -175,7 +180,7 @@ func (w *workflow) waitLock(ctx context.Context, vhost string) error {
 			return &LockTimeoutError{Vhost: vhost, Waited: timeout, Err: err}
 		}
 		if !said && w.req.OnLockWait != nil {
-			end = w.req.OnLockWait(vhost, err)
+			end = w.req.OnLockWait(vhost, latest.get)
 		}
 		select {
 		case <-ctx.Done():
@@ -185,6 +190,16 @@ func (w *workflow) waitLock(ctx context.Context, vhost string) error {
 		pause = min(2*pause, 2*time.Second)
 	}
 }
+
+// lastError is the latest of a series of errors, read from another
+// goroutine (a progress line's).
+type lastError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (l *lastError) set(err error) { l.mu.Lock(); l.err = err; l.mu.Unlock() }
+func (l *lastError) get() error    { l.mu.Lock(); defer l.mu.Unlock(); return l.err }
 
 // lockAndPlan locks before reading, then reads (for a saved plan) or plans
 // (for specs). A vhost created by someone else between the lock and the

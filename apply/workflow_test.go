@@ -100,7 +100,8 @@ func TestRunWaitsForTheLock(t *testing.T) {
 	req := request(clock, 10*time.Second)
 	var said []string
 	ended := 0
-	req.OnLockWait = func(v string, _ error) func() { said = append(said, v); return func() { ended++ } }
+	var latest func() error
+	req.OnLockWait = func(v string, l func() error) func() { said = append(said, v); latest = l; return func() { ended++ } }
 	out, err := apply.Run(context.Background(), b.broker(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -109,8 +110,8 @@ func TestRunWaitsForTheLock(t *testing.T) {
 	if want := []time.Duration{100 * ms, 200 * ms, 400 * ms}; !slices.Equal(clock.waits, want) {
 		t.Errorf("waits %v, want %v", clock.waits, want)
 	}
-	if !slices.Equal(said, []string{vh}) || ended != 1 {
-		t.Errorf("said it waits for %q and ended %d times, want once for %q, ended once", said, ended, vh)
+	if !slices.Equal(said, []string{vh}) || ended != 1 || latest() != nil {
+		t.Errorf("said it waits for %q and ended %d times (latest refusal %v), want once for %q, ended once, with no refusal after the lock", said, ended, latest(), vh)
 	}
 	if !out.Applied || out.Result.Created != 1 || !slices.Contains(b.calls, "declare-exchange x") {
 		t.Errorf("after the wait: applied %t, result %+v, calls %q", out.Applied, out.Result, b.calls)

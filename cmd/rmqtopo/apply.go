@@ -74,10 +74,11 @@ func (c *applyCmd) Run(e *env) (err error) {
 	out, err := apply.Run(e.ctx, b, apply.Request{
 		Saved: saved, SavedPath: c.Files[0], Desired: desired, Choices: ch,
 		LockTimeout: c.LockTimeout,
-		OnLockWait: func(vhost string, refusal error) func() {
-			holder := lockHolder(refusal)
-			fmt.Fprintf(e.stderr, "waiting up to %s (--lock-timeout) for the lock on vhost %q, held by %s\n", c.LockTimeout, vhost, holder)
-			return report.Wait(fmt.Sprintf("the lock on vhost %q, held by %s, up to %s", vhost, holder, c.LockTimeout))
+		OnLockWait: func(vhost string, latest func() error) func() {
+			fmt.Fprintf(e.stderr, "waiting up to %s (--lock-timeout) for the lock on vhost %q, held by %s\n", c.LockTimeout, vhost, lockHolder(latest()))
+			return report.WaitFunc(func() string {
+				return fmt.Sprintf("the lock on vhost %q, held by %s, up to %s", vhost, lockHolder(latest()), c.LockTimeout)
+			})
 		},
 		Review: func(p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error) {
 			report.Pause()

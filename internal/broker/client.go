@@ -238,7 +238,13 @@ func (c *Client) doStatus(ctx context.Context, method, path string, query url.Va
 	if err != nil {
 		return resp.StatusCode, transportError(c.display, c.timeout.String(), c.cfg.Flags, ctx, err)
 	}
-	if resp.StatusCode >= 400 {
+	return resp.StatusCode, c.answer(resp.StatusCode, data, method, path, out)
+}
+
+// answer decodes the body data of an answer with status into out (nil:
+// ignored; a *[]byte gets it raw), or makes the error of a status >= 400.
+func (c *Client) answer(status int, data []byte, method, path string, out any) error {
+	if status >= 400 {
 		var e struct {
 			Error  string `json:"error"`
 			Reason string `json:"reason"`
@@ -246,18 +252,19 @@ func (c *Client) doStatus(ctx context.Context, method, path string, query url.Va
 		if json.Unmarshal(data, &e) != nil {
 			e.Reason = strings.TrimSpace(string(data))
 		}
-		return resp.StatusCode, c.httpError(resp.StatusCode, e.Error, e.Reason)
+		return c.httpError(status, e.Error, e.Reason)
 	}
-	if out != nil && len(data) > 0 {
-		if raw, ok := out.(*[]byte); ok {
-			*raw = data
-			return resp.StatusCode, nil
-		}
-		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("decode answer of %s %s: %w", method, path, err)
-		}
+	if out == nil || len(data) == 0 {
+		return nil
 	}
-	return resp.StatusCode, nil
+	if raw, ok := out.(*[]byte); ok {
+		*raw = data
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+	}
+	return nil
 }
 
 // waiting tells Config.OnWait of a call that waits for the broker, named

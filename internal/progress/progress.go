@@ -57,7 +57,7 @@ type Reporter[T any] struct {
 
 // wait is one thing the operation waits for, since when.
 type wait struct {
-	what  string
+	what  func() string
 	since time.Time
 }
 
@@ -114,6 +114,13 @@ func (r *Reporter[T]) Update(v T) {
 // A wait shorter than Options.WaitAfter shows nothing. It may be called concurrently;
 // end may be called more than once.
 func (r *Reporter[T]) Wait(what string) (end func()) {
+	return r.WaitFunc(func() string { return what })
+}
+
+// WaitFunc is Wait for a wait whose description changes as it lasts (the
+// lock's holder, once the broker names it): what is called at each tick
+// that shows the wait, and must not call the reporter.
+func (r *Reporter[T]) WaitFunc(what func() string) (end func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := &wait{what: what, since: r.now()}
@@ -175,7 +182,7 @@ func (r *Reporter[T]) tick(now time.Time) {
 	}
 	var line string
 	if waiting {
-		line = r.o.WaitLine(r.waits[0].what, now.Sub(r.waits[0].since))
+		line = r.o.WaitLine(r.waits[0].what(), now.Sub(r.waits[0].since))
 	} else {
 		line = r.o.Line(r.last, now.Sub(r.start))
 	}

@@ -85,8 +85,10 @@ func TestReporterWaits(t *testing.T) {
 	r.tick(at(1))
 	r.Update(step{name: "planning"})
 	clock = at(2)
-	broker := r.Wait("the broker")
+	holder := "nobody known"
+	broker := r.WaitFunc(func() string { return "the broker, " + holder })
 	r.tick(at(3))
+	holder = "rabbit@a"
 	lock()
 	lock() // twice: no harm
 	r.tick(at(4))
@@ -98,7 +100,7 @@ func TestReporterWaits(t *testing.T) {
 	short()
 	want := "waiting for the lock (1s)\n" +
 		"waiting for the lock (3s)\n" +
-		"waiting for the broker (2s)\n" +
+		"waiting for the broker, rabbit@a (2s)\n" +
 		"0/0 planning (5s)\n" +
 		"0/0 planning (5s)\n"
 	if diff := cmp.Diff(want, out.String()); diff != "" {
