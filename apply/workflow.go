@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply/target"
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -65,8 +67,11 @@ type Request struct {
 	// at once.
 	LockTimeout time.Duration
 	// OnLockWait, if set, is called once when the wait for a vhost's lock
-	// begins.
-	OnLockWait func(vhost string)
+	// begins; latest returns the latest refusal, which names the holder
+	// once the broker's statistics do (seconds after the lock was taken),
+	// and may be called until the wait ends. The end OnLockWait returns,
+	// if not nil, is called when the wait ends, the lock taken or not.
+	OnLockWait func(vhost string, latest func() error) (end func())
 	// Review is called with the plan and the state it was made from,
 	// under the locks, before anything is written: it checks (and may
 	// note on the plan the version it judged by), shows and confirms, and
@@ -157,8 +162,16 @@ func (w *workflow) waitLock(ctx context.Context, vhost string) error {
 	clock, timeout := w.req.Clock, w.req.LockTimeout
 	deadline := clock.Now().Add(timeout)
 	pause := 100 * time.Millisecond
+	var end func()
+	defer func() {
+		if end != nil {
+			end()
+		}
+	}()
+	var latest lastError
 	for said := false; ; said = true {
 		err := w.b.Locker.Lock(ctx, vhost)
+		latest.set(err)
 		if !errors.Is(err, target.ErrLocked) || timeout == 0 {
 			return err
 		}
@@ -167,7 +180,7 @@ func (w *workflow) waitLock(ctx context.Context, vhost string) error {
 			return &LockTimeoutError{Vhost: vhost, Waited: timeout, Err: err}
 		}
 		if !said && w.req.OnLockWait != nil {
-			w.req.OnLockWait(vhost)
+			end = w.req.OnLockWait(vhost, latest.get)
 		}
 		select {
 		case <-ctx.Done():
@@ -177,6 +190,16 @@ func (w *workflow) waitLock(ctx context.Context, vhost string) error {
 		pause = min(2*pause, 2*time.Second)
 	}
 }
+
+// lastError is the latest of a series of errors, read from another
+// goroutine (a progress line's).
+type lastError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (l *lastError) set(err error) { l.mu.Lock(); l.err = err; l.mu.Unlock() }
+func (l *lastError) get() error    { l.mu.Lock(); defer l.mu.Unlock(); return l.err }
 
 // lockAndPlan locks before reading, then reads (for a saved plan) or plans
 // (for specs). A vhost created by someone else between the lock and the
@@ -251,7 +274,7 @@ func (w *workflow) vhostCreated(ctx context.Context, vhost string) error {
 	}
 	t := st.Topology
 	if n := len(t.Exchanges) + len(t.Queues) + len(t.Policies); n > 0 {
-		return fmt.Errorf("vhost %q appeared with %d objects since the plan was made; plan again", vhost, n)
+		return fmt.Errorf("vhost %q appeared with %s since the plan was made; plan again", vhost, english.Count(n, "object", "objects"))
 	}
 	return nil
 }

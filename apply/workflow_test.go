@@ -92,14 +92,16 @@ func request(clock *fakeClock, timeout time.Duration) apply.Request {
 }
 
 // While another apply holds the lock, Run polls it with doubling pauses
-// (at most two seconds, never past the timeout), says once that it waits,
-// and applies once the lock is free.
+// (at most two seconds, never past the timeout), says once that it waits
+// and once that the wait is over, and applies once the lock is free.
 func TestRunWaitsForTheLock(t *testing.T) {
 	b := &fakeBroker{fake: &fake{}, states: []*topology.State{existing()}, lockErrs: []error{errLocked, errLocked, errLocked}}
 	clock := &fakeClock{now: time.Unix(0, 0)}
 	req := request(clock, 10*time.Second)
 	var said []string
-	req.OnLockWait = func(v string) { said = append(said, v) }
+	ended := 0
+	var latest func() error
+	req.OnLockWait = func(v string, l func() error) func() { said = append(said, v); latest = l; return func() { ended++ } }
 	out, err := apply.Run(context.Background(), b.broker(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -108,8 +110,8 @@ func TestRunWaitsForTheLock(t *testing.T) {
 	if want := []time.Duration{100 * ms, 200 * ms, 400 * ms}; !slices.Equal(clock.waits, want) {
 		t.Errorf("waits %v, want %v", clock.waits, want)
 	}
-	if !slices.Equal(said, []string{vh}) {
-		t.Errorf("said it waits for %q, want once for %q", said, vh)
+	if !slices.Equal(said, []string{vh}) || ended != 1 || latest() != nil {
+		t.Errorf("said it waits for %q and ended %d times (latest refusal %v), want once for %q, ended once, with no refusal after the lock", said, ended, latest(), vh)
 	}
 	if !out.Applied || out.Result.Created != 1 || !slices.Contains(b.calls, "declare-exchange x") {
 		t.Errorf("after the wait: applied %t, result %+v, calls %q", out.Applied, out.Result, b.calls)

@@ -198,7 +198,17 @@ func (l Ladder) RoutingKey(d time.Duration, dest string) (string, error) {
 
 // String describes the ladder: "8 levels of 100ms (max 25.5s)".
 func (l Ladder) String() string {
-	return fmt.Sprintf("%d levels of %s (max %s)", l.Levels, FormatDelay(l.Resolution), l.MaxDelay())
+	return fmt.Sprintf("%s of %s (max %s)", count(l.Levels, "level", "levels"), FormatDelay(l.Resolution), l.MaxDelay())
+}
+
+// count is n and its noun in number, as internal/english.Count words it:
+// contract brings retry nothing of rmqtopo's beyond itself, so it cannot
+// import that package.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // ErrNotLevel says a name is no level queue of any ladder.

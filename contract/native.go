@@ -235,7 +235,7 @@ func ParseNative(args map[string]any) (Native, error) {
 		}
 		n.DeliveryLimit = len(n.Delays)
 		if hasLimit && limit != int64(len(n.Delays)) {
-			return Native{}, fmt.Errorf("%s %d does not match the %d delays of %s", ArgDeliveryLimit, limit, len(n.Delays), ArgRetryDelays)
+			return Native{}, fmt.Errorf("%s %d does not match the %s of %s", ArgDeliveryLimit, limit, count(len(n.Delays), "delay", "delays"), ArgRetryDelays)
 		}
 		return n, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -243,7 +244,7 @@ func checkOwnership(p Plan, opts CheckOptions) []Diagnostic {
 	for _, v := range slices.Sorted(maps.Keys(maybe)) {
 		ds = append(ds, Diagnostic{Code: CodeOwnershipUnknown, Severity: SeverityWarning,
 			Address: topology.Address{Kind: topology.KindVhost, Name: v},
-			Message: fmt.Sprintf("vhost %q: the source shows no ownership record, so which objects rmqtopo owns is unknown; %d deletes are listed as \"? may delete\": apply makes them only if the spec's record owns them", v, maybe[v])})
+			Message: fmt.Sprintf("vhost %q: the source shows no ownership record, so which objects rmqtopo owns is unknown; %s listed as \"? may delete\": apply makes them only if the spec's record owns them", v, english.Count(maybe[v], "delete is", "deletes are"))})
 	}
 	return ds
 }

@@ -22,6 +22,11 @@ type CodeInfo struct {
 	// an apply; rmqtopo refuses the plan before the first write instead,
 	// and no flag accepts it.
 	Refused bool
+	// Ignored, on a Refused code, says that the broker would accept the
+	// change and silently not do it, rather than refuse it: the phrase
+	// names what it would not do ("delay retries"), for the
+	// refusal's summary.
+	Ignored string
 	// Meaning is one line for people.
 	Meaning string
 }
@@ -54,7 +59,7 @@ var Codes = []CodeInfo{
 	{Code: CodeRefusedArgument, Severity: SeverityError, Refused: true, Meaning: "4.3+: a queue argument the broker refuses to declare (x-queue-version 1, x-queue-master-locator by default)"},
 	{Code: CodeTransientQueue, Severity: SeverityError, Refused: true, Meaning: "a transient non-exclusive queue, where the broker's deprecated feature transient_nonexcl_queues is denied"},
 	{Code: CodeQueueModeIgnored, Severity: SeverityInfo, Meaning: "3.12+: x-queue-mode, which the broker ignores"},
-	{Code: CodeNativeNeedsVersion, Severity: SeverityError, Refused: true, Meaning: "below 4.3.1: a queue of layout native, whose retries the broker would not delay"},
+	{Code: CodeNativeNeedsVersion, Severity: SeverityError, Refused: true, Ignored: "delay retries", Meaning: "below 4.3.1: a queue of layout native, whose retries the broker would not delay"},
 	{Code: CodeLayoutKept, Severity: SeverityInfo, Meaning: "a live queue keeps its layout where auto gives a new queue another; how to move it"},
 	{Code: CodeDefaultVerdict, Severity: SeverityWarning, Meaning: "the broker accepts a key, argument or transient queue only by a default operators can change, or only with a plugin the source cannot show"},
 	{Code: CodeKeptLayoutConflict, Severity: SeverityError, Meaning: "the spec asks of a live queue whose layout auto keeps what that layout cannot do (delivery_limit or a return queue on a native queue)"},
@@ -141,6 +146,42 @@ func (e *BlockedError) count(f func(CodeInfo) bool) int {
 	return n
 }
 
+// refusedText says what RabbitMQ would do with the changes of a plan that
+// only it would refuse: refuse them, or accept some and silently not do
+// what they ask (CodeInfo.Ignored), which is no refusal.
+func (e *BlockedError) refusedText() string {
+	var refused, ignored []Diagnostic
+	for _, d := range e.Diagnostics {
+		if info, _ := LookupCode(d.Code); info.Ignored != "" {
+			ignored = append(ignored, d)
+		} else {
+			refused = append(refused, d)
+		}
+	}
+	var parts []string
+	// count is n changes, "of this plan" after the first count only.
+	count := func(n int) string {
+		if len(parts) == 0 {
+			return english.Count(n, "change", "changes") + " of this plan"
+		}
+		return english.Count(n, "change", "changes")
+	}
+	if n := len(refused); n > 0 {
+		parts = append(parts, fmt.Sprintf("refuse %s (%s)", count(n), strings.Join((&BlockedError{refused}).Codes(), ", ")))
+	}
+	for _, code := range (&BlockedError{ignored}).Codes() {
+		info, _ := LookupCode(code)
+		n := 0
+		for _, d := range ignored {
+			if d.Code == code {
+				n++
+			}
+		}
+		parts = append(parts, fmt.Sprintf("accept %s and silently not %s (%s)", count(n), info.Ignored, code))
+	}
+	return "RabbitMQ would " + strings.Join(parts, ", and ")
+}
+
 // AtRisk says how many changes put messages at risk, and their codes.
 func (e *BlockedError) AtRisk() string {
 	n := len(e.Diagnostics)
@@ -154,8 +195,7 @@ func (e *BlockedError) Error() string {
 	case e.OnlyAtRisk():
 		return e.AtRisk() + "; apply refuses unless destruction is allowed"
 	case e.OnlyRefused():
-		return fmt.Sprintf("RabbitMQ would refuse %d %s of this plan (%s); nothing was written: fix the spec (see the errors above)",
-			n, english.Plural(n, "change", "changes"), codes)
+		return e.refusedText() + "; nothing was written: fix the spec (see the errors above)"
 	}
 	return fmt.Sprintf("%d %s cannot be applied (%s); nothing was written: fix the spec (see the errors above)",
 		n, english.Plural(n, "change", "changes"), codes)

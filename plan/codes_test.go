@@ -87,6 +87,10 @@ func TestBlockingError(t *testing.T) {
 		{[]Diagnostic{d(CodeReplaceQueueWithMessages)}, "1 change puts messages at risk (RT001); apply refuses unless destruction is allowed"},
 		{[]Diagnostic{d(CodeManagedPolicyShadowed), d(CodeQueueHasConsumers)}, "2 changes put messages at risk (RT021, RT006); apply refuses unless destruction is allowed"},
 		{[]Diagnostic{d(CodeTransientQueue), d(CodeUnknownPolicyKey)}, "RabbitMQ would refuse 2 changes of this plan (RT104, RT009); nothing was written: fix the spec (see the errors above)"},
+		// Below 4.3.1 the broker accepts a native queue and does not delay
+		// its retries: no refusal of RabbitMQ's.
+		{[]Diagnostic{d(CodeNativeNeedsVersion)}, "RabbitMQ would accept 1 change of this plan and silently not delay retries (RT106); nothing was written: fix the spec (see the errors above)"},
+		{[]Diagnostic{d(CodeNativeNeedsVersion), d(CodeRefusedArgument), d(CodeNativeNeedsVersion)}, "RabbitMQ would refuse 1 change of this plan (RT103), and accept 2 changes and silently not delay retries (RT106); nothing was written: fix the spec (see the errors above)"},
 		{[]Diagnostic{d(CodeSpecConflict), d(CodeReplaceQueueWithMessages)}, "2 changes cannot be applied (RT007, RT001); nothing was written: fix the spec (see the errors above)"},
 	} {
 		if got := BlockingError(c.ds).Error(); got != c.want {

@@ -255,7 +255,7 @@ func TestDiff(t *testing.T) {
 			}),
 			want: []string{
 				`replace queue "orders" in vhost "/" # queue durable is immutable (true → false); ` +
-					`queue argument x-dead-letter-exchange "orders.dlx" stays on the queue (a queue argument beats a policy): no dead-letter-exchange needs a replace; ` +
+					`queue argument x-dead-letter-exchange "orders.dlx" stays on the queue (a queue argument beats a policy): the spec gives no dead-letter-exchange, and only a replace removes the argument; ` +
 					`queue argument x-max-length is immutable (unset → 10)`,
 				`create binding "shop -> orders" [queue key="order.*"] in vhost "/" # re-created after replace of queue "orders"`,
 			},

@@ -156,7 +156,7 @@ func (v *policyView) replaceReasons(was, want topology.Queue) []Reason {
 		if topology.IsLimitKey(pk) {
 			why = "the lower of argument and policy wins"
 		}
-		target := "no " + pk
+		target := ""
 		if set {
 			target = pk + " " + FormatValue(wantV, true)
 		}

@@ -44,12 +44,12 @@ func TestAdoption(t *testing.T) {
 		{
 			name: "a lower TTL argument wins over the policy: replace",
 			live: topology.Args{"x-queue-type": "quorum", "x-message-ttl": int64(1000)},
-			want: []string{`replace queue "w" in vhost "/" # queue argument x-message-ttl 1000 stays on the queue (the lower of argument and policy wins): message-ttl 60000 needs a replace`},
+			want: []string{`replace queue "w" in vhost "/" # queue argument x-message-ttl 1000 stays on the queue (the lower of argument and policy wins): only a replace gives it message-ttl 60000`},
 		},
 		{
 			name: "another dead-letter exchange argument beats the policy: replace",
 			live: topology.Args{"x-queue-type": "quorum", "x-dead-letter-exchange": "old"},
-			want: []string{`replace queue "w" in vhost "/" # queue argument x-dead-letter-exchange "old" stays on the queue (a queue argument beats a policy): dead-letter-exchange "w.dlx" needs a replace`},
+			want: []string{`replace queue "w" in vhost "/" # queue argument x-dead-letter-exchange "old" stays on the queue (a queue argument beats a policy): only a replace gives it dead-letter-exchange "w.dlx"`},
 		},
 		{
 			name: "an argument no policy can set: replace",

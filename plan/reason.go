@@ -3,6 +3,9 @@ package plan
 import (
 	"fmt"
 	"strings"
+
+	"github.com/rmqtopo/rmqtopo/internal/english"
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 // ReasonKind is what a Reason says about a change: data code may branch
@@ -21,7 +24,9 @@ const (
 	// ReasonChanged: Subject of a policy changes in place, from Was to Want.
 	ReasonChanged
 	// ReasonArgumentStays: queue argument Subject, Was on the queue, beats
-	// or caps its policy (Text says which rule), so Want needs a replace.
+	// or caps its policy (Text says which rule), so only a replace gives
+	// the queue Want (the policy key and value), or removes the argument
+	// when Want is empty (the spec gives the key no value).
 	ReasonArgumentStays
 	// ReasonRecreated: a binding re-created because its endpoint Subject
 	// (e.g. `queue "orders"`) is replaced.
@@ -81,13 +86,17 @@ func (r Reason) String() string {
 	case ReasonChanged:
 		return fmt.Sprintf("%s changed (%s → %s)", r.Subject, r.Was, r.Want)
 	case ReasonArgumentStays:
-		return fmt.Sprintf("queue argument %s %s stays on the queue (%s): %s needs a replace", r.Subject, r.Was, r.Text, r.Want)
+		if r.Want == "" {
+			pk, _ := topology.PolicyKey(r.Subject)
+			return fmt.Sprintf("queue argument %s %s stays on the queue (%s): the spec gives no %s, and only a replace removes the argument", r.Subject, r.Was, r.Text, pk)
+		}
+		return fmt.Sprintf("queue argument %s %s stays on the queue (%s): only a replace gives it %s", r.Subject, r.Was, r.Text, r.Want)
 	case ReasonRecreated:
 		return "re-created after replace of " + r.Subject
 	case ReasonRetiredEmpty:
 		return "retired wait queue, empty"
 	case ReasonRetiredDraining:
-		return fmt.Sprintf("retired wait queue draining: %d messages waiting; deleted by a later apply once empty", r.Count)
+		return fmt.Sprintf("retired wait queue draining: %s waiting; deleted by a later apply once empty", english.Count(r.Count, "message", "messages"))
 	case ReasonRetiredUnknown:
 		return "retired wait queue, message count unknown; deleted by a later apply once known to be empty"
 	case ReasonLeftBehind:

@@ -136,9 +136,8 @@ func checkVersion(p Plan, x topology.Facts, st *topology.State) []Diagnostic {
 			ds = append(ds, Diagnostic{Code: CodeQueueModeIgnored, Severity: SeverityInfo, Address: a,
 				Message: fmt.Sprintf("%s has x-queue-mode %v, which RabbitMQ %s ignores (since 3.12 every classic queue keeps messages on disk); drop it", a, m, v)})
 		}
-		if !v.Less(topology.DefaultDeliveryLimitSince) && q.QueueType() == "quorum" && deliversToConsumers(q.Name) && !limits.has(q) && !limits.ownDefault(q) {
-			ds = append(ds, Diagnostic{Code: CodeDefaultDeliveryLimit, Severity: SeverityWarning, Address: a,
-				Message: fmt.Sprintf("%s has no delivery limit (no x-delivery-limit, and no delivery-limit in its policy): RabbitMQ %s applies its default of 20 (3.x applied none), so a message returned 20 times is dead-lettered, or dropped without a dead-letter exchange; set delivery_limit or x-delivery-limit to choose", a, v)})
+		if !v.Less(topology.DefaultDeliveryLimitSince) && q.QueueType() == "quorum" && deliversToConsumers(q) && !limits.has(q) && !limits.ownDefault(q) {
+			ds = append(ds, defaultDeliveryLimit(q, a, v, limits.managed(q)))
 		}
 		// Said where it matters, once per vhost: where the plan sets up
 		// retries (declares a wait queue), whose services may count
@@ -152,12 +151,34 @@ func checkVersion(p Plan, x topology.Facts, st *topology.State) []Diagnostic {
 	return ds
 }
 
-// deliversToConsumers reports whether a queue of this name hands messages
-// to consumers: wait queues (outbox delay queues among them) and the
-// exhausted queue only hold messages until they expire, so a delivery
-// limit means nothing there.
-func deliversToConsumers(name string) bool {
-	return !contract.IsWaitQueue(name) && !strings.HasSuffix(name, contract.ExhaustedQueue(""))
+// defaultDeliveryLimit is RT101 for q, with the advice that clears it:
+// delivery_limit for a queue rmqtopo manages; for a raw queue, which
+// validation refuses delivery_limit, the argument or a policy.
+func defaultDeliveryLimit(q topology.Queue, a topology.Address, v topology.Version, managed bool) Diagnostic {
+	advice := "set delivery_limit to choose"
+	if !managed {
+		advice = "to choose, add x-delivery-limit to its arguments (a raw queue takes no delivery_limit) " +
+			"or a policy with delivery-limit, which a live queue takes in place"
+	}
+	return Diagnostic{Code: CodeDefaultDeliveryLimit, Severity: SeverityWarning, Address: a,
+		Message: fmt.Sprintf("%s has no delivery limit (no x-delivery-limit, and no delivery-limit in its policy): RabbitMQ %s applies its default of 20 (3.x applied none), so a message returned 20 times is dead-lettered, or dropped without a dead-letter exchange; %s", a, v, advice)}
+}
+
+// deliversToConsumers reports whether q hands messages to consumers: wait
+// queues (outbox delay queues among them) and the exhausted queue only
+// hold messages until they expire, so a delivery limit means nothing
+// there. So does a hand-made wait queue, raw in a spec: one whose
+// messages expire (x-message-ttl) into a dead-letter exchange, the shape
+// of every TTL retry or delay queue. A work queue of that shape, whose
+// messages expire to a DLQ when not consumed in time, is left out too: a
+// missed warning there is better than one on every hand-made retry queue.
+func deliversToConsumers(q topology.Queue) bool {
+	if contract.IsWaitQueue(q.Name) || strings.HasSuffix(q.Name, contract.ExhaustedQueue("")) {
+		return false
+	}
+	_, ttl := q.Arguments["x-message-ttl"]
+	_, dlx := q.Arguments["x-dead-letter-exchange"]
+	return !ttl || !dlx
 }
 
 // deliveryLimits answers whether a queue has a delivery limit of its own,
@@ -202,6 +223,20 @@ func (l *deliveryLimits) ownDefault(q topology.Queue) bool {
 	}
 	work := strings.TrimSuffix(q.Name, contract.ReturnQueue(""))
 	return l.exchanges[topology.Address{Kind: topology.KindExchange, Vhost: q.Vhost, Name: contract.RetryExchange(work)}]
+}
+
+// managed reports whether q is a queue of the spec's that a
+// delivery_limit applies to: one with rmqtopo's policy of it (a preset's
+// work queue; the others have a retry exchange, see ownDefault). A raw
+// queue has none.
+func (l *deliveryLimits) managed(q topology.Queue) bool {
+	pa := topology.Address{Kind: topology.KindPolicy, Vhost: q.Vhost, Name: contract.QueuePolicy(q.Name)}
+	for _, c := range l.p.Changes {
+		if c.Address == pa && c.After != nil && c.Action != Delete {
+			return true
+		}
+	}
+	return false
 }
 
 // policies are the user policies once the plan is applied: the plan's

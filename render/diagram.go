@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -161,7 +162,7 @@ func nativeLabel(q topology.Queue, schedule topology.Args) (string, bool) {
 			how += ", jitter"
 		}
 	}
-	return fmt.Sprintf("%d retries in queue: %s (%s)", n.DeliveryLimit, strings.Join(words, ", "), how), true
+	return fmt.Sprintf("%s in queue: %s (%s)", english.Count(n.DeliveryLimit, "retry", "retries"), strings.Join(words, ", "), how), true
 }
 
 // returnsTo names the queues to which wait queue q returns messages by

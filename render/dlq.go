@@ -77,7 +77,7 @@ func shownMessage(w io.Writer, m opsdata.Message) {
 	if kind == "" {
 		kind = "no content type"
 	}
-	fmt.Fprintf(w, "  body:           %d bytes, %s, %s: %s\n", m.Size, kind, m.BodyEncoding, body)
+	fmt.Fprintf(w, "  body:           %s, %s, %s: %s\n", english.Count(m.Size, "byte", "bytes"), kind, m.BodyEncoding, body)
 }
 
 // DLQResultsJSON writes what the passes of a replay or sweep did, and

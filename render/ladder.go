@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -62,7 +63,7 @@ func collapseLadders(t topology.Topology) topology.Topology {
 	}
 	for k, l := range ladders {
 		out.Exchanges = append(out.Exchanges, topology.Exchange{Vhost: k.vhost, Name: k.name,
-			Type: fmt.Sprintf("delay ladder: %d levels of %s", l.Levels, contract.FormatDelay(l.Resolution))})
+			Type: fmt.Sprintf("delay ladder: %s of %s", english.Count(l.Levels, "level", "levels"), contract.FormatDelay(l.Resolution))})
 	}
 	out.Sort()
 	return out

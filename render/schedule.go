@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/spec"
 )
 
@@ -78,9 +79,9 @@ func ladderSummary(w io.Writer, s *spec.Spec) error {
 		return nil
 	}
 	n := s.WaitQueueCounts()
-	_, err := fmt.Fprintf(w, "\nvhost %s: delay ladder of %d levels, %s steps up to %s, entry %s\n"+
+	_, err := fmt.Fprintf(w, "\nvhost %s: delay ladder of %s, %s steps up to %s, entry %s\n"+
 		"  wait queues for these retries: levels %d, shared %d, per-attempt %d\n",
-		s.Vhost, l.Levels, HumanDuration(l.Resolution), l.MaxDelay(), l.EntryExchange(), // exact: the longest delay Delayer.Delay takes
+		s.Vhost, english.Count(l.Levels, "level", "levels"), HumanDuration(l.Resolution), l.MaxDelay(), l.EntryExchange(), // exact: the longest delay Delayer.Delay takes
 		n[spec.LayoutLevels], n[spec.LayoutShared], n[spec.LayoutPerAttempt])
 	return err
 }

@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -42,7 +43,7 @@ func FormatSize(n int64) string {
 	case n >= 1<<10 && n%(1<<10) == 0:
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
-	return fmt.Sprintf("%d bytes", n)
+	return english.Count(n, "byte", "bytes")
 }
 
 // LoadFiles loads and validates every file, each at most

@@ -52,7 +52,13 @@ func (c *applyCmd) Run(e *env) (err error) {
 	if err != nil {
 		return err
 	}
-	client, err := c.Conn.client(e)
+	// Started before the broker is first asked, so that a broker slow to
+	// answer is named as such from the start (Reporter.Wait).
+	report := progress.Start(e.stderr, progress.Options[apply.Progress]{
+		Line: applyProgressLine, Terminal: isTerminal(e.stderr), Every: 2, Keep: func(last, next apply.Progress) bool { return next.Newer(last) },
+		WaitLine: applyWaitLine})
+	defer report.Stop()
+	client, err := c.Conn.waitingClient(e, report.Wait)
 	if err != nil {
 		return err
 	}
@@ -65,15 +71,15 @@ func (c *applyCmd) Run(e *env) (err error) {
 	sess.MigrateHook = migrateHook(e)
 	sess.MigrateWait = broker.MigrationWaitLog(e.stderr)
 
-	report := progress.Start(e.stderr, progress.Options[apply.Progress]{
-		Line: applyProgressLine, Terminal: isTerminal(e.stderr), Every: 2, Keep: func(last, next apply.Progress) bool { return next.Newer(last) }})
-	defer report.Stop()
 	b := apply.Backend{Target: sess, Source: client, Locker: sess}
 	out, err := apply.Run(e.ctx, b, apply.Request{
 		Saved: saved, SavedPath: c.Files[0], Desired: desired, Choices: ch,
 		LockTimeout: c.LockTimeout,
-		OnLockWait: func(vhost string) {
-			fmt.Fprintf(e.stderr, "waiting up to %s for another apply's lock on vhost %q\n", c.LockTimeout, vhost)
+		OnLockWait: func(vhost string, latest func() error) func() {
+			fmt.Fprintf(e.stderr, "waiting up to %s (--lock-timeout) for the lock on vhost %q, held by %s\n", c.LockTimeout, vhost, lockHolder(latest()))
+			return report.WaitFunc(func() string {
+				return fmt.Sprintf("the lock on vhost %q, held by %s, up to %s", vhost, lockHolder(latest()), c.LockTimeout)
+			})
 		},
 		Review: func(p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error) {
 			report.Pause()

@@ -33,7 +33,7 @@ func (f *connFlags) config(e *env) (broker.Config, error) {
 		AMQPURL: cmp.Or(f.AMQPURL, e.getenv("RMQTOPO_AMQP_URL")),
 		User:    cmp.Or(f.User, e.getenv("RMQTOPO_USER")),
 		Timeout: f.Timeout,
-		Flags: broker.Flags{Timeout: "--timeout", AllowDestroy: "--allow-destroy", AMQPURL: "--amqp-url",
+		Flags: broker.Flags{URL: "--url", Timeout: "--timeout", AllowDestroy: "--allow-destroy", AMQPURL: "--amqp-url",
 			CACert: "--ca-cert", ClientCert: "--client-cert", ClientKey: "--client-key"},
 	}
 	cfg.Password = f.Password
@@ -75,11 +75,16 @@ func (f *connFlags) config(e *env) (broker.Config, error) {
 
 // client is the management API client of the flags; its errors are the
 // flags' (inputError): it connects to nothing yet.
-func (f *connFlags) client(e *env) (*broker.Client, error) {
+func (f *connFlags) client(e *env) (*broker.Client, error) { return f.waitingClient(e, nil) }
+
+// waitingClient is client, telling onWait of each call that waits for the
+// broker (broker.Config.OnWait), for a progress line.
+func (f *connFlags) waitingClient(e *env, onWait func(what string) (end func())) (*broker.Client, error) {
 	cfg, err := f.config(e)
 	if err != nil {
 		return nil, input(err)
 	}
+	cfg.OnWait = onWait
 	client, err := broker.NewClient(cfg)
 	if err != nil {
 		return nil, input(err)

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -24,7 +26,7 @@ type dlqCmd struct {
 
 // opsQueueFlags are the flags of the commands that work on queues.
 type opsQueueFlags struct {
-	Vhost  string    `help:"Vhost of the queues." default:"/"`
+	Vhost  string    `help:"Vhost of the queues (default: /, or for the dlq commands the spec files')."`
 	Window int       `help:"Messages held at once (the consumer prefetch); bounds memory." default:"1000"`
 	Format string    `short:"f" help:"Output format: text or json." enum:"text,json" default:"text"`
 	Conn   connFlags `embed:""`
@@ -41,8 +43,8 @@ func (q *opsQueueFlags) broker(e *env) (ops.Endpoint, error) {
 }
 
 type dlqShowCmd struct {
-	Queue string `arg:"" name:"QUEUE" help:"The queue to read, usually a DLQ."`
-	Limit int    `short:"n" help:"Messages to show, from the head." default:"10"`
+	queueArgs
+	Limit int `short:"n" help:"Messages to show, from the head." default:"10"`
 	opsQueueFlags
 }
 
@@ -50,13 +52,17 @@ func (c *dlqShowCmd) Run(e *env) error {
 	if c.Limit < 1 {
 		return fmt.Errorf("--limit must be at least 1, got %d", c.Limit)
 	}
+	queue, vhost, defaulted, err := c.target(e, c.Vhost)
+	if err != nil {
+		return err
+	}
 	b, err := c.broker(e)
 	if err != nil {
 		return err
 	}
-	shown, err := ops.ShowQueue(e.ctx, b, ops.ShowRequest{Vhost: c.Vhost, Queue: c.Queue, Limit: c.Limit, Window: c.Window, Log: e.stderr})
+	shown, err := ops.ShowQueue(e.ctx, b, ops.ShowRequest{Vhost: vhost, Queue: queue, Limit: c.Limit, Window: c.Window, Log: e.stderr})
 	if err != nil {
-		return vhostHint(err, c.Vhost)
+		return vhostHint(err, defaulted)
 	}
 	if c.Format == "json" {
 		return render.DLQShowJSON(e.stdout, shown)
@@ -64,18 +70,19 @@ func (c *dlqShowCmd) Run(e *env) error {
 	return render.DLQShowText(e.stdout, shown)
 }
 
-// vhostHint completes a missing queue of the default vhost with the flag
-// that names another: the queue is most often in a vhost of its own.
-func vhostHint(err error, vhost string) error {
+// vhostHint completes a missing queue of the default vhost, which neither
+// --vhost nor a spec file chose (defaulted), with the ways to name
+// another: the queue is most often in a vhost of its own.
+func vhostHint(err error, defaulted bool) error {
 	var nf *ops.QueueNotFoundError
-	if errors.As(err, &nf) && nf.Vhost == "/" && vhost == "/" {
-		return fmt.Errorf("%w; give the queue's vhost with --vhost", err)
+	if errors.As(err, &nf) && defaulted {
+		return fmt.Errorf("%w; give the queue's vhost with --vhost, or its spec file", err)
 	}
 	return err
 }
 
 type dlqReplayCmd struct {
-	Queue      string   `arg:"" name:"QUEUE" help:"The DLQ to replay from."`
+	queueArgs
 	To         string   `help:"Work queue to replay to (default: QUEUE without its .dlq suffix)."`
 	Limit      int      `short:"n" help:"Replay at most this many messages (0: every match)." default:"0"`
 	Header     []string `name:"header" placeholder:"NAME=VALUE" help:"Replay only messages whose header NAME has VALUE; repeat to require several."`
@@ -96,16 +103,21 @@ func (c *dlqReplayCmd) Run(e *env) error {
 	if c.Limit < 0 {
 		return fmt.Errorf("--limit must not be negative, got %d", c.Limit)
 	}
+	queue, vhost, defaulted, err := c.target(e, c.Vhost)
+	if err != nil {
+		return err
+	}
 	b, err := c.broker(e)
 	if err != nil {
 		return err
 	}
-	results, err := ops.ReplayQueue(e.ctx, b, ops.ReplayRequest{Vhost: c.Vhost, Log: e.stderr, ReplayOptions: ops.ReplayOptions{
-		Queue: c.Queue, To: c.To, Limit: c.Limit, Headers: headers, RoutingKey: c.RoutingKey, Window: c.Window, DryRun: c.DryRun}})
-	return c.finish(e, results, vhostHint(err, c.Vhost))
+	results, err := ops.ReplayQueue(e.ctx, b, ops.ReplayRequest{Vhost: vhost, Log: e.stderr, ReplayOptions: ops.ReplayOptions{
+		Queue: queue, To: c.To, Limit: c.Limit, Headers: headers, RoutingKey: c.RoutingKey, Window: c.Window, DryRun: c.DryRun}})
+	return c.finish(e, results, vhostHint(err, defaulted))
 }
 
 type dlqSweepCmd struct {
+	Files     []string `arg:"" optional:"" name:"FILE" help:"Spec files: the vhost to sweep (one), and queues that may be targets, as --spec."`
 	Pattern   string   `help:"Queues to sweep: a name where * matches any characters and ? one." env:"RMQTOPO_SWEEP_PATTERN"`
 	MaxDeaths *int64   `name:"max-deaths" placeholder:"N" help:"Move messages dead-lettered more than N times: the x-death counts plus rmqtopo's own (a dead-letter reason or a retry past the schedule, and each replay)." env:"RMQTOPO_SWEEP_MAX_DEATHS"`
 	To        string   `help:"Target queue; {name} is the source queue's name, e.g. {name}.parking-lot. It must be a queue of a --spec, or --unmanaged-target must allow it." env:"RMQTOPO_SWEEP_TO"`
@@ -172,6 +184,9 @@ func (c *dlqSweepCmd) Run(e *env) error {
 	case c.MaxDeaths == nil:
 		return errors.New("a death threshold is required: --max-deaths, RMQTOPO_SWEEP_MAX_DEATHS or \"max_deaths\" in --config")
 	}
+	if err := c.chooseVhost(e); err != nil {
+		return err
+	}
 	b, err := c.broker(e)
 	if err != nil {
 		return err
@@ -183,14 +198,36 @@ func (c *dlqSweepCmd) Run(e *env) error {
 	return c.finish(e, results, err)
 }
 
-// declared are the queues of the vhost that the --spec files declare:
-// the targets a sweep may use without --unmanaged-target.
+// chooseVhost sets the vhost to sweep: --vhost, else the one of the spec
+// files given as arguments, else "/". --spec files only name targets, as
+// before the command took files: they choose no vhost.
+func (c *dlqSweepCmd) chooseVhost(e *env) error {
+	if len(c.Files) == 0 {
+		c.Vhost = cmp.Or(c.Vhost, "/")
+		return nil
+	}
+	if files, queues := splitSpecArgs(c.Files); len(queues) > 0 {
+		return input(fmt.Errorf("%s: not spec files (*.yaml, *.yml); a sweep takes its queues from --pattern", quotedList(queues)))
+	} else if len(files) == 0 {
+		return nil
+	}
+	sq, err := loadSpecQueues(e, c.Files)
+	if err != nil {
+		return err
+	}
+	c.Vhost, err = sq.vhost(c.Vhost)
+	return err
+}
+
+// declared are the queues of the vhost that the spec files (arguments and
+// --spec) declare: the targets a sweep may use without --unmanaged-target.
 func (c *dlqSweepCmd) declared(e *env) (map[string]bool, error) {
 	declared := map[string]bool{}
-	if len(c.Specs) == 0 {
+	paths := append(slices.Clone(c.Files), c.Specs...)
+	if len(paths) == 0 {
 		return declared, nil
 	}
-	files, err := loadSpecs(e, c.Specs)
+	files, err := loadSpecs(e, paths)
 	if err != nil {
 		return nil, err
 	}

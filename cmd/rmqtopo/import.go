@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/internal/importer"
 )
 
@@ -56,7 +57,8 @@ func (c *importCmd) Run(e *env) (err error) {
 	if res.Name != "" {
 		named = fmt.Sprintf(" (spec %q, as the vhost's ownership record names it)", res.Name)
 	}
-	fmt.Fprintf(e.stderr, "Wrote %s%s: %d queues with retry topology recognised, %d objects not imported.\n", c.Out, named, res.Recognised, len(res.Skipped))
+	fmt.Fprintf(e.stderr, "Wrote %s%s: %s with retry topology recognised, %s not imported.\n", c.Out, named,
+		english.Count(res.Recognised, "queue", "queues"), english.Count(len(res.Skipped), "object", "objects"))
 	return nil
 }
 

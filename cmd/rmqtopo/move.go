@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/rmqtopo/rmqtopo/ops"
@@ -25,7 +26,7 @@ func (c *moveCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	results, err := ops.MoveQueue(e.ctx, b, ops.MoveRequest{Vhost: c.Vhost, Queue: c.Queue, To: c.To,
+	results, err := ops.MoveQueue(e.ctx, b, ops.MoveRequest{Vhost: cmp.Or(c.Vhost, "/"), Queue: c.Queue, To: c.To,
 		Limit: c.Limit, Window: c.Window, DryRun: c.DryRun, Log: e.stderr})
-	return c.finish(e, results, vhostHint(err, c.Vhost))
+	return c.finish(e, results, vhostHint(err, c.Vhost == ""))
 }

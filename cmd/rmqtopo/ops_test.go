@@ -417,7 +417,7 @@ func TestOpsErrors(t *testing.T) {
 		{"show an unknown queue", args(b, "dlq", "show", "nope", "--vhost", vhost),
 			fmt.Sprintf(`rmqtopo: dlq show: queue "nope" not found in vhost %q`, vhost)},
 		{"show an unknown queue of the default vhost", args(b, "dlq", "show", "nope-"+vhost),
-			fmt.Sprintf(`rmqtopo: dlq show: queue %q not found in vhost "/"; give the queue's vhost with --vhost`, "nope-"+vhost)},
+			fmt.Sprintf(`rmqtopo: dlq show: queue %q not found in vhost "/"; give the queue's vhost with --vhost, or its spec file`, "nope-"+vhost)},
 		{"replay an unknown queue", args(b, "dlq", "replay", "nope.dlq", "--vhost", vhost),
 			fmt.Sprintf(`rmqtopo: dlq replay: queue "nope.dlq" not found in vhost %q`, vhost)},
 		{"replay to a missing work queue", args(b, "dlq", "replay", "orders.dlq", "--vhost", vhost),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,9 @@ func TestScriptsOnline(t *testing.T) {
 			env.Setenv("BROKER_USER", b.User)
 			env.Setenv("BROKER_PASSWORD", b.Password)
 			env.Setenv("MGMT_HOSTPORT", strings.TrimPrefix(b.MgmtURL, "http://"))
+			if u, err := url.Parse(b.AMQPURL); err == nil {
+				env.Setenv("AMQP_HOSTPORT", u.Host)
+			}
 			// For calls that fail at once (a refused connection: 0.1 s).
 			env.Setenv("GUARD", waitguard.For(100*time.Millisecond).String())
 			return substituteVhost(env.WorkDir, vhost)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -33,7 +34,7 @@ func (c *validateCmd) Run(e *env) error {
 		return err
 	}
 	for _, f := range files {
-		fmt.Fprintf(e.stdout, "%s: ok (vhost %q, %d queues)\n", f.Path, f.Spec.Vhost, len(f.Spec.Queues))
+		fmt.Fprintf(e.stdout, "%s: ok (vhost %q, %s)\n", f.Path, f.Spec.Vhost, english.Count(len(f.Spec.Queues), "queue", "queues"))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/ops"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planfile"
@@ -41,7 +42,7 @@ func resultText(r apply.Result) string {
 // until the spec or the broker changes.
 func notDoneText(res apply.Result, err error) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d changes not made", len(res.NotDone))
+	b.WriteString(english.Count(len(res.NotDone), "change", "changes") + " not made")
 	for i, c := range res.NotDone {
 		if i == 3 {
 			fmt.Fprintf(&b, ", and %d more", len(res.NotDone)-3)
@@ -78,6 +79,21 @@ func applyProgressLine(p apply.Progress, elapsed time.Duration) string {
 		return fmt.Sprintf("apply: %d/%d changes, %s (%s)", p.Done, p.Total, p.Step, el)
 	}
 	return fmt.Sprintf("apply: %d/%d changes, %s phase (%s)", p.Done, p.Total, p.Step, el)
+}
+
+// applyWaitLine says what an apply waits for, and how long it has waited.
+func applyWaitLine(what string, waited time.Duration) string {
+	return fmt.Sprintf("apply: waiting for %s (%s so far)", what, waited.Round(time.Second))
+}
+
+// lockHolder names the holder of a lock another apply holds, from the
+// broker's refusal: its connection, once the broker's statistics name it.
+func lockHolder(refusal error) string {
+	var be *broker.Error
+	if errors.As(refusal, &be) && be.Holder != "" {
+		return be.Holder
+	}
+	return "another rmqtopo apply (the broker does not name it yet)"
 }
 
 // applyError words the apply workflow's error kinds that a flag changes.

@@ -59,6 +59,11 @@ type Config struct {
 	Timeout time.Duration
 	// Flags names the caller's settings that errors point to.
 	Flags Flags
+	// OnWait, if set, is told of each call that waits for the broker (a
+	// management API request, an AMQP connection being opened), named for
+	// people; the end it returns is called once the call is over. The
+	// CLI's progress line names a slow broker with it.
+	OnWait func(what string) (end func())
 }
 
 // Client talks to the management API. It is safe for concurrent use and
@@ -217,7 +222,9 @@ func (c *Client) doStatus(ctx context.Context, method, path string, query url.Va
 		// reused (an EOF, seen on 4.0.5 in CI).
 		req.Header["Idempotency-Key"] = nil
 	}
+	end := c.waiting(func() string { return fmt.Sprintf("the management API at %s to answer %s %s", c.display, method, path) })
 	resp, err := c.hc.Do(req)
+	end()
 	if err != nil && c.certAsked.Load() {
 		if e := missingClientCert("the management API", c.display, c.cfg.Flags, err); e != nil {
 			return 0, e
@@ -231,7 +238,13 @@ func (c *Client) doStatus(ctx context.Context, method, path string, query url.Va
 	if err != nil {
 		return resp.StatusCode, transportError(c.display, c.timeout.String(), c.cfg.Flags, ctx, err)
 	}
-	if resp.StatusCode >= 400 {
+	return resp.StatusCode, c.answer(resp.StatusCode, data, method, path, out)
+}
+
+// answer decodes the body data of an answer with status into out (nil:
+// ignored; a *[]byte gets it raw), or makes the error of a status >= 400.
+func (c *Client) answer(status int, data []byte, method, path string, out any) error {
+	if status >= 400 {
 		var e struct {
 			Error  string `json:"error"`
 			Reason string `json:"reason"`
@@ -239,18 +252,31 @@ func (c *Client) doStatus(ctx context.Context, method, path string, query url.Va
 		if json.Unmarshal(data, &e) != nil {
 			e.Reason = strings.TrimSpace(string(data))
 		}
-		return resp.StatusCode, c.httpError(resp.StatusCode, e.Error, e.Reason)
+		return c.httpError(status, e.Error, e.Reason)
 	}
-	if out != nil && len(data) > 0 {
-		if raw, ok := out.(*[]byte); ok {
-			*raw = data
-			return resp.StatusCode, nil
-		}
-		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("decode answer of %s %s: %w", method, path, err)
-		}
+	if out == nil || len(data) == 0 {
+		return nil
 	}
-	return resp.StatusCode, nil
+	if raw, ok := out.(*[]byte); ok {
+		*raw = data
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// waiting tells Config.OnWait of a call that waits for the broker, named
+// by what (made only when someone listens), and returns its end.
+func (c *Client) waiting(what func() string) (end func()) {
+	if c.cfg.OnWait == nil {
+		return func() {}
+	}
+	if end := c.cfg.OnWait(what()); end != nil {
+		return end
+	}
+	return func() {}
 }
 
 // GetJSON GETs path (starting with /api/, its segments escaped) with query
@@ -303,8 +329,9 @@ func (c *Client) Server(ctx context.Context) (string, error) {
 	err := c.do(ctx, http.MethodGet, "/api/overview", url.Values{"columns": {"rabbitmq_version,product_name"}}, nil, &o)
 	var be *Error
 	switch {
-	// A refused login or a missing tag is RabbitMQ's own answer: said as it is.
-	case err != nil && errors.As(err, &be) && (be.Kind == ErrAuth || be.Kind == ErrPermission || be.Kind == ErrUnreachable || be.Kind == ErrTimeout):
+	// A refused login or a missing tag is RabbitMQ's own answer, and an
+	// AMQP port answering is named already: said as they are.
+	case err != nil && errors.As(err, &be) && (be.Kind == ErrAuth || be.Kind == ErrPermission || be.Kind == ErrUnreachable || be.Kind == ErrTimeout || be.Kind == ErrNotRabbitMQ):
 		return "", err
 	case err != nil:
 		return "", &Error{Kind: ErrNotRabbitMQ, Err: err,

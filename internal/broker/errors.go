@@ -67,7 +67,10 @@ type Error struct {
 	Status int
 	// Msg is the whole message.
 	Msg string
-	Err error
+	// Holder, for ErrLocked, names the connection that holds the lock, as
+	// the broker's statistics name it; empty when they do not yet.
+	Holder string
+	Err    error
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -177,6 +180,8 @@ func transportError(display string, timeout string, f Flags, ctx context.Context
 		e.Msg = fmt.Sprintf("cannot connect to the management API at %s: no such host %q", display, dnsErr.Name)
 	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr):
 		e.Msg = fmt.Sprintf("TLS with the management API at %s failed: %s%s", display, OneLine(inner.Error()), hint(" (see %s)", f.CACert))
+	case answeredAMQP(inner):
+		return httpAtAMQP(display, f, err)
 	case errors.As(err, &recordErr):
 		e.Msg = fmt.Sprintf("TLS with the management API at %s failed: the server does not speak TLS (use http://)", display)
 	default:

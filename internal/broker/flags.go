@@ -11,6 +11,8 @@ type Flags struct {
 	// AllowDestroy names the choice that deletes queues without the
 	// if-empty guard (DeleteQueue's ifEmpty false).
 	AllowDestroy string
+	// URL is Config.URL's name.
+	URL string
 	// AMQPURL is Config.AMQPURL's name.
 	AMQPURL string
 	// CACert names the CA certificates Config.TLS trusts.

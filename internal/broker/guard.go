@@ -10,6 +10,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -87,10 +88,10 @@ func (s *Session) deleteQueueGuarded(ctx context.Context, q topology.Queue) erro
 		return s.restoreBindings(ctx, q, cut, err)
 	case st.Consumers > 0:
 		return s.restoreBindings(ctx, q, cut, &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf(
-			"queue %q has %d consumers, which may hold unacknowledged deliveries; stop them%s", q.Name, st.Consumers, hint(" or re-run with %s", s.cfg.Flags.AllowDestroy))})
+			"queue %q has %s, which may hold unacknowledged deliveries; stop them%s", q.Name, english.Count(st.Consumers, "consumer", "consumers"), hint(" or re-run with %s", s.cfg.Flags.AllowDestroy))})
 	case st.Messages > 0:
 		return s.restoreBindings(ctx, q, cut, &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf(
-			"queue %q holds %d messages", q.Name, st.Messages)})
+			"queue %q holds %s", q.Name, english.Count(st.Messages, "message", "messages"))})
 	}
 	if err := s.confirmNoneHeld(ctx, q); err != nil {
 		return s.restoreBindings(ctx, q, cut, err)

@@ -125,7 +125,7 @@ func TestQuorumDeleteGuard(t *testing.T) {
 		before := l.bindings(t, "work")
 
 		err = l.s.DeleteQueue(ctx, q, true)
-		if !errors.Is(err, broker.ErrNotEmpty) || !strings.Contains(err.Error(), "has 1 consumers") ||
+		if !errors.Is(err, broker.ErrNotEmpty) || !strings.Contains(err.Error(), "has 1 consumer") ||
 			!strings.Contains(err.Error(), "--allow-destroy") {
 			t.Fatalf("err = %v, want the consumers refusal", err)
 		}
@@ -168,7 +168,7 @@ func TestQuorumDeleteGuard(t *testing.T) {
 		before := l.bindings(t, "work")
 
 		err := l.s.DeleteQueue(ctx, q, true)
-		if !errors.Is(err, broker.ErrNotEmpty) || !strings.Contains(err.Error(), "holds 1 messages") {
+		if !errors.Is(err, broker.ErrNotEmpty) || !strings.Contains(err.Error(), "holds 1 message") {
 			t.Fatalf("err = %v, want the not-empty refusal", err)
 		}
 		if n := l.b.QueueDepth(t, l.vhost, "work"); n != 1 {

@@ -38,8 +38,12 @@ func (s *Session) Lock(ctx context.Context, vhost string) error {
 		_ = CloseConn(conn)
 		var ae *amqp.Error
 		if errors.As(err, &ae) && ae.Code == amqp.ResourceLocked {
-			return &Error{Kind: ErrLocked, Status: ae.Code, Err: err,
-				Msg: fmt.Sprintf("another rmqtopo apply holds the lock on vhost %q%s; wait for it to finish", vhost, s.lockHolder(ctx, vhost))}
+			holder, in := s.lockHolder(ctx, vhost), ""
+			if holder != "" {
+				in = " (" + holder + ")"
+			}
+			return &Error{Kind: ErrLocked, Status: ae.Code, Err: err, Holder: holder,
+				Msg: fmt.Sprintf("another rmqtopo apply holds the lock on vhost %q%s; wait for it to finish", vhost, in)}
 		}
 		return fmt.Errorf("lock vhost %q: %w", vhost, amqpError(s.display, err))
 	}
@@ -79,7 +83,7 @@ func releaseLock(conn *amqp.Connection) {
 // lockHolder names the connection holding vhost's lock, best effort: the
 // management API learns a queue's owner and a connection's name from
 // statistics emitted every few seconds, so a lock taken a moment ago is
-// reported without its holder.
+// reported without its holder ("").
 func (s *Session) lockHolder(ctx context.Context, vhost string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -100,7 +104,7 @@ func (s *Session) lockHolder(ctx context.Context, vhost string) string {
 		} `json:"client_properties"`
 	}
 	if s.do(ctx, http.MethodGet, "/api/connections/"+esc(owner.Name), nil, nil, &c) != nil || c.Props.Name == "" {
-		return fmt.Sprintf(" (connection %s)", owner.Name)
+		return "connection " + owner.Name
 	}
-	return fmt.Sprintf(" (%s, connection %s)", c.Props.Name, owner.Name)
+	return fmt.Sprintf("%s, connection %s", c.Props.Name, owner.Name)
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/rmqtopo/rmqtopo/internal/english"
 )
 
 // MigrationLog returns a Session.MigrateHook that reports each step of a
@@ -22,12 +24,12 @@ func MigrationLog(w io.Writer) func(queue, step string, moved int) {
 		case StepMoveOut, StepMoveBack:
 			if time.Since(last) >= time.Second {
 				last = time.Now()
-				fmt.Fprintf(w, "migrate queue %q: %s: %d messages moved\n", queue, step, moved)
+				fmt.Fprintf(w, "migrate queue %q: %s: %s moved\n", queue, step, english.Count(moved, "message", "messages"))
 			}
 		case StepDelete:
-			fmt.Fprintf(w, "migrate queue %q: %s, after moving %d messages out\n", queue, step, moved)
+			fmt.Fprintf(w, "migrate queue %q: %s, after moving %s out\n", queue, step, english.Count(moved, "message", "messages"))
 		case StepDone:
-			fmt.Fprintf(w, "migrate queue %q: %s, %d messages moved back\n", queue, step, moved)
+			fmt.Fprintf(w, "migrate queue %q: %s, %s moved back\n", queue, step, english.Count(moved, "message", "messages"))
 		default:
 			fmt.Fprintf(w, "migrate queue %q: %s\n", queue, step)
 		}

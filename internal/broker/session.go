@@ -94,15 +94,24 @@ func (s *Session) Dial(vhost, purpose string) (*amqp.Connection, error) {
 	host, _ := os.Hostname()
 	props.SetClientConnectionName(fmt.Sprintf("rmqtopo %s (pid %d on %s)", purpose, os.Getpid(), host))
 	tc, certAsked := connTLS(s.cfg.TLS, u.Scheme == "amqps")
+	dial := amqp.DefaultDial(s.timeout)
+	seen := &watchedConn{}
+	if u.Scheme == "amqp" {
+		// Over TLS the first answer is the TLS handshake's, which says
+		// nothing about the protocol above: dialFailure probes after.
+		dial = watchedDial(s.timeout, seen)
+	}
+	end := s.waiting(func() string { return fmt.Sprintf("an AMQP connection to %s (vhost %q)", s.display, vhost) })
+	defer end()
 	conn, err := amqp.DialConfig(u.String(), amqp.Config{
 		Heartbeat:       10 * time.Second,
 		Locale:          "en_US",
 		Properties:      props,
 		TLSClientConfig: tc,
-		Dial:            amqp.DefaultDial(s.timeout),
+		Dial:            dial,
 	})
 	if err != nil {
-		return nil, s.dialFailure(&u, vhost, certAsked.Load(), err)
+		return nil, s.dialFailure(&u, vhost, certAsked.Load(), seen.http.Load(), err)
 	}
 	return conn, nil
 }

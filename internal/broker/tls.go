@@ -18,9 +18,13 @@ import (
 
 // dialFailure classifies a failed AMQP dial to u: a client certificate the
 // broker asked for and did not get (certAsked), a broker certificate that
-// does not verify, amqp:// aimed at a TLS port, or else what dialError
-// makes of it.
-func (s *Session) dialFailure(u *url.URL, vhost string, certAsked bool, err error) error {
+// does not verify, amqp:// aimed at a TLS port, a port that answered HTTP
+// (answeredHTTP, or a probe after the peer closed the connection), or
+// else what dialError makes of it.
+func (s *Session) dialFailure(u *url.URL, vhost string, certAsked, answeredHTTP bool, err error) error {
+	if answeredHTTP {
+		return amqpAtHTTP(s.display, false, s.cfg.Flags, err)
+	}
 	if certAsked {
 		if e := missingClientCert("AMQP", s.display, s.cfg.Flags, err); e != nil {
 			return e
@@ -35,6 +39,9 @@ func (s *Session) dialFailure(u *url.URL, vhost string, certAsked bool, err erro
 	if u.Scheme == "amqp" && !errors.Is(err, syscall.ECONNREFUSED) && !isTimeout(err) &&
 		(!errors.As(err, &ae) || ae.Code == amqp.FrameError) && speaksTLS(u.Host, s.timeout) {
 		return plainToTLS(s.display, s.cfg.Flags, err)
+	}
+	if closedEarly(err) && answersHTTP(u.Host, u.Scheme == "amqps", s.timeout) {
+		return amqpAtHTTP(s.display, u.Scheme == "amqps", s.cfg.Flags, err)
 	}
 	return dialError(s.display, s.amqpUser(), vhost, s.timeout, s.cfg.Flags, err)
 }

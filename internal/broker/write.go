@@ -2,11 +2,11 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 
 	"github.com/rmqtopo/rmqtopo/internal/definitions"
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -110,7 +110,7 @@ func (c *Client) DeleteQueue(ctx context.Context, q topology.Queue, ifEmpty bool
 		return err
 	}
 	if n := counts[q.Name].Messages; n > 0 {
-		return &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf("queue holds %d messages", n)}
+		return &Error{Kind: ErrNotEmpty, Msg: "queue holds " + english.Count(n, "message", "messages")}
 	}
 	return ignoreNotFound(c.do(ctx, http.MethodDelete, path, nil, nil, nil))
 }

@@ -73,7 +73,7 @@ func (m *model) header(source string) string {
 		"Planning this spec against the same source shows no changes.",
 	}
 	if m.unrecorded() {
-		lines = append(lines, "", "The vhost holds what rmqtopo applies, but the source no ownership record (a RabbitMQ",
+		lines = append(lines, "", "The vhost holds what rmqtopo applies, but the source has no ownership record (a RabbitMQ",
 			"4.3 export leaves them out): if a spec applied it, set name to that spec's.")
 	}
 	if len(m.specs) > 1 {

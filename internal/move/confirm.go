@@ -135,8 +135,8 @@ func (c *confirmer) await(timeout time.Duration, want int) error {
 				return err
 			}
 		case <-deadline.C:
-			return c.fail(fmt.Errorf("the broker did not confirm %d moves to queue %q within %s; they stay in queue %q",
-				len(c.pending), c.target, timeout, c.queue))
+			return c.fail(fmt.Errorf("the broker did not confirm %s to queue %q within %s; they stay in queue %q",
+				count(len(c.pending), "move", "moves"), c.target, timeout, c.queue))
 		}
 	}
 	return nil

@@ -161,7 +161,7 @@ func (r *run) examine(d *amqp.Delivery) {
 			r.fail(err)
 		}
 		if r.p.MaxMoves > 0 && r.res.Moved+r.conf.outstanding() >= r.p.MaxMoves && r.res.Stopped == "" {
-			r.res.Stopped = fmt.Sprintf("moved the limit of %d messages", r.p.MaxMoves)
+			r.res.Stopped = "moved the limit of " + count(r.p.MaxMoves, "message", "messages")
 		}
 	}
 	r.mode.examined(r)
@@ -189,4 +189,14 @@ func (r *run) channelGone(e *amqp.Error, ok bool) {
 	} else {
 		r.fail(fmt.Errorf("the channel closed; every unacknowledged message went back to queue %q", r.p.Queue))
 	}
+}
+
+// count is n and its noun in number, as internal/english.Count words it:
+// internal/move brings its importers nothing of rmqtopo's beyond
+// internal/opsdata and contract, so it cannot import that package.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -53,8 +53,8 @@ func (r *run) settledReady(ctx context.Context, others int) (int, error) {
 			return ready, nil
 		case <-deadline.C:
 			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf(
-				"queue %q still had %d consumers %s after the move cancelled its own (%d others before): whether it was drained was judged on its ready messages alone",
-				r.p.Queue, consumers, r.p.SettleTimeout, others))
+				"queue %q still had %s %s after the move cancelled its own (%d others before): whether it was drained was judged on its ready messages alone",
+				r.p.Queue, count(consumers, "consumer", "consumers"), r.p.SettleTimeout, others))
 			return ready, nil
 		case <-time.After(10 * time.Millisecond):
 		}

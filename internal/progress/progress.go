@@ -24,6 +24,13 @@ type Options[T any] struct {
 	// Keep, when set, says whether next replaces last: updates that
 	// arrive concurrently may arrive late.
 	Keep func(last, next T) bool
+	// WaitLine says what the operation waits for (see Reporter.Wait),
+	// waited so far; nil shows "waiting for WHAT (WAITED)".
+	WaitLine func(what string, waited time.Duration) string
+	// WaitAfter is how long a wait lasts before the line names it (0: a
+	// second): the many short calls of a busy operation, each a wait,
+	// would otherwise hide its progress.
+	WaitAfter time.Duration
 }
 
 // Reporter shows the latest progress it was given about once a second,
@@ -40,8 +47,18 @@ type Reporter[T any] struct {
 	// paused until the next Update, so that the line does not write over
 	// a question (apply's approval).
 	paused bool
-	quit   chan struct{}
-	once   sync.Once
+	// waits are those begun and not ended, oldest first.
+	waits []*wait
+	quit  chan struct{}
+	once  sync.Once
+	// now is the clock Wait reads; tests set it.
+	now func() time.Time
+}
+
+// wait is one thing the operation waits for, since when.
+type wait struct {
+	what  func() string
+	since time.Time
 }
 
 // Start begins to tick; the caller must Stop the reporter.
@@ -55,7 +72,15 @@ func newReporter[T any](w io.Writer, o Options[T], start time.Time) *Reporter[T]
 	if o.Every < 1 {
 		o.Every = 1
 	}
-	return &Reporter[T]{w: w, o: o, start: start, quit: make(chan struct{})}
+	if o.WaitAfter <= 0 {
+		o.WaitAfter = time.Second
+	}
+	if o.WaitLine == nil {
+		o.WaitLine = func(what string, waited time.Duration) string {
+			return fmt.Sprintf("waiting for %s (%s)", what, waited.Round(time.Second))
+		}
+	}
+	return &Reporter[T]{w: w, o: o, start: start, quit: make(chan struct{}), now: time.Now}
 }
 
 func (r *Reporter[T]) run() {
@@ -80,6 +105,39 @@ func (r *Reporter[T]) Update(v T) {
 		r.last = v
 	}
 	r.updated, r.paused = true, false
+}
+
+// Wait says, until end is called, that the operation waits for what (the
+// lock and its holder, the broker's answer): while any wait lasts, the
+// line names the oldest and how long it has lasted, not the step of the
+// last Update, which belongs to another phase and would read as a hang.
+// A wait shorter than Options.WaitAfter shows nothing. It may be called concurrently;
+// end may be called more than once.
+func (r *Reporter[T]) Wait(what string) (end func()) {
+	return r.WaitFunc(func() string { return what })
+}
+
+// WaitFunc is Wait for a wait whose description changes as it lasts (the
+// lock's holder, once the broker names it): what is called at each tick
+// that shows the wait, and must not call the reporter.
+func (r *Reporter[T]) WaitFunc(what func() string) (end func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := &wait{what: what, since: r.now()}
+	r.waits = append(r.waits, w)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for i, x := range r.waits {
+				if x == w {
+					r.waits = append(r.waits[:i], r.waits[i+1:]...)
+					break
+				}
+			}
+		})
+	}
 }
 
 // Pause hides the progress until the next Update.
@@ -117,10 +175,17 @@ func (r *Reporter[T]) tick(now time.Time) {
 	default:
 	}
 	r.ticks++
-	if !r.updated || r.paused || !r.o.Terminal && r.ticks%r.o.Every != 0 {
+	// The oldest wait is the longest.
+	waiting := len(r.waits) > 0 && now.Sub(r.waits[0].since) >= r.o.WaitAfter
+	if !r.updated && !waiting || r.paused || !r.o.Terminal && r.ticks%r.o.Every != 0 {
 		return
 	}
-	line := r.o.Line(r.last, now.Sub(r.start))
+	var line string
+	if waiting {
+		line = r.o.WaitLine(r.waits[0].what(), now.Sub(r.waits[0].since))
+	} else {
+		line = r.o.Line(r.last, now.Sub(r.start))
+	}
 	if r.o.Terminal {
 		fmt.Fprintf(r.w, "\r\x1b[K%s", line)
 		r.shown = true

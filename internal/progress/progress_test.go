@@ -69,3 +69,41 @@ func TestReporterEveryTick(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// A wait names what it waits for and how long, instead of the step of the
+// last update, once it has lasted WaitAfter; waits that overlap show the
+// oldest; once all end, the step shows again. A wait shows even before
+// any update.
+func TestReporterWaits(t *testing.T) {
+	var out strings.Builder
+	r := newReporter(&out, Options[step]{Line: line, WaitLine: func(what string, waited time.Duration) string {
+		return fmt.Sprintf("waiting for %s (%s)", what, waited)
+	}}, at(0))
+	clock := at(0)
+	r.now = func() time.Time { return clock }
+	lock := r.Wait("the lock")
+	r.tick(at(1))
+	r.Update(step{name: "planning"})
+	clock = at(2)
+	holder := "nobody known"
+	broker := r.WaitFunc(func() string { return "the broker, " + holder })
+	r.tick(at(3))
+	holder = "rabbit@a"
+	lock()
+	lock() // twice: no harm
+	r.tick(at(4))
+	broker()
+	r.tick(at(5))
+	clock = at(5)
+	short := r.Wait("a quick answer")
+	r.tick(at(5)) // not yet a second
+	short()
+	want := "waiting for the lock (1s)\n" +
+		"waiting for the lock (3s)\n" +
+		"waiting for the broker, rabbit@a (2s)\n" +
+		"0/0 planning (5s)\n" +
+		"0/0 planning (5s)\n"
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
