@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply"
@@ -68,8 +69,11 @@ func (c *applyCmd) Run(e *env) (err error) {
 	}
 	e.hide(sess.Secrets)
 	defer sess.Close()
-	sess.MigrateHook = migrateHook(e)
-	sess.MigrateWait = broker.MigrationWaitLog(e.stderr)
+	mw := &migrationWait{start: report.WaitFunc}
+	hook, waitLog := migrateHook(e), broker.MigrationWaitLog(e.stderr)
+	sess.MigrateHook = func(queue, step string, moved int) { mw.end(); hook(queue, step, moved) }
+	sess.MigrateWait = func(queue, what string) { waitLog(queue, what); mw.set(queue, what) }
+	defer mw.end()
 
 	b := apply.Backend{Target: sess, Source: client, Locker: sess}
 	out, err := apply.Run(e.ctx, b, apply.Request{
@@ -200,5 +204,49 @@ func migrateHook(e *env) func(queue, step string, moved int) {
 	return func(queue, step string, moved int) {
 		kill(step, moved)
 		log(queue, step, moved)
+	}
+}
+
+// migrationWait shows a migration's wait for what its old queue still
+// holds as the progress line's wait ("apply: waiting for 3 retries queue
+// "cw" holds ..."), from the migration's first report of it until its next
+// step: the phase of the last change made is not what apply is doing then.
+type migrationWait struct {
+	start func(what func() string) (end func())
+	mu    sync.Mutex
+	what  string
+	stop  func()
+}
+
+// set makes what (a "waiting for ..." line of queue's migration) the
+// progress line's wait.
+func (w *migrationWait) set(queue, what string) {
+	w.mu.Lock()
+	w.what = fmt.Sprintf("%s (migrating queue %q)", strings.TrimPrefix(what, "waiting for "), queue)
+	started := w.stop != nil
+	w.mu.Unlock()
+	if started {
+		return
+	}
+	stop := w.start(w.text) // outside the lock: it may ask for the text
+	w.mu.Lock()
+	w.stop = stop
+	w.mu.Unlock()
+}
+
+func (w *migrationWait) text() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.what
+}
+
+// end ends the wait, if one is shown.
+func (w *migrationWait) end() {
+	w.mu.Lock()
+	stop := w.stop
+	w.stop = nil
+	w.mu.Unlock()
+	if stop != nil {
+		stop()
 	}
 }

@@ -55,6 +55,39 @@ func TestPlainApplyKeepsHeldRetries(t *testing.T) {
 	}
 }
 
+// TestMigrationWaitsForHeldRetries: the same replace with migrate: true
+// moves the queue, and its delete waits for the five retries the broker
+// holds, saying so (issue 46, point 3: it said "recording ownership" for
+// the whole wait), until they come due and move; every id is back in the
+// queue afterwards, and the plan counted the five.
+func TestMigrationWaitsForHeldRetries(t *testing.T) {
+	t.Parallel()
+	o := newOnline(t)
+	needsNative(t, o)
+	// Held long enough to outlast the plans, which wait for fresh counts
+	// (two quorum ticks, 5 to 10 s, each).
+	before := o.spec(t, "before.yaml", fmt.Sprintf(heldSpec, "30s, 30s"))
+	after := o.spec(t, "after.yaml", fmt.Sprintf(heldSpec, "30s, 30s")+"    dlq: false\n    migrate: true\n")
+	o.must(t, 0, "apply", "--auto-approve", before)
+	conn := o.b.Dial(t, o.vhost)
+	ids := publishIDs(t, conn, "nh.work", 5)
+	rejectAll(t, conn, "nh.work", len(ids))
+
+	stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", after}, o.conn()...)...)
+	if code != 0 {
+		t.Fatalf("apply: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "moves 5 messages") {
+		t.Errorf("the plan does not count the 5 held retries it moves:\n%s", stdout)
+	}
+	if want := `migrate queue "nh.work": waiting for 5 retries the broker holds, the last due in`; !strings.Contains(stderr, want) {
+		t.Errorf("the migration's wait does not say what it waits for (%q):\n%s", want, stderr)
+	}
+	if got := drainIDs(t, conn, "nh.work", len(ids), 30*time.Second); !slices.Equal(got, ids) {
+		t.Errorf("after the migration, nh.work gave back %v, want %v", got, ids)
+	}
+}
+
 // publishIDs publishes n persistent messages with ids "0".."n-1" to queue
 // through the default exchange, confirmed, and returns the ids.
 func publishIDs(t *testing.T, conn *amqp.Connection, queue string, n int) []string {

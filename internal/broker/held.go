@@ -73,6 +73,13 @@ func (c *Client) freshTotals(ctx context.Context, vhost string, names []string) 
 	for _, n := range names {
 		pending[n] = &seen{}
 	}
+	defer c.waiting(func() string {
+		which := fmt.Sprintf("%d quorum queues", len(names))
+		if len(names) == 1 {
+			which = fmt.Sprintf("quorum queue %q", names[0])
+		}
+		return "fresh statistics of " + which + ", to count the retries held back and the deliveries not settled that a delete would drop"
+	})()
 	deadline := time.Now().Add(freshWait)
 	for first := true; len(pending) > 0; first = false {
 		counts, err := c.QueueCounts(ctx, vhost, keys(pending))

@@ -194,7 +194,7 @@ func (m *migration) moveUntilDeleted(ctx context.Context, from topology.Queue, t
 		if err != nil {
 			return total, fmt.Errorf("move the messages of queue %q to %q: %w", from.Name, to, err)
 		}
-		err = m.deleteIfEmpty(ctx, from, consumers)
+		err = m.deleteIfEmpty(ctx, from, consumers, !temp)
 		var held heldTooLong
 		if err == nil || !errors.Is(err, ErrNotEmpty) || errors.As(err, &held) || round >= maxDrainRounds {
 			return total, err
@@ -213,10 +213,12 @@ const settleTimeout = 30 * time.Second
 // its consumers are down to the others' (before, counted when the move
 // started: the move's consumer is gone, so the deliveries it held are
 // back) and an exact count finds no ready message, and then once it holds
-// nothing else either (noneHeld): no retry held back, no delivery that
+// nothing else either (noneHeld, when checkHeld: the temporary queue has
+// no delayed retry, no dead-lettering and no consumer but the migration's
+// own, so nothing to hold): no retry held back, no delivery that
 // another consumer has not settled (the broker would cancel that consumer
 // and drop what it holds with the queue), no held dead-letter.
-func (m *migration) deleteIfEmpty(ctx context.Context, q topology.Queue, before int) error {
+func (m *migration) deleteIfEmpty(ctx context.Context, q topology.Queue, before int, checkHeld bool) error {
 	if q.QueueType() == "classic" {
 		err := m.s.deleteQueue(ctx, q, true)
 		if err != nil && !errors.Is(err, ErrNotEmpty) {
@@ -244,7 +246,7 @@ func (m *migration) deleteIfEmpty(ctx context.Context, q topology.Queue, before 
 		if err := ignoreNotFound(m.s.withChannel(ctx, q.Vhost, func(ch *amqp.Channel) error { return confirmEmpty(ch, q) })); err != nil {
 			return err
 		}
-		if err := m.noneHeld(ctx, q); err != nil {
+		if err := m.noneHeld(ctx, q, checkHeld); err != nil {
 			return err
 		}
 		if err := m.s.deleteQueue(ctx, q, false); err != nil {

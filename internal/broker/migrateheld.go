@@ -22,37 +22,38 @@ const (
 // noneHeld keeps a quorum queue from being deleted while it holds a
 // message that its ready count leaves out (see freshTotals): a retry held
 // back for a delayed retry (RabbitMQ 4.3), a delivery its consumers have
-// not settled, a dead-letter awaiting its target's confirm. It returns nil
-// once a total fresh since the call began is 0; ErrNotEmpty once a message
-// is ready again (a retry came due, a delivery was requeued: the migration
-// moves again), or once what is held outlasts its time: a held retry the
-// time the broker says the last one is due and heldMargin, anything else
-// settleTimeout. It waits only as long as what is held needs, and says
-// what it waits for through Session.MigrateWait.
-func (m *migration) noneHeld(ctx context.Context, q topology.Queue) error {
-	if q.QueueType() != "quorum" {
+// not settled, a dead-letter awaiting its target's confirm. While the
+// statistics show such messages it waits, saying for what through
+// Session.MigrateWait (they may be a little old: what they show was held
+// then); once they show none, a total fresh since then decides. It returns
+// nil once that total is 0; ErrNotEmpty once a message is ready again (a
+// retry came due, a delivery was requeued: the migration moves again); and
+// heldTooLong once what is held outlasts its time: a held retry the time
+// the broker says the last one is due and heldMargin, anything else
+// settleTimeout. It waits only as long as what is held needs.
+func (m *migration) noneHeld(ctx context.Context, q topology.Queue, check bool) error {
+	if !check || q.QueueType() != "quorum" {
 		return nil
 	}
 	start := time.Now()
 	for {
-		totals, err := m.s.freshTotals(ctx, q.Vhost, []string{q.Name})
+		ready, _, err := m.s.queueStat(ctx, q.Vhost, q.Name)
 		if err != nil {
 			return ignoreNotFound(err)
 		}
-		ready, _, err := m.s.queueStat(ctx, q.Vhost, q.Name)
-		switch total, fresh := totals[q.Name]; {
-		case err != nil:
-			return ignoreNotFound(err)
-		case ready > 0:
+		if ready > 0 {
 			return &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf("queue %q holds %s again", q.Name, count(ready, "ready message", "ready messages"))}
-		case fresh && total == 0:
-			return nil
-		case !fresh:
-			return &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf("the statistics of queue %q did not renew within %s to say whether it holds retries back or unsettled deliveries", q.Name, freshWait)}
 		}
 		info, err := m.s.GetQueue(ctx, q.Vhost, q.Name)
 		if err != nil {
 			return ignoreNotFound(err)
+		}
+		if info.Messages-info.Ready <= 0 {
+			held, err := m.heldNow(ctx, q)
+			if err != nil || held == 0 {
+				return err
+			}
+			info.Messages = max(info.Messages, held)
 		}
 		what, until := heldWait(info, start, time.Now())
 		m.wait(what)
@@ -66,6 +67,20 @@ func (m *migration) noneHeld(ctx context.Context, q topology.Queue) error {
 		case <-time.After(heldPause):
 		}
 	}
+}
+
+// heldNow is q's fresh total (see freshTotals): what it holds, its ready
+// messages included, as of a tick after the call.
+func (m *migration) heldNow(ctx context.Context, q topology.Queue) (int64, error) {
+	totals, err := m.s.freshTotals(ctx, q.Vhost, []string{q.Name})
+	if err != nil {
+		return 0, ignoreNotFound(err)
+	}
+	total, fresh := totals[q.Name]
+	if !fresh {
+		return 0, &Error{Kind: ErrNotEmpty, Msg: fmt.Sprintf("the statistics of queue %q did not renew within %s to say whether it holds retries back or unsettled deliveries", q.Name, freshWait)}
+	}
+	return total, nil
 }
 
 // heldWait says what queue info holds beyond its ready messages, as the

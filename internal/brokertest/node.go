@@ -272,7 +272,6 @@ func newNode(cfg NodeConfig, base, short, root string) (*Node, error) {
 	extra, advanced := cfg.ExtraConf, cfg.AdvancedConfig
 	if cfg.StatsInterval > 0 {
 		extra = append([]string{fmt.Sprintf("collect_statistics_interval = %d", cfg.StatsInterval.Milliseconds())}, extra...)
-		advanced = withQuorumTick(advanced, cfg.StatsInterval)
 	}
 	if cfg.TLS != nil {
 		n.AMQPSPort, n.MgmtTLSPort = ports[3], ports[4]
@@ -283,21 +282,6 @@ func newNode(cfg NodeConfig, base, short, root string) (*Node, error) {
 		extra = append(tlsConf(tls, n.AMQPSPort, n.MgmtTLSPort), extra...)
 	}
 	return n, n.writeFiles(extra, advanced)
-}
-
-// withQuorumTick adds to advanced (an advanced.config, or empty) the rabbit
-// app's quorum_tick_interval: how often a quorum queue writes its counts
-// into the statistics (5 s by default, rabbit_quorum_queue's
-// ?TICK_INTERVAL; rabbitmq.conf has no key for it). A test node refreshes
-// them as often as its statistics, so that a count that waits for fresh
-// statistics (what a quorum queue holds beyond its ready messages, see
-// internal/broker's freshTotals) waits a second or two, not ten.
-func withQuorumTick(advanced string, every time.Duration) string {
-	entry := fmt.Sprintf("{quorum_tick_interval, %d}", every.Milliseconds())
-	if advanced == "" {
-		return "[{rabbit, [" + entry + "]}].\n"
-	}
-	return strings.Replace(advanced, "[{rabbit, [", "[{rabbit, ["+entry+", ", 1)
 }
 
 // copyTLS copies the node's PEM files into its directory, where a node in
