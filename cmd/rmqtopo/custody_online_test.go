@@ -32,18 +32,9 @@ queues:
 // delay.
 func TestPlainApplyKeepsHeldRetries(t *testing.T) {
 	t.Parallel()
-	o := newOnline(t)
-	needsNative(t, o)
-	before := o.spec(t, "before.yaml", fmt.Sprintf(heldSpec, "3s, 3s"))
 	// A schedule change is made in place now (TestOnlineNativeScheduleInPlace):
 	// dlq off still replaces the queue (its dead-lettering argument).
-	after := o.spec(t, "after.yaml", fmt.Sprintf(heldSpec, "3s, 3s")+"    dlq: false\n")
-	o.must(t, 0, "apply", "--auto-approve", before)
-	conn := o.b.Dial(t, o.vhost)
-	ids := publishIDs(t, conn, "nh.work", 5)
-	rejectAll(t, conn, "nh.work", len(ids))
-
-	stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", after}, o.conn()...)...)
+	conn, ids, stdout, stderr, code := applyOverHeldRetries(t, "3s, 3s", "    dlq: false\n")
 	if code != ExitRefused {
 		t.Fatalf("apply of a replace over 5 held retries: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitRefused, stdout, stderr)
 	}
@@ -55,6 +46,22 @@ func TestPlainApplyKeepsHeldRetries(t *testing.T) {
 	}
 }
 
+// applyOverHeldRetries applies heldSpec with delays, holds 5 retries in
+// its native queue, and applies it again with change added to the queue;
+// it returns the connection, the held ids and the second apply's output.
+func applyOverHeldRetries(t *testing.T, delays, change string) (conn *amqp.Connection, ids []string, stdout, stderr string, code int) {
+	t.Helper()
+	o := newOnline(t)
+	needsNative(t, o)
+	o.must(t, 0, "apply", "--auto-approve", o.spec(t, "before.yaml", fmt.Sprintf(heldSpec, delays)))
+	after := o.spec(t, "after.yaml", fmt.Sprintf(heldSpec, delays)+change)
+	conn = o.b.Dial(t, o.vhost)
+	ids = publishIDs(t, conn, "nh.work", 5)
+	rejectAll(t, conn, "nh.work", len(ids))
+	stdout, stderr, code = rmqtopo(t, "", append([]string{"apply", "--auto-approve", after}, o.conn()...)...)
+	return conn, ids, stdout, stderr, code
+}
+
 // TestMigrationWaitsForHeldRetries: the same replace with migrate: true
 // moves the queue, and its delete waits for the five retries the broker
 // holds, saying so (issue 46, point 3: it said "recording ownership" for
@@ -62,18 +69,9 @@ func TestPlainApplyKeepsHeldRetries(t *testing.T) {
 // queue afterwards, and the plan counted the five.
 func TestMigrationWaitsForHeldRetries(t *testing.T) {
 	t.Parallel()
-	o := newOnline(t)
-	needsNative(t, o)
 	// Held long enough to outlast the plans, which wait for fresh counts
 	// (two quorum ticks, 5 to 10 s, each).
-	before := o.spec(t, "before.yaml", fmt.Sprintf(heldSpec, "30s, 30s"))
-	after := o.spec(t, "after.yaml", fmt.Sprintf(heldSpec, "30s, 30s")+"    dlq: false\n    migrate: true\n")
-	o.must(t, 0, "apply", "--auto-approve", before)
-	conn := o.b.Dial(t, o.vhost)
-	ids := publishIDs(t, conn, "nh.work", 5)
-	rejectAll(t, conn, "nh.work", len(ids))
-
-	stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", after}, o.conn()...)...)
+	conn, ids, stdout, stderr, code := applyOverHeldRetries(t, "30s, 30s", "    dlq: false\n    migrate: true\n")
 	if code != 0 {
 		t.Fatalf("apply: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
