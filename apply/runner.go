@@ -37,6 +37,9 @@ func (r *runner) phases(ctx context.Context, steps []plan.Change) error {
 		for j < len(steps) && steps[j].Phase() == steps[i].Phase() {
 			j++
 		}
+		// Named as it starts, so that a long change (a migration) is not
+		// shown under the phase before it, or "recording ownership".
+		r.report(steps[i].Phase().String(), int(r.count.Load()))
 		if err := r.phase(ctx, steps[i:j]); err != nil {
 			return err
 		}
