@@ -633,8 +633,13 @@ func TestScheduleChangeLosesNothing(t *testing.T) {
 	published := time.Now()
 	publish(t, conn, contract.RetryExchange("work"), "work", retry, early)
 	start := time.Now()
-	if n := l.b.QueueDepth(t, l.vhost, oldWait); n != early {
-		t.Fatalf("%s holds %d messages, want %d", oldWait, n, early)
+	// On a busy machine the confirmed publishes can outlast the 10 s TTL
+	// (seen: CI on 4.0.5, 17 of 20 left): those are back in the work
+	// queue already, which the end counts. More than published is wrong.
+	if n := l.b.QueueDepth(t, l.vhost, oldWait); n > early {
+		t.Fatalf("%s holds %d messages, want at most %d", oldWait, n, early)
+	} else if n < early {
+		t.Logf("%s holds %d of %d messages: the rest expired while publishing", oldWait, n, early)
 	}
 
 	p, st := l.plan(t, after, false)
