@@ -47,9 +47,12 @@ import (
 //     as Unix milliseconds (the broker then holds it until that time, ahead
 //     of Q's backlog, and counts the delivery).
 //
-// On either route, RetryAfter-style delays chosen per message use the
-// modified outcome with AnnotationDeliveryTime: it overrides the queue's
-// own linear delay. A permanent failure goes to the DLQ at once, either by
+// A delay chosen per message (the helper's RetryAfter) needs the modified
+// outcome with AnnotationDeliveryTime, which overrides the queue's own
+// linear delay. So only the modified route honours it: on the reject route
+// the helper consumes over AMQP 0.9.1, where basic.reject carries no time,
+// and the queue's own delay applies (spec.Spec.TravelOf says which route a
+// queue has; the helper logs it once per queue). A permanent failure goes to the DLQ at once, either by
 // the client (publish to DeadLetterExchange(Q) with HeaderDeadLetterReason
 // ReasonRejected, confirm, ack) or by AMQP 0.9.1 basic.reject
 // requeue=false / AMQP 1.0 rejected, which the broker dead-letters

@@ -95,6 +95,9 @@ type CheckOptions struct {
 	// Kept are the live queues that keep a layout auto would not give
 	// them new (RT107).
 	Kept []LayoutKept
+	// Routes say how each work queue's retries travel (RT110, for the
+	// queues whose route the plan makes or changes); nil for none.
+	Routes []QueueRoute
 }
 
 // analyzer is one pass of Check over a plan. Each finds one kind of
@@ -125,7 +128,7 @@ var analyzers = []analyzer{
 	{"version", func(p Plan, c *checking) []Diagnostic {
 		return append(checkVersion(p, c.facts, c.State), checkNative(p, c.version)...)
 	}},
-	{"layout", func(p Plan, c *checking) []Diagnostic { return checkKept(c.Kept) }},
+	{"layout", func(p Plan, c *checking) []Diagnostic { return append(checkKept(c.Kept), checkRoutes(p, c.Routes)...) }},
 	{"access", func(p Plan, c *checking) []Diagnostic {
 		if c.Access == nil || !p.HasChanges() {
 			return nil

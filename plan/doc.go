@@ -105,12 +105,15 @@
 //	                source cannot show
 //
 // The layout analyzer notes the live queues that keep their layout where
-// auto gives a new queue another (CheckOptions.Kept):
+// auto gives a new queue another (CheckOptions.Kept), and how the retries
+// of the queues whose route the plan makes travel (CheckOptions.Routes):
 //
 //	RT107  info     a live queue keeps its layout; the line says how to move it
 //	RT109  error    the spec asks of a live queue whose layout auto keeps what that
 //	                layout cannot do (delivery_limit or a return queue on a native
 //	                queue); the line says how to fix the spec
+//	RT110  info     how the retries of a work queue the plan creates (or whose route
+//	                it changes) travel, and whether RetryAfter is honoured there
 //
 // "Allowed" is CheckOptions.AllowDestroy (the --allow-destroy flag). Blocking
 // returns the error-severity diagnostics, which must stop an apply.

@@ -115,11 +115,11 @@ func TestOutboxScheduleTimeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 6 {
-		t.Fatalf("want a title, a header and 4 attempts, got:\n%s", buf.String())
+	if len(lines) != 7 || !strings.HasPrefix(lines[1], "  retries travel: ") {
+		t.Fatalf("want a title, how retries travel, a header and 4 attempts, got:\n%s", buf.String())
 	}
 	var at []string
-	for _, l := range lines[2:] {
+	for _, l := range lines[3:] {
 		at = append(at, strings.Fields(l)[2])
 	}
 	if diff := cmp.Diff([]string{"0s", "2s", "7s", "22s"}, at); diff != "" {

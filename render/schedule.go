@@ -29,6 +29,9 @@ func Schedule(w io.Writer, files []*spec.File, color bool) error {
 			}
 			first = false
 			fmt.Fprintf(w, "%s %s\n", st.bold("queue "+q.Name), describeQueue(s, q))
+			// How a retry travels decides whether a handler's RetryAfter
+			// is honoured, which the table alone does not show.
+			fmt.Fprintf(w, "  %s\n", s.TravelOf(q))
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "  ATTEMPT\tDELAY\tAT\tWAITS IN\tIF IT FAILS")
 			upTo, native := false, s.LayoutOf(q) == spec.LayoutNative

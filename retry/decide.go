@@ -2,6 +2,7 @@ package retry
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -148,4 +149,28 @@ func (rt route) retryKey(n int, cause error) (key string, delay time.Duration, k
 	d = min(max(d, 0), l.ladder.MaxDelay())
 	key, _ = l.ladder.RoutingKey(d, rt.queue) // d is in range
 	return key, d, true
+}
+
+// unhonoured says why dec's retry cannot wait the delay its handler asked
+// for with RetryAfter (a *DelayError), and what it waits instead: "" when
+// it waits that delay, or the handler asked for none, or dec is no retry.
+// Only the delay ladder and a native queue's AMQP 1.0 route carry a delay
+// chosen per message; elsewhere the topology alone sets it.
+func (rt route) unhonoured(dec decision) string {
+	var de *DelayError
+	if !errors.As(dec.cause, &de) {
+		return ""
+	}
+	switch {
+	case dec.move == moveReject:
+		return fmt.Sprintf("the queue retries by basic.reject, which carries no delay: its own delay applies (%s before attempt %d); "+
+			"a schedule that is not linear, or jitter, takes the AMQP 1.0 route, which honours RetryAfter", dec.delay, dec.next)
+	case dec.move != moveRetry:
+		return ""
+	case rt.levels == nil:
+		return "the retry waits in a wait queue, whose TTL (the spec's schedule) sets the delay; layout levels or native honours RetryAfter"
+	case de.Delay > dec.delay:
+		return fmt.Sprintf("the delay ladder's maximum, %s, applies", dec.delay)
+	}
+	return ""
 }

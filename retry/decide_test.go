@@ -1,9 +1,12 @@
 package retry
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,4 +194,96 @@ func TestDecideNative(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUnhonoured checks which routes cannot honour a handler's
+// RetryAfter, as spec.TravelOf tells the user ahead: wait queues (with
+// or without a return queue) and a native queue's reject route; the
+// ladder only beyond its maximum; a native queue's AMQP 1.0 route always.
+func TestUnhonoured(t *testing.T) {
+	now := time.Now()
+	ladder, err := contract.NewLadder(100*time.Millisecond, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := time.Second
+	linear := contract.Native{Route: contract.RouteReject, Delays: []time.Duration{s, 2 * s}, DeliveryLimit: 2}
+	expo := contract.Native{Route: contract.RouteModified, Delays: []time.Duration{s, 4 * s}, DeliveryLimit: 2}
+	withLevels := route{queue: "q", levels: &levels{ladder: ladder, backoff: Linear(s)}}
+	count := func(n int64) amqp.Table { return amqp.Table{contract.HeaderDeliveryCount: n} }
+	cases := []struct {
+		name    string
+		rt      route
+		headers amqp.Table
+		herr    error
+		want    string // in the reason; "" for none
+	}{
+		{"wait queue", route{queue: "q"}, nil, RetryAfter(2 * s), "wait queue, whose TTL"},
+		{"return queue", route{queue: "q", back: "q.return"}, nil, RetryAfter(2 * s), "wait queue, whose TTL"},
+		{"wrapped, with a cause", route{queue: "q"}, nil, fmt.Errorf("429: %w", &DelayError{Delay: s, Err: errors.New("busy")}), "wait queue"},
+		{"no RetryAfter", route{queue: "q"}, nil, errors.New("boom"), ""},
+		{"levels", withLevels, nil, RetryAfter(2 * s), ""},
+		{"levels beyond the ladder", withLevels, nil, RetryAfter(time.Hour), "maximum, " + ladder.MaxDelay().String()},
+		{"native reject", route{queue: "q", native: &linear}, count(1), RetryAfter(time.Minute), "its own delay applies (2s before attempt 3)"},
+		{"native reject, exhausted", route{queue: "q", native: &linear}, count(2), RetryAfter(time.Minute), ""},
+		{"native modified", route{queue: "q", native: &expo}, nil, RetryAfter(time.Minute), ""},
+		{"permanent", route{queue: "q"}, nil, Permanent(RetryAfter(s)), ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := amqp.Delivery{Headers: c.headers}
+			got := c.rt.unhonoured(c.rt.decide(&d, c.herr, false, now))
+			if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
+				t.Errorf("unhonoured = %q; want %q in it", got, c.want)
+			}
+		})
+	}
+}
+
+// TestRetryAfterWarnedOnce: a RetryAfter the queue cannot honour is
+// logged once, not per message, and not again by the Retrier of the next
+// connection of the same Consume (which shares its options); each retry
+// still goes back to the queue.
+func TestRetryAfterWarnedOnce(t *testing.T) {
+	var logs bytes.Buffer
+	o := newOptions([]Option{WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))})
+	linear := contract.Native{Route: contract.RouteReject, Delays: []time.Duration{time.Second, 2 * time.Second}, DeliveryLimit: 2}
+	retrier := func() *Retrier {
+		r := &Retrier{route: route{queue: "q", native: &linear}, log: o.log.With("queue", "q"), now: time.Now, warned: o.warned}
+		r.schedule.Store(&linear)
+		return r
+	}
+	acks := &countingAck{}
+	for i, r := range []*Retrier{retrier(), retrier(), retrier()} {
+		for j := range 2 {
+			d := amqp.Delivery{Acknowledger: acks, MessageId: fmt.Sprint(i, j)}
+			if out, err := r.Settle(context.Background(), d, RetryAfter(time.Minute)); out != Retried || err != nil {
+				t.Fatalf("settle: %v, %v; want Retried", out, err)
+			}
+		}
+	}
+	if acks.rejects != 6 {
+		t.Errorf("%d deliveries rejected back to the queue; want 6", acks.rejects)
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
+		t.Fatalf("%d warnings; want 1:\n%s", n, logs.String())
+	}
+	for _, want := range []string{"queue=q", "requested=1m0s", "its own delay applies (1s before attempt 2)"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the warning lacks %q:\n%s", want, logs.String())
+		}
+	}
+}
+
+// countingAck is a delivery's acknowledger that counts the rejects with
+// requeue: a native queue's retries.
+type countingAck struct{ rejects int }
+
+func (a *countingAck) Ack(uint64, bool) error        { return nil }
+func (a *countingAck) Nack(uint64, bool, bool) error { return nil }
+func (a *countingAck) Reject(_ uint64, requeue bool) error {
+	if requeue {
+		a.rejects++
+	}
+	return nil
 }

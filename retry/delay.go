@@ -103,9 +103,11 @@ func (e *DelayError) Unwrap() error { return e.Err }
 
 // RetryAfter is a handler's error asking for the next retry after d
 // ("429, retry after 37s"), instead of the Backoff's delay. The retry
-// counts as an attempt like any other. It needs a Retrier WithLevels;
-// without one the topology's fixed delay applies. A delay beyond the
-// ladder's maximum is cut to the maximum.
+// counts as an attempt like any other. Two routes honour it: the delay
+// ladder (a Retrier WithLevels; a delay beyond the ladder's maximum is cut
+// to the maximum) and a native queue's AMQP 1.0 route. On the others (wait
+// queues, a native queue's basic.reject route) the topology's own delay
+// applies, and the Retrier logs a warning saying so, once per queue.
 func RetryAfter(d time.Duration) error { return &DelayError{Delay: d} }
 
 // levels is what WithLevels configures.

@@ -2,6 +2,7 @@ package retry
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,10 +34,14 @@ type options struct {
 	confirmTimeout time.Duration
 	levels         *levels // WithLevels (delay.go)
 	tracer         Tracer  // WithTracer (trace.go)
+	// warned is not set by an Option: it is state that the Retriers made
+	// from one options share (warnUnhonoured), so that a Consume warns
+	// once however often it reconnects.
+	warned *atomic.Bool
 }
 
 func newOptions(opts []Option) options {
-	o := options{log: slog.Default(), confirmTimeout: 30 * time.Second}
+	o := options{log: slog.Default(), confirmTimeout: 30 * time.Second, warned: new(atomic.Bool)}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)

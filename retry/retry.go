@@ -157,6 +157,10 @@ type Retrier struct {
 	tracer Tracer
 	pub    *publisher
 	now    func() time.Time
+	// warned: a RetryAfter this queue cannot honour was logged
+	// (warnUnhonoured); shared by the Retriers of one Consume, which
+	// makes one per connection.
+	warned *atomic.Bool
 }
 
 // New returns a Retrier for the deliveries of queue, publishing over conn.
@@ -197,6 +201,7 @@ func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error
 		tracer: o.tracer,
 		pub:    newPublisher(conn, o.log, o.confirmTimeout, pending),
 		now:    time.Now,
+		warned: o.warned,
 	}
 	r.schedule.Store(rt.native)
 	return r, nil

@@ -61,7 +61,9 @@ func (r *Retrier) Settle(ctx context.Context, d amqp.Delivery, err error) (Outco
 // settle settles d by its handler's error herr, and tells the observers
 // and tr (nil if untraced) what became of it.
 func (r *Retrier) settle(ctx context.Context, d amqp.Delivery, herr error, took time.Duration, tr DeliveryTrace) (Outcome, error) {
-	dec := r.current().decide(&d, herr, cancelled(ctx, herr), r.now())
+	rt := r.current()
+	dec := rt.decide(&d, herr, cancelled(ctx, herr), r.now())
+	r.warnUnhonoured(rt, dec)
 	s := r.report(d, r.carryOut(context.WithoutCancel(ctx), d, dec, tr), took)
 	if tr != nil {
 		tr.End(s, herr)
@@ -178,7 +180,25 @@ func (r *Retrier) ack(d amqp.Delivery) result {
 // failed after the copy was confirmed, in which case the broker will
 // deliver d again as well.
 func (r *Retrier) Retry(ctx context.Context, d amqp.Delivery, cause error) (Outcome, error) {
-	return r.reported(d, r.carryOut(ctx, d, r.route.retry(&d, cause, r.now()), nil))
+	dec := r.route.retry(&d, cause, r.now())
+	r.warnUnhonoured(r.route, dec)
+	return r.reported(d, r.carryOut(ctx, d, dec, nil))
+}
+
+// warnUnhonoured logs, once per queue, a RetryAfter that rt cannot honour
+// (route.unhonoured): the retry comes back at another time than the
+// handler asked, which nothing else would tell its author. Once, because
+// every later RetryAfter fares the same, and a service that returns one
+// per message would flood its log.
+func (r *Retrier) warnUnhonoured(rt route, dec decision) {
+	why := rt.unhonoured(dec)
+	if why == "" || r.warned.Swap(true) {
+		return
+	}
+	var de *DelayError
+	errors.As(dec.cause, &de)
+	r.log.Warn("retry: a handler's RetryAfter cannot be honoured on this queue (logged once)",
+		"requested", de.Delay, "why", why)
 }
 
 // retry publishes dec's retry copy and acks d once the broker confirmed

@@ -48,8 +48,8 @@ func (c *applyCmd) Validate() error {
 var stdinIsTerminal = func(r io.Reader) bool { return isTerminal(r) }
 
 func (c *applyCmd) Run(e *env) (err error) {
-	var kept []plan.LayoutKept
-	saved, desired, ch, err := c.input(e, &kept)
+	var notes layoutNotes
+	saved, desired, ch, err := c.input(e, &notes)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (c *applyCmd) Run(e *env) (err error) {
 		},
 		Review: func(p *plan.Plan, st *topology.State) ([]plan.Diagnostic, error) {
 			report.Pause()
-			return c.review(e, client, saved != nil, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: ch.Specs, Kept: kept}, p, st)
+			return c.review(e, client, saved != nil, plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: ch.Specs, Kept: notes.kept, Routes: notes.routes}, p, st)
 		},
 		Options: apply.Options{Concurrency: c.Concurrency, AllowDestroy: c.AllowDestroy, Progress: changesHook(report.Update)},
 	})
@@ -140,9 +140,9 @@ func (c *applyCmd) review(e *env, client *broker.Client, saved bool, check plan.
 }
 
 // input reads what apply applies: a saved plan (one file whose kind says
-// so) or spec files, expanded for the broker's state (layouts; kept
-// receives the live queues that keep theirs).
-func (c *applyCmd) input(e *env, kept *[]plan.LayoutKept) (*planfile.File, topology.Topology, plan.Choices, error) {
+// so) or spec files, expanded for the broker's state (layouts; notes
+// receives what the plan's checks say of the layouts).
+func (c *applyCmd) input(e *env, notes *layoutNotes) (*planfile.File, topology.Topology, plan.Choices, error) {
 	if len(c.Files) == 1 {
 		saved, err := planfile.Read(c.Files[0])
 		if err != nil {
@@ -165,7 +165,7 @@ func (c *applyCmd) input(e *env, kept *[]plan.LayoutKept) (*planfile.File, topol
 		return nil, topology.Topology{}, plan.Choices{}, err
 	}
 	ch := choices(files, c.Prune, c.Migrate)
-	ch.Expand = layouts(files, "", "broker", kept)
+	ch.Expand = layouts(files, "", "broker", notes)
 	return nil, desired, ch, nil
 }
 

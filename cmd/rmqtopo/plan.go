@@ -57,9 +57,9 @@ func (c *planCmd) Run(e *env) (err error) {
 	if c.Against != "" {
 		from = "export"
 	}
-	var kept []plan.LayoutKept
+	var notes layoutNotes
 	ch := choices(files, c.Prune, c.Migrate)
-	ch.Expand = layouts(files, c.Version.RabbitMQVersion, from, &kept)
+	ch.Expand = layouts(files, c.Version.RabbitMQVersion, from, &notes)
 	p, st, err := plan.Make(e.ctx, src, desired, ch)
 	if err != nil {
 		if c.Against != "" {
@@ -68,7 +68,7 @@ func (c *planCmd) Run(e *env) (err error) {
 		return err
 	}
 	diags, err := review(e, &p, st, client, plan.ReviewOptions{
-		Check:           plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs, Kept: kept},
+		Check:           plan.CheckOptions{AllowDestroy: c.AllowDestroy, Specs: specs, Kept: notes.kept, Routes: notes.routes},
 		RabbitMQVersion: c.Version.RabbitMQVersion, From: from,
 	})
 	if err != nil {
@@ -118,22 +118,51 @@ func renderPlan(e *env, format string, p plan.Plan, diags []plan.Diagnostic) err
 	}
 }
 
+// layoutNotes are what resolving the spec's layouts tells the plan's
+// checks: the live queues that keep their layout (RT107, RT109) and how
+// each queue's retries travel (RT110).
+type layoutNotes struct {
+	kept   []plan.LayoutKept
+	routes []plan.QueueRoute
+}
+
 // layouts resolves files for the state a plan reads (spec.Resolve): the
 // judged version (override, else the state's) and the live queues choose
-// the layout auto gives each queue; kept receives the live queues that
-// keep theirs, for the plan's notes.
-func layouts(files []*spec.File, override, from string, kept *[]plan.LayoutKept) func(*topology.State) topology.Topology {
+// the layout auto gives each queue; notes receives what the plan's checks
+// say of them.
+func layouts(files []*spec.File, override, from string, notes *layoutNotes) func(*topology.State) topology.Topology {
 	return func(st *topology.State) topology.Topology {
 		// A bad override is reported by the review that follows.
 		j, _ := plan.JudgeVersion(override, st, from)
 		v, _ := topology.ParseVersion(j.Version)
-		*kept = (*kept)[:0]
+		notes.kept = notes.kept[:0]
 		for _, k := range spec.Resolve(files, spec.Target{RabbitMQ: v, Live: &st.Topology}) {
-			*kept = append(*kept, plan.LayoutKept{Address: topology.Address{Kind: topology.KindQueue, Vhost: k.Vhost, Name: k.Queue}, Move: k.String(), Conflict: k.Conflict})
+			notes.kept = append(notes.kept, plan.LayoutKept{Address: queueAddress(k.Vhost, k.Queue), Move: k.String(), Conflict: k.Conflict})
 		}
+		notes.routes = queueRoutes(files)
 		// What rmqtopo declares depends on the release (spec/release.go).
 		return spec.ExpandFor(v, files...)
 	}
+}
+
+// queueRoutes says how each retrying queue of files, as resolved, has its
+// retries travel; a raw queue or a preset's, which the retry helper does
+// not serve, has no line.
+func queueRoutes(files []*spec.File) []plan.QueueRoute {
+	var routes []plan.QueueRoute
+	for _, f := range files {
+		s := &f.Spec
+		for _, q := range s.Queues {
+			if t := s.TravelOf(q); !q.Raw && t.RetryAfter != spec.RetryAfterNotApplicable {
+				routes = append(routes, plan.QueueRoute{Address: queueAddress(s.Vhost, q.Name), Travel: t.String()})
+			}
+		}
+	}
+	return routes
+}
+
+func queueAddress(vhost, name string) topology.Address {
+	return topology.Address{Kind: topology.KindQueue, Vhost: vhost, Name: name}
 }
 
 // choices are the plan choices of the flags and the spec: --prune,
