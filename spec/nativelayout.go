@@ -28,6 +28,10 @@ func (b *builder) nativeLayout(q Queue) {
 		b.bind(dlx, topology.DestQueue, contract.DeadLetterQueue(q.Name), "", nil)
 	}
 	b.deadEnds(q)
+	if !nativeInPlace(q) {
+		b.nativeInArguments(q)
+		return
+	}
 	delays, jitter := NativeDelays(q), q.Retry.Jitter == JitterFull
 	def := setAttributes(q)
 	maps.Copy(def, contract.SchedulePolicy(delays, jitter))
@@ -44,6 +48,39 @@ func (b *builder) nativeLayout(q Queue) {
 	// wins): the queue has none.
 	delete(args, contract.ArgDeliveryLimit)
 	maps.Copy(args, contract.NativeMarker())
+	wq.Arguments = topology.NormalizeArgs(args)
+}
+
+// nativeInPlace reports whether q's native queue takes the in-place shape,
+// whose schedule changes without a replace, or the arguments shape, whose
+// schedule is in its arguments. The in-place shape needs a policy of the
+// queue's own, which RabbitMQ matches against every queue of the vhost on
+// each write (spec/policies.go): 1,000 new native queues with one each
+// made the management API stop answering within 30 s on 4.3.6
+// (BenchmarkPolicyScale, quorum/native, docs/benchmarks.md), where the
+// arguments shape applied like the arguments baseline. So a queue takes it
+// when it has that policy anyway (its spec sets message_ttl or
+// max_length), or already is of that shape; a live queue keeps its shape
+// (Resolve), and one of the arguments shape changes its schedule by a
+// migration, which keeps every message it holds.
+func nativeInPlace(q Queue) bool {
+	if q.res.set {
+		return q.res.inPlace
+	}
+	return len(setAttributes(q)) > 0
+}
+
+// nativeInArguments builds the native queue q of the arguments shape:
+// its schedule and delivery limit in its own arguments
+// (contract.NativeArguments), its attributes in a policy if it sets any.
+func (b *builder) nativeInArguments(q Queue) {
+	b.queuePolicy(q.Name, setAttributes(q))
+	wq, ok := b.queue(q.Name)
+	if !ok {
+		return
+	}
+	args := maps.Clone(wq.Arguments)
+	maps.Copy(args, contract.NativeArguments(NativeDelays(q), q.Retry.Jitter == JitterFull))
 	wq.Arguments = topology.NormalizeArgs(args)
 }
 
@@ -138,6 +175,9 @@ type resolution struct {
 	set         bool
 	layout      Layout
 	returnQueue bool
+	// inPlace is the native layout's shape (see nativeInPlace): a live
+	// queue keeps the one it has.
+	inPlace bool
 }
 
 func (s *Spec) resolve(q Queue, native bool, live liveIndex) resolution {
@@ -162,6 +202,10 @@ func (s *Spec) resolve(q Queue, native bool, live liveIndex) resolution {
 	}
 	if r.layout == LayoutNative && !returnSet {
 		r.returnQueue = false
+	}
+	r.inPlace = len(setAttributes(q)) > 0
+	if isLive && shape.layout == LayoutNative {
+		r.inPlace = shape.inPlace
 	}
 	return r
 }
@@ -211,6 +255,7 @@ func nativeConflict(q Queue) string {
 type liveShape struct {
 	layout      Layout
 	returnQueue bool
+	inPlace     bool // a native queue of the in-place shape
 }
 
 // liveIndex finds the layout of a live queue by vhost and name.
@@ -235,6 +280,7 @@ func indexLive(t *topology.Topology) liveIndex {
 		if _, err := contract.ParseNative(q.Arguments); !errors.Is(err, contract.ErrNotNative) {
 			s.layout = LayoutNative
 		}
+		s.inPlace = contract.IsInPlace(q.Arguments)
 		out[q.Addr()] = s
 	}
 	for _, q := range t.Queues {

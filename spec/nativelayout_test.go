@@ -23,7 +23,35 @@ func names(t topology.Topology) map[string]bool {
 	return out
 }
 
-// TestNativeLayout: layout native marks the queue native in its
+// TestNativeArgumentsShape: a native queue whose spec sets no attribute,
+// and so needs no policy of its own, carries its schedule in its
+// arguments (contract.NativeArguments): no policy, no schedule binding
+// (one policy per native queue stalled the management API at 1,000
+// queues; see nativeInPlace).
+func TestNativeArgumentsShape(t *testing.T) {
+	f := mustParse(t, "n.yaml", `version: 1
+vhost: v
+layout: native
+queues:
+  - {name: a, type: quorum, retry: {linear: {step: 5s, attempts: 3}}}
+`)
+	got := Expand(f)
+	a, _ := got.Queue("v", "a")
+	n, err := contract.ParseNative(a.Arguments)
+	want := contract.Native{Route: contract.RouteReject, Delays: []time.Duration{5 * time.Second, 10 * time.Second, 15 * time.Second}, DeliveryLimit: 3}
+	if err != nil || !cmp.Equal(want, n) {
+		t.Errorf("a's arguments give %+v, %v; want %+v", n, err, want)
+	}
+	if p, ok := policyOf(got, "v", contract.QueuePolicy("a")); ok {
+		t.Errorf("a has a policy %v; want none", p.Definition)
+	}
+	if _, err := scheduleOf(got, "v", "a"); err == nil {
+		t.Error("a has a schedule binding; want none")
+	}
+}
+
+// TestNativeLayout: layout native, on a queue that has a policy of its
+// own anyway (its spec sets an attribute), marks the queue native in its
 // arguments and nothing else of its schedule (they are immutable), puts
 // the broker's part of the schedule in the queue's policy (a linear
 // schedule as delayed-retry-min and -max: the reject route; the delivery
@@ -34,9 +62,9 @@ func TestNativeLayout(t *testing.T) {
 vhost: v
 layout: native
 queues:
-  - {name: a, type: quorum, retry: {linear: {step: 5s, attempts: 3}}}
+  - {name: a, type: quorum, max_length: 100, retry: {linear: {step: 5s, attempts: 3}}}
   - {name: b, type: quorum, message_ttl: 1h, retry: {exponential: {initial: 1s, factor: 2, attempts: 3, jitter: full}}}
-  - {name: c, type: quorum, immediate_retries: 1, retry: {delays: [2s]}}
+  - {name: c, type: quorum, max_length: 50, immediate_retries: 1, retry: {delays: [2s]}}
 `)
 	got := Expand(f)
 	a, _ := got.Queue("v", "a")
@@ -45,9 +73,9 @@ queues:
 		t.Errorf("a's arguments (-want +got):\n%s", diff)
 	}
 	wantPolicy := map[string]topology.Args{
-		"a": {"delivery-limit": int64(3), "delayed-retry-min": int64(5000), "delayed-retry-max": int64(15000)},
+		"a": {"delivery-limit": int64(3), "delayed-retry-min": int64(5000), "delayed-retry-max": int64(15000), "max-length": int64(100)},
 		"b": {"delivery-limit": int64(3), "message-ttl": int64(3600000)},
-		"c": {"delivery-limit": int64(2)},
+		"c": {"delivery-limit": int64(2), "max-length": int64(50)},
 	}
 	for q, want := range wantPolicy {
 		p, ok := policyOf(got, "v", contract.QueuePolicy(q))

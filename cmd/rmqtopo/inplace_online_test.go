@@ -15,11 +15,14 @@ import (
 	rtry "github.com/rmqtopo/rmqtopo/retry"
 )
 
+// inPlaceSpec's queue sets an attribute, so it has a policy of its own,
+// which makes its native shape the in-place one (spec's nativeInPlace).
 const inPlaceSpec = `name: orders
 queues:
   - name: orders
     type: quorum
     layout: native
+    max_length: 100000
     retry: {delays: [%s]}
 `
 
