@@ -115,6 +115,6 @@
 //	RT110  info     how the retries of a work queue the plan creates (or whose route
 //	                it changes) travel, and whether RetryAfter is honoured there
 //
-// "Allowed" is CheckOptions.AllowDestroy (the --allow-destroy flag). Blocking
+// "Allowed" is CheckOptions.AllowDestroy (the caller's acceptance of destruction; the CLI names its flag). Blocking
 // returns the error-severity diagnostics, which must stop an apply.
 package plan
