@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rmqtopo/rmqtopo/retry"
 )
@@ -78,8 +79,10 @@ type perQueue struct {
 	dest    attribute.KeyValue // messaging.destination.name
 	queue   metric.MeasurementOption
 	outcome [retry.Requeued + 1]metric.MeasurementOption
-	// span are the attributes every span of the queue starts with.
-	span     []attribute.KeyValue
+	// spanName and spanOpts name and start every span of the queue: its
+	// kind and the attributes a sampler may look at.
+	spanName string
+	spanOpts []trace.SpanStartOption
 	attempts sync.Map // int -> metric.MeasurementOption
 	reasons  sync.Map // string -> metric.MeasurementOption
 }
@@ -90,10 +93,12 @@ func (t *Telemetry) perQueue(queue string) *perQueue {
 	}
 	q := semconv.MessagingDestinationName(queue)
 	p := &perQueue{
-		dest:  q,
-		queue: metric.WithAttributeSet(attribute.NewSet(q)),
-		span: []attribute.KeyValue{semconv.MessagingSystemRabbitMQ, semconv.MessagingOperationTypeProcess,
-			semconv.MessagingOperationName("process"), q},
+		dest:     q,
+		queue:    metric.WithAttributeSet(attribute.NewSet(q)),
+		spanName: "process " + queue,
+		spanOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer),
+			trace.WithAttributes(semconv.MessagingSystemRabbitMQ, semconv.MessagingOperationTypeProcess,
+				semconv.MessagingOperationName("process"), q)},
 	}
 	for o := range p.outcome {
 		p.outcome[o] = metric.WithAttributeSet(attribute.NewSet(q, attrOutcome.String(outcomeName(retry.Outcome(o)))))

@@ -3,6 +3,7 @@ package retryotel
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 	"go.opentelemetry.io/otel/attribute"
@@ -30,21 +31,22 @@ const (
 func (t *Telemetry) Start(ctx context.Context, queue string, attempt int, d *amqp.Delivery) (context.Context, retry.DeliveryTrace) {
 	// The span the consumer's own context may hold is not the message's:
 	// forget it, so that a message without a context starts a trace of
-	// its own.
-	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContext{})
+	// its own. (Only when there is one: each context layer allocates.)
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		ctx = trace.ContextWithSpanContext(ctx, trace.SpanContext{})
+	}
 	ctx = t.prop.Extract(ctx, headerCarrier(d.Headers))
 	carried := trace.SpanContextFromContext(ctx).IsValid()
-	// What a sampler may look at is known per queue; the delivery's own
-	// attributes are built only for a span that records.
-	opts := []trace.SpanStartOption{
-		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(t.perQueue(queue).span...),
-	}
+	// What a sampler may look at is known per queue, and so are the span's
+	// name and options: made once. The delivery's own attributes are built
+	// only for a span that records.
+	p := t.perQueue(queue)
+	opts := p.spanOpts
 	if prev := previousAttempt(d.Headers); prev.IsValid() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: prev,
+		opts = append(slices.Clip(opts), trace.WithLinks(trace.Link{SpanContext: prev,
 			Attributes: []attribute.KeyValue{attrLink.String("previous-attempt")}}))
 	}
-	ctx, span := t.tracer.Start(ctx, "process "+queue, opts...)
+	ctx, span := t.tracer.Start(ctx, p.spanName, opts...)
 	if span.IsRecording() {
 		span.SetAttributes(deliveryAttributes(attempt, d)...)
 	}
