@@ -165,11 +165,11 @@ func (a *ack10) Reject(_ uint64, requeue bool) error {
 }
 
 // Modify returns the message to its queue as failed, held until at, with
-// firstFailure as its contract.AnnotationFirstFailure when not empty.
-func (a *ack10) Modify(at time.Time, firstFailure string) error {
+// the annotations extra added.
+func (a *ack10) Modify(at time.Time, extra map[string]any) error {
 	ann := amqp10.Annotations{contract.AnnotationDeliveryTime: at.UnixMilli()}
-	if firstFailure != "" {
-		ann[contract.AnnotationFirstFailure] = firstFailure
+	for k, v := range extra {
+		ann[k] = v
 	}
 	return a.settle(func(ctx context.Context) error {
 		return a.rcv.ModifyMessage(ctx, a.msg, &amqp10.ModifyMessageOptions{DeliveryFailed: true, Annotations: ann})

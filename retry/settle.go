@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -91,7 +92,7 @@ func (r *Retrier) carryOut(ctx context.Context, d amqp.Delivery, dec decision, t
 	case moveRetry:
 		return r.retry(ctx, d, dec, tr)
 	case moveReject, moveModify:
-		return r.returnFailed(d, dec)
+		return r.returnFailed(d, dec, tr)
 	}
 	return r.deadLetter(ctx, d, dec, tr)
 }
@@ -99,20 +100,21 @@ func (r *Retrier) carryOut(ctx context.Context, d amqp.Delivery, dec decision, t
 // modifier is the acknowledger of a delivery received over AMQP 1.0,
 // which can return it to its queue as failed, held until a time.
 type modifier interface {
-	// Modify holds the delivery until deliverAt and, when firstFailure is
-	// not empty, annotates it with the time it first failed.
-	Modify(deliverAt time.Time, firstFailure string) error
+	// Modify holds the delivery until deliverAt, with the message
+	// annotations ann added (each named x-...; the broker keeps those).
+	Modify(deliverAt time.Time, ann map[string]any) error
 }
 
 // returnFailed gives a delivery of a native queue back to it as failed,
 // so that the broker counts it and holds it for its delay: by
 // basic.reject with requeue (the queue's own delay), or by the modified
-// outcome held until dec.deliverAt. If that fails, the broker delivers it
+// outcome held until dec.deliverAt, annotated with the time it first
+// failed and what tr carries on. If that fails, the broker delivers it
 // again when its channel or link closes: the attempt is not lost.
-func (r *Retrier) returnFailed(d amqp.Delivery, dec decision) result {
+func (r *Retrier) returnFailed(d amqp.Delivery, dec decision, tr DeliveryTrace) result {
 	var err error
 	if m, ok := d.Acknowledger.(modifier); ok && dec.move == moveModify {
-		err = m.Modify(dec.deliverAt, firstFailureToAdd(d, time.Now()))
+		err = m.Modify(dec.deliverAt, modifyAnnotations(d, tr, time.Now()))
 	} else if dec.move == moveModify {
 		// New refuses such a Retrier; requeue rather than hold the delivery.
 		return r.requeue(d, fmt.Errorf("retry: message %q came over AMQP 0.9.1, which cannot hold it until a time", d.MessageId))
@@ -125,6 +127,29 @@ func (r *Retrier) returnFailed(d amqp.Delivery, dec decision) result {
 	r.obs.Retried(r.route.queue, dec.next)
 	r.log.Debug("retry: message returned to its queue for a retry", "message_id", d.MessageId, "attempt", dec.attempt, "next_attempt", dec.next, "error", errorText(dec.cause))
 	return result{outcome: Retried, delay: dec.delay, delayKnown: dec.delayKnown}
+}
+
+// modifyAnnotations are the message annotations a modified retry of d
+// adds: the time it first failed (once), and the headers tr would give a
+// copy, each under an x- name, because the broker keeps only annotations
+// so named (they come back as headers of that name).
+func modifyAnnotations(d amqp.Delivery, tr DeliveryTrace, now time.Time) map[string]any {
+	ann := map[string]any{}
+	if ff := firstFailureToAdd(d, now); ff != "" {
+		ann[contract.AnnotationFirstFailure] = ff
+	}
+	if tr == nil {
+		return ann
+	}
+	carried := amqp.Table{}
+	tr.Publishing(carried)
+	for k, v := range carried {
+		if !strings.HasPrefix(k, "x-") {
+			k = "x-" + k
+		}
+		ann[k] = v
+	}
+	return ann
 }
 
 // cancelled reports whether a handler's error is its own context being

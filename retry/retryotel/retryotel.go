@@ -52,9 +52,14 @@
 // cancelled by a shutdown, its delivery requeued unchanged, does not.
 //
 // On a queue of the native layout the broker itself returns a failed
-// delivery to the queue, with its headers as they were: its attempts are
-// in one trace only when the message carries a context, and they are not
-// linked to each other.
+// delivery to the queue. Over AMQP 1.0 (a schedule the broker cannot
+// compute, or RetryAfter) the helper settles it with the modified outcome,
+// whose x- annotations the broker keeps on the message: the trace travels
+// there (x-rmqtopo-previous-attempt, and x-traceparent for a message that
+// carried no context), so its attempts are in one trace, each linked to
+// the one before. By basic.reject (linear delays over AMQP 0.9.1) nothing
+// can be added: its attempts are in one trace only when the message
+// carries a context, and are not linked.
 //
 // # Metrics
 //

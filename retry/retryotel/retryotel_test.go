@@ -28,6 +28,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/retry"
 	"github.com/rmqtopo/rmqtopo/retry/retryotel"
 	"github.com/rmqtopo/rmqtopo/spec"
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 func TestMain(m *testing.M) { brokertest.Main(m) }
@@ -197,15 +198,7 @@ func TestTraceThroughRetries(t *testing.T) {
 	_, send := tp.Tracer("test").Start(context.Background(), "send", trace.WithSpanKind(trace.SpanKindProducer))
 	send.End()
 	for _, id := range []string{"twice-1", "bare-1", "always-1", "reject-1"} {
-		h := amqp.Table{}
-		if id != "bare-1" {
-			c := propagation.MapCarrier{}
-			propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), send.SpanContext()), c)
-			for k, v := range c {
-				h[k] = v
-			}
-		}
-		brokertest.PublishConfirmed(t, e.conn, "", queue, amqp.Publishing{MessageId: id, Headers: h, Body: []byte("x")})
+		publishTraced(t, e, id, send.SpanContext())
 	}
 	// 3 + 3 + 3 + 1 attempts; then the two dead letters are replayed.
 	waitSpans(t, exp, 10, "before the replay")
@@ -219,17 +212,11 @@ func TestTraceThroughRetries(t *testing.T) {
 			{"always-1", 3, "dead-lettered", contract.ReasonExhausted, true}, {"always-1", 1, "acked", "", false}},
 		"reject-1": {{"reject-1", 1, "dead-lettered", contract.ReasonRejected, true}, {"reject-1", 1, "acked", "", false}},
 	}
-	got := map[string][]attempt{}
-	for id, ss := range spans {
-		for _, s := range ss {
-			got[id] = append(got[id], summary(s))
-		}
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, summaries(spans)); diff != "" {
 		t.Errorf("process spans by message (-want +got):\n%s", diff)
 	}
 	for id, ss := range spans {
-		checkTrace(t, id, ss, send.SpanContext())
+		checkTrace(t, id, ss, send.SpanContext(), nil)
 	}
 	checkHandlerSpans(t, exp)
 	checkMetrics(t, reader)
@@ -255,7 +242,7 @@ func replayDLQ(t *testing.T, e *env) {
 // checkTrace checks that the spans of one message, in order, are in one
 // trace, each linked to the one before: children of the producer's span
 // when the message carried it, else of the first attempt's span.
-func checkTrace(t *testing.T, id string, ss []sdktrace.ReadOnlySpan, producer trace.SpanContext) {
+func checkTrace(t *testing.T, id string, ss []sdktrace.ReadOnlySpan, producer trace.SpanContext, delays []float64) {
 	t.Helper()
 	parent := producer.SpanID()
 	if id == "bare-1" {
@@ -290,12 +277,14 @@ func checkTrace(t *testing.T, id string, ss []sdktrace.ReadOnlySpan, producer tr
 		if diff := cmp.Diff(want, links); diff != "" {
 			t.Errorf("%s span %d: links (-want +got):\n%s", id, i, diff)
 		}
-		checkAttributes(t, id, s)
+		checkAttributes(t, id, s, delays)
 	}
 }
 
-// checkAttributes checks the conventions' attributes of a process span.
-func checkAttributes(t *testing.T, id string, s sdktrace.ReadOnlySpan) {
+// checkAttributes checks the conventions' attributes of a process span;
+// delays are the schedule's, in seconds, when the helper knows them (nil:
+// per-attempt wait queues, whose delays are the topology's).
+func checkAttributes(t *testing.T, id string, s sdktrace.ReadOnlySpan, delays []float64) {
 	t.Helper()
 	for key, want := range map[attribute.Key]string{
 		"messaging.system": "rabbitmq", "messaging.operation.type": "process",
@@ -310,9 +299,12 @@ func checkAttributes(t *testing.T, id string, s sdktrace.ReadOnlySpan) {
 	if a.Outcome == "retried" && next.AsInt64() != a.Attempt+1 {
 		t.Errorf("%s attempt %d retried: next_attempt %v; want %d", id, a.Attempt, next.Emit(), a.Attempt+1)
 	}
-	// Per-attempt wait queues: the delay is the topology's, not known.
-	if d := attr(s, "rmqtopo.retry.delay"); d.Type() != attribute.INVALID {
+	d := attr(s, "rmqtopo.retry.delay")
+	switch {
+	case delays == nil && d.Type() != attribute.INVALID:
 		t.Errorf("%s: delay %v on a per-attempt queue, whose delays the helper does not know", id, d.Emit())
+	case delays != nil && a.Outcome == "retried" && (a.Attempt > int64(len(delays)) || d.AsFloat64() != delays[a.Attempt-1]):
+		t.Errorf("%s attempt %d retried: delay %v; want the schedule's %v", id, a.Attempt, d.Emit(), delays)
 	}
 }
 
@@ -441,4 +433,73 @@ func TestHandleCarriesTrace(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("retry copy's trace headers (-want +got):\n%s", diff)
 	}
+}
+
+// TestTraceThroughNativeModified follows messages through a native queue
+// whose retries go back by AMQP 1.0's modified outcome (a schedule the
+// broker cannot compute: RabbitMQ 4.3.1+). The helper publishes no copy
+// there; the trace travels in the outcome's x- annotations, so each
+// attempt still links to the one before, and a message that carried no
+// context still keeps its attempts in one trace.
+func TestTraceThroughNativeModified(t *testing.T) {
+	b := brokertest.Get(t)
+	if v, err := topology.ParseVersion(b.Version(t)); err != nil || v.Less(nativeSince(t)) {
+		t.Skipf("RabbitMQ %s: the native layout needs %s", b.Version(t), contract.NativeSince)
+	}
+	e := newEnv(t, "    type: quorum\n    layout: native\n    retry: {delays: [100ms, 300ms]}\n")
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	tel := retryotel.New(retryotel.WithTracerProvider(tp),
+		retryotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))))
+	e.consume(t, handle(tp.Tracer("test")), tel.Option())
+
+	_, send := tp.Tracer("test").Start(context.Background(), "send", trace.WithSpanKind(trace.SpanKindProducer))
+	send.End()
+	for _, id := range []string{"twice-1", "bare-1"} {
+		publishTraced(t, e, id, send.SpanContext())
+	}
+	spans := byMessage(waitSpans(t, exp, 6, "three attempts of each message"))
+	want := map[string][]attempt{
+		"twice-1": {{"twice-1", 1, "retried", "", true}, {"twice-1", 2, "retried", "", true}, {"twice-1", 3, "acked", "", false}},
+		"bare-1":  {{"bare-1", 1, "retried", "", true}, {"bare-1", 2, "retried", "", true}, {"bare-1", 3, "acked", "", false}},
+	}
+	if diff := cmp.Diff(want, summaries(spans)); diff != "" {
+		t.Errorf("process spans by message (-want +got):\n%s", diff)
+	}
+	for id, ss := range spans {
+		checkTrace(t, id, ss, send.SpanContext(), []float64{0.1, 0.3})
+	}
+}
+
+// publishTraced publishes message id, carrying producer's context unless
+// id is bare-1.
+func publishTraced(t *testing.T, e *env, id string, producer trace.SpanContext) {
+	h := amqp.Table{}
+	if id != "bare-1" {
+		c := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), producer), c)
+		for k, v := range c {
+			h[k] = v
+		}
+	}
+	brokertest.PublishConfirmed(t, e.conn, "", queue, amqp.Publishing{MessageId: id, Headers: h, Body: []byte("x")})
+}
+
+// summaries are the spans' summaries by message.
+func summaries(spans map[string][]sdktrace.ReadOnlySpan) map[string][]attempt {
+	got := map[string][]attempt{}
+	for id, ss := range spans {
+		for _, s := range ss {
+			got[id] = append(got[id], summary(s))
+		}
+	}
+	return got
+}
+
+func nativeSince(t *testing.T) topology.Version {
+	v, err := topology.ParseVersion(contract.NativeSince)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -168,9 +168,15 @@ func previousAttempt(h amqp.Table) trace.SpanContext {
 type headerCarrier amqp.Table
 
 // Get returns the header's text: a string, or bytes (how some clients
-// send a long string), else "".
+// send a long string), else "". A header key missing is read under x-key
+// too: the name it has when the helper carried it as a message annotation
+// of a native queue's retry (see retry.DeliveryTrace).
 func (c headerCarrier) Get(key string) string {
-	switch v := c[key].(type) {
+	v, ok := c[key]
+	if !ok {
+		v = c["x-"+key]
+	}
+	switch v := v.(type) {
 	case string:
 		return v
 	case []byte:
