@@ -15,7 +15,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/failpoint"
 	"github.com/rmqtopo/rmqtopo/internal/progress"
 	"github.com/rmqtopo/rmqtopo/plan"
-	"github.com/rmqtopo/rmqtopo/plan/planfile"
+	"github.com/rmqtopo/rmqtopo/plan/planjson"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -142,9 +142,9 @@ func (c *applyCmd) review(e *env, client *broker.Client, saved bool, check plan.
 // input reads what apply applies: a saved plan (one file whose kind says
 // so) or spec files, expanded for the broker's state (layouts; notes
 // receives what the plan's checks say of the layouts).
-func (c *applyCmd) input(e *env, notes *layoutNotes) (*planfile.File, topology.Topology, plan.Choices, error) {
+func (c *applyCmd) input(e *env, notes *layoutNotes) (*planjson.File, topology.Topology, plan.Choices, error) {
 	if len(c.Files) == 1 {
-		saved, err := planfile.Read(c.Files[0])
+		saved, err := planjson.Read(c.Files[0])
 		if err != nil {
 			return nil, topology.Topology{}, plan.Choices{}, planfileError(err)
 		}
