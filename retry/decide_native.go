@@ -107,24 +107,6 @@ func (rt route) numberNative(d *amqp.Delivery) {
 // the broker's delivery count (contract.HeaderDeliveryCount, absent on a
 // first delivery) plus one.
 func nativeAttempt(d *amqp.Delivery) int {
-	var n int64
-	switch v := d.Headers[contract.HeaderDeliveryCount].(type) {
-	case int64:
-		n = v
-	case int32:
-		n = int64(v)
-	case int16:
-		n = int64(v)
-	case int8:
-		n = int64(v)
-	case int:
-		n = int64(v)
-	case uint8:
-		n = int64(v)
-	case uint16:
-		n = int64(v)
-	case uint32:
-		n = int64(v)
-	}
+	n, _ := contract.Integer(d.Headers[contract.HeaderDeliveryCount])
 	return contract.AttemptOfDeliveryCount(n)
 }
