@@ -7,6 +7,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/definitions"
+	"github.com/rmqtopo/rmqtopo/internal/exitcode"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/plan/planjson"
 	"github.com/rmqtopo/rmqtopo/render"
@@ -95,12 +96,12 @@ func (c *planCmd) finish(e *env, p plan.Plan, diags []plan.Diagnostic, saved fun
 		err := blockingError(blocking)
 		if c.DetailedExitcode {
 			// An ExitError says all it means: it names the command itself.
-			return &ExitError{Code: ExitRefused, Err: fmt.Errorf("plan: %w", err)}
+			return &ExitError{Code: exitcode.Refused, Err: fmt.Errorf("plan: %w", err)}
 		}
 		return err
 	}
 	if c.DetailedExitcode && p.HasChanges() {
-		return &ExitError{Code: ExitChanges}
+		return &ExitError{Code: exitcode.Changes}
 	}
 	return nil
 }
