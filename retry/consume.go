@@ -39,7 +39,7 @@ type Dialer func(ctx context.Context) (*amqp.Connection, error)
 // DialURL returns a Dialer that dials url with config (name the
 // connection in config.Properties to find it in the management UI).
 func DialURL(url string, config amqp.Config) Dialer {
-	return func(context.Context) (*amqp.Connection, error) { return dialRemembered(url, config) }
+	return func(ctx context.Context) (*amqp.Connection, error) { return dialWithLogin(ctx, url, config) }
 }
 
 // Consume consumes queue with h until ctx is cancelled, and returns nil
@@ -118,13 +118,14 @@ func (c *consumer) loop(ctx context.Context, dial Dialer) error {
 // session is one connection's life: it reports whether it got as far as
 // consuming, and why it ended. reconnect says an earlier session consumed.
 func (c *consumer) session(ctx context.Context, dial Dialer, reconnect bool) (consumed bool, err error) {
-	conn, err := dial(ctx)
+	dctx, l := withLoginSink(ctx)
+	conn, err := dial(dctx)
 	if err != nil {
 		return false, fmt.Errorf("retry: connecting: %w", err)
 	}
 	defer conn.Close()
 	lost := conn.NotifyClose(make(chan *amqp.Error, 1))
-	r, err := newRetrier(conn, c.queue, c.o.options)
+	r, err := newRetrier(conn, l, c.queue, c.o.options)
 	if err != nil {
 		return false, err
 	}

@@ -68,6 +68,9 @@ type route struct {
 	// apart: the native schedule is in the queue's schedule binding, not
 	// its arguments, and may change while the helper runs.
 	apart bool
+	// login is the one the native queue's connection was dialed with, for
+	// its AMQP 1.0 connections (see login); nil for the other layouts.
+	login *login
 	// draw picks a jittered delay from 0 to d; nil draws uniformly.
 	draw func(d time.Duration) time.Duration
 }

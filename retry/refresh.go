@@ -67,7 +67,7 @@ func (c *consumer) watchSchedule(ctx context.Context, conn *amqp.Connection, r *
 func (c *consumer) refreshSchedule(ctx context.Context, conn *amqp.Connection, r *Retrier) error {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	c10, err := dial10(ctx, conn)
+	c10, err := dial10(ctx, conn, r.route.login)
 	if err != nil {
 		return err
 	}

@@ -180,7 +180,7 @@ func New(conn *amqp.Connection, queue string, opts ...Option) (*Retrier, error) 
 	if queue == "" {
 		return nil, errors.New("retry: empty queue name")
 	}
-	r, err := newRetrier(conn, queue, newOptions(opts))
+	r, err := newRetrier(conn, nil, queue, newOptions(opts))
 	if err == nil && r.route.native != nil && r.route.native.Route == contract.RouteModified {
 		r.Close()
 		return nil, fmt.Errorf("retry: queue %q holds each retry until a time of the helper's choosing, which needs its deliveries over AMQP 1.0: consume it with Consume: %w", queue, errMisfit)
@@ -188,8 +188,11 @@ func New(conn *amqp.Connection, queue string, opts ...Option) (*Retrier, error) 
 	return r, err
 }
 
-func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error) {
-	rt, err := findRoute(conn, queue, o.levels)
+// newRetrier is New's Retrier, and Consume's, which passes the login its
+// connection was dialed with (nil from New), for a native queue's AMQP
+// 1.0 connection.
+func newRetrier(conn *amqp.Connection, l *login, queue string, o options) (*Retrier, error) {
+	rt, err := findRoute(conn, l, queue, o.levels)
 	if err != nil {
 		return nil, err
 	}
@@ -210,14 +213,14 @@ func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error
 // findRoute finds how queue retries: through its retry exchange (and a
 // return queue, or the delay ladder of l), or, for a queue without one,
 // inside itself (the native layout, read over AMQP 1.0).
-func findRoute(conn *amqp.Connection, queue string, l *levels) (route, error) {
+func findRoute(conn *amqp.Connection, login *login, queue string, l *levels) (route, error) {
 	retryX := contract.RetryExchange(queue)
 	hasRetry, err := exchangeExists(conn, retryX)
 	if err != nil {
 		return route{}, fmt.Errorf("retry: checking the exchange %q of queue %q: %w", retryX, queue, err)
 	}
 	if !hasRetry {
-		return nativeRoute(conn, queue, l)
+		return nativeRoute(conn, login, queue, l)
 	}
 	back, err := checkTopology(conn, queue)
 	if err != nil {
@@ -231,8 +234,8 @@ func findRoute(conn *amqp.Connection, queue string, l *levels) (route, error) {
 
 // nativeRoute is the route of a queue without a retry exchange: native,
 // or a topology that is missing.
-func nativeRoute(conn *amqp.Connection, queue string, l *levels) (route, error) {
-	n, apart, err := readNative(conn, queue)
+func nativeRoute(conn *amqp.Connection, login *login, queue string, l *levels) (route, error) {
+	n, apart, err := readNative(conn, login, queue)
 	if n == nil {
 		why := ""
 		if err != nil {
@@ -247,7 +250,7 @@ func nativeRoute(conn *amqp.Connection, queue string, l *levels) (route, error) 
 	if _, err := checkTopology(conn, queue); err != nil {
 		return route{}, err
 	}
-	return route{queue: queue, native: n, apart: apart}, nil
+	return route{queue: queue, native: n, apart: apart, login: login}, nil
 }
 
 // errTopology marks a missing retry topology: a configuration error, not a
