@@ -131,7 +131,7 @@ func (c *consumer) session(ctx context.Context, dial Dialer, reconnect bool) (co
 	}
 	defer r.Close()
 	subscribe := c.subscribe
-	if n := r.route.native; n != nil && n.Route == contract.RouteModified {
+	if n, ok := r.native(); ok && n.schedule.Route == contract.RouteModified {
 		subscribe = c.subscribe10
 	}
 	deliveries, closeFeed, err := subscribe(conn, r)
@@ -139,7 +139,8 @@ func (c *consumer) session(ctx context.Context, dial Dialer, reconnect bool) (co
 		return false, err
 	}
 	defer closeFeed()
-	c.log.Info("retry: consuming", "prefetch", c.o.prefetch, "return_queue", r.route.back, "native", r.route.native != nil)
+	_, native := r.native()
+	c.log.Info("retry: consuming", "prefetch", c.o.prefetch, "return_queue", r.returnQueue(), "native", native)
 	c.o.obs.Connected(c.queue, reconnect)
 	sctx, restart := context.WithCancelCause(ctx)
 	defer restart(nil)

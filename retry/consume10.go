@@ -19,7 +19,8 @@ import (
 func (c *consumer) subscribe10(conn *amqp.Connection, r *Retrier) (feed, func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	c10, err := dial10(ctx, conn, r.route.login)
+	n, _ := r.native()
+	c10, err := dial10(ctx, conn, n.login)
 	if err != nil {
 		return feed{}, nil, fmt.Errorf("retry: consuming %q over AMQP 1.0: %w", c.queue, err)
 	}
