@@ -58,10 +58,10 @@ func (a *Action) UnmarshalText(b []byte) error {
 // Object is the state of one object on one side of a change: exactly one
 // field is set, matching Address.Kind (Vhost uses Address.Name alone).
 type Object struct {
-	Exchange *topology.Exchange `json:"exchange,omitempty"`
-	Queue    *topology.Queue    `json:"queue,omitempty"`
-	Binding  *topology.Binding  `json:"binding,omitempty"`
-	Policy   *topology.Policy   `json:"policy,omitempty"`
+	Exchange *topology.Exchange
+	Queue    *topology.Queue
+	Binding  *topology.Binding
+	Policy   *topology.Policy
 }
 
 // Change is one planned change. What only some changes carry (a reason,

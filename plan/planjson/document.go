@@ -31,11 +31,18 @@ type Document struct {
 // Write streams it a change at a time, field by field as declared here,
 // and a test holds the stream to encoding/json's bytes for the whole.
 type documentJSON struct {
-	FormatVersion int               `json:"format_version"`
-	RabbitMQ      *plan.Judged      `json:"rabbitmq,omitempty"`
-	Changes       []Change          `json:"changes"`
-	Diagnostics   []plan.Diagnostic `json:"diagnostics"`
-	Summary       plan.ActionCounts `json:"summary"`
+	FormatVersion int          `json:"format_version"`
+	RabbitMQ      *Judged      `json:"rabbitmq,omitempty"`
+	Changes       []Change     `json:"changes"`
+	Diagnostics   []Diagnostic `json:"diagnostics"`
+	Summary       ActionCounts `json:"summary"`
+}
+
+// head is doc's documentJSON but for its changes, which Write writes one
+// at a time.
+func head(doc Document) documentJSON {
+	return documentJSON{FormatVersion: FormatVersion, RabbitMQ: (*Judged)(doc.RabbitMQ),
+		Diagnostics: diagnosticsJSON(doc.Diagnostics), Summary: ActionCounts(doc.Summary)}
 }
 
 // NewDocument is the Document of plan p with diagnostics diags. No-ops
@@ -90,7 +97,8 @@ func (d *Document) UnmarshalJSON(b []byte) error {
 	if j.FormatVersion != FormatVersion {
 		return fmt.Errorf("plan format %d; this rmqtopo reads %d", j.FormatVersion, FormatVersion)
 	}
-	*d = Document{RabbitMQ: j.RabbitMQ, Changes: planChanges(j.Changes), Diagnostics: j.Diagnostics, Summary: j.Summary}
+	*d = Document{RabbitMQ: (*plan.Judged)(j.RabbitMQ), Changes: planChanges(j.Changes),
+		Diagnostics: planDiagnostics(j.Diagnostics), Summary: plan.ActionCounts(j.Summary)}
 	return nil
 }
 
@@ -101,8 +109,8 @@ func (d *Document) UnmarshalJSON(b []byte) error {
 type Change struct {
 	Action     plan.Action      `json:"action"`
 	Address    topology.Address `json:"address"`
-	Before     *plan.Object     `json:"before,omitempty"`
-	After      *plan.Object     `json:"after,omitempty"`
+	Before     *Object          `json:"before,omitempty"`
+	After      *Object          `json:"after,omitempty"`
 	Reason     string           `json:"reason,omitempty"`
 	Messages   *int64           `json:"messages,omitempty"`
 	Consumers  *int64           `json:"consumers,omitempty"`
@@ -118,7 +126,7 @@ type Change struct {
 
 // ChangeOf is c as JSON shows it.
 func ChangeOf(c plan.Change) Change {
-	j := Change{Action: c.Action, Address: c.Address, Before: c.Before, After: c.After}
+	j := Change{Action: c.Action, Address: c.Address, Before: (*Object)(c.Before), After: (*Object)(c.After)}
 	if d := c.Details; d != nil {
 		j.Reason, j.Messages, j.Consumers, j.Owner = c.Reason(), d.Messages, d.Consumers, d.Owner
 		j.Conflict, j.Pinned, j.InPolicy = d.Conflict, d.Pinned, d.InPolicy
@@ -132,7 +140,7 @@ func ChangeOf(c plan.Change) Change {
 // was written: without Details. Its reason comes back as the one
 // sentence a saved plan carries.
 func (j Change) Plan() plan.Change {
-	c := plan.Change{Action: j.Action, Address: j.Address, Before: j.Before, After: j.After}
+	c := plan.Change{Action: j.Action, Address: j.Address, Before: (*plan.Object)(j.Before), After: (*plan.Object)(j.After)}
 	det := plan.Details{Messages: j.Messages, Consumers: j.Consumers, Owner: j.Owner,
 		Conflict: j.Conflict, Pinned: j.Pinned, InPolicy: j.InPolicy}
 	if j.Reason != "" {

@@ -52,7 +52,7 @@ type fileJSON struct {
 	Fingerprint   string            `json:"fingerprint"`
 	Prune         bool              `json:"prune"`
 	Plan          planJSON          `json:"plan"`
-	Diagnostics   []plan.Diagnostic `json:"diagnostics"`
+	Diagnostics   []Diagnostic      `json:"diagnostics"`
 }
 
 // planJSON is the plan of a saved plan. Its format_version is the
@@ -61,21 +61,22 @@ type planJSON struct {
 	FormatVersion int      `json:"format_version"`
 	Changes       []Change `json:"changes"`
 	// PolicyConflicts: see plan.Plan.
-	PolicyConflicts []plan.PolicyConflict `json:"policy_conflicts,omitempty"`
-	RabbitMQ        *plan.Judged          `json:"rabbitmq,omitempty"`
+	PolicyConflicts []PolicyConflict `json:"policy_conflicts,omitempty"`
+	RabbitMQ        *Judged          `json:"rabbitmq,omitempty"`
 }
 
 func (f *File) json() fileJSON {
 	return fileJSON{Kind: Kind, FormatVersion: FormatVersion, CreatedAt: f.CreatedAt, Broker: f.Broker, Vhosts: f.Vhosts,
-		Specs: f.Specs, Fingerprint: f.Fingerprint, Prune: f.Prune, Diagnostics: f.Diagnostics,
+		Specs: f.Specs, Fingerprint: f.Fingerprint, Prune: f.Prune, Diagnostics: diagnosticsJSON(f.Diagnostics),
 		Plan: planJSON{FormatVersion: FormatVersion, Changes: jsonChanges(f.Plan.Changes),
-			PolicyConflicts: f.Plan.PolicyConflicts, RabbitMQ: f.Plan.RabbitMQ}}
+			PolicyConflicts: conflictsJSON(f.Plan.PolicyConflicts), RabbitMQ: (*Judged)(f.Plan.RabbitMQ)}}
 }
 
 func (j *fileJSON) file() *File {
 	return &File{CreatedAt: j.CreatedAt, Broker: j.Broker, Vhosts: j.Vhosts, Specs: j.Specs, Fingerprint: j.Fingerprint,
-		Prune: j.Prune, Diagnostics: j.Diagnostics,
-		Plan: plan.Plan{Changes: planChanges(j.Plan.Changes), PolicyConflicts: j.Plan.PolicyConflicts, RabbitMQ: j.Plan.RabbitMQ}}
+		Prune: j.Prune, Diagnostics: planDiagnostics(j.Diagnostics),
+		Plan: plan.Plan{Changes: planChanges(j.Plan.Changes), PolicyConflicts: planConflicts(j.Plan.PolicyConflicts),
+			RabbitMQ: (*plan.Judged)(j.Plan.RabbitMQ)}}
 }
 
 // New describes plan p, made from st against the broker at brokerURL.

@@ -25,9 +25,8 @@ func Write(w io.Writer, doc Document) (err error) {
 		}
 	}()
 	// Every field but the changes, which are written one at a time.
-	head := documentJSON{FormatVersion: FormatVersion, RabbitMQ: doc.RabbitMQ, Diagnostics: doc.Diagnostics, Summary: doc.Summary}
 	top := newIndenter("  ")
-	v := reflect.ValueOf(head)
+	v := reflect.ValueOf(head(doc))
 	bw.WriteString("{")
 	written := 0
 	for i, f := range reflect.VisibleFields(v.Type()) {

@@ -41,8 +41,8 @@ func TestWriteStreamed(t *testing.T) {
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		doc := NewDocument(tc.p, tc.diags)
-		whole := documentJSON{FormatVersion: FormatVersion, RabbitMQ: doc.RabbitMQ, Changes: jsonChanges(doc.Changes),
-			Diagnostics: doc.Diagnostics, Summary: doc.Summary}
+		whole := head(doc)
+		whole.Changes = jsonChanges(doc.Changes)
 		if err := enc.Encode(whole); err != nil {
 			t.Fatal(err)
 		}
