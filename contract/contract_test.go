@@ -29,12 +29,10 @@ func TestParseAttempt(t *testing.T) {
 		{"1.5", 0, false},
 		{"one", 0, false},
 		{"", 0, false},
-		// A whole float is the integer it holds (Integer: JSON gives
-		// numbers so); a fraction is malformed.
-		{1.0, 1, true},
-		{float32(3), 3, true},
+		// A float is not an AMQP integer, whole or not (contract.Integer).
+		{1.0, 0, false},
+		{float32(3), 0, false},
 		{2.5, 0, false},
-		{1001.0, 0, false},
 		{uint64(9), 9, true},
 		{true, 0, false},
 		{map[string]any{"a": 1}, 0, false},

@@ -5,34 +5,29 @@ import (
 	"math"
 )
 
-// Integer reads an integer as a header, a queue argument or a policy
-// value holds it, from whatever carried it: an AMQP 0-9-1 field table
-// (amqp091-go gives int8, int16, int32, int64, uint8, uint16 or uint32),
-// AMQP 1.0 (go-amqp also gives uint64), or a JSON decoder (the
-// management API, a definitions file: float64, or json.Number with
-// UseNumber). It is the one reader of such integers in rmqtopo.
+// Integer reads an AMQP integer: a header's or an argument's value, as a
+// client library gives it off the wire. It is the one reader of such
+// integers in rmqtopo; JSONInteger extends it to values that came through
+// JSON.
 //
-//   - Every Go integer type is its value; an unsigned one above
-//     math.MaxInt64 is not read (false).
-//   - A float32 or float64 is read only when it holds a whole number
-//     exactly, of magnitude below 2^53: JSON has no integer type, so a
-//     decoder gives 20 as 20.0. A fraction (2.5), NaN, an infinity, or a
-//     magnitude of 2^53 or more (where a float64 no longer tells
-//     neighbouring integers apart: 2^53+1 reads as 2^53) is not an
-//     integer (false).
-//   - A json.Number is read as the number it spells, by the same rules.
+//   - Every Go integer type is its value: amqp091-go gives int8, int16,
+//     int32, int64, uint8, uint16 and uint32 (AMQP 0-9-1's b, s, I, l, B,
+//     u, i), go-amqp also uint64, a caller's own table int or uint. An
+//     unsigned value above math.MaxInt64 is not read (false).
+//   - A float32 or float64 is not an integer, even a whole one (false):
+//     AMQP types its values, and RabbitMQ itself takes none as an integer
+//     (rabbit_amqqueue's check_int_arg accepts byte, short, signedint,
+//     long, unsignedbyte, unsignedshort and unsignedint, never float or
+//     double). A client that sends 2.0 where the contract says integer
+//     sent something else.
 //   - Anything else is not an integer (false): nil, a bool, an
-//     amqp091-go Decimal, and a string or []byte even when it spells a
-//     number. The contract writes some counters as decimal strings
-//     (HeaderAttempt, HeaderReplayCount); their readers parse the string
-//     themselves (ParseAttempt) and use Integer for the rest.
+//     amqp091-go Decimal, a table, and a string or []byte even when it
+//     spells a number. The contract writes some counters as decimal
+//     strings (HeaderAttempt, HeaderReplayCount); their readers parse the
+//     string themselves (ParseAttempt) and use Integer for the rest.
 //
 // Integer only reads: range checks (an attempt from 1 to MaxAttempt, a
-// count not below 0) are the caller's. RabbitMQ itself is stricter when
-// it validates an argument it is given (rabbit_amqqueue's check_int_arg
-// takes byte, short, signedint, long, unsignedbyte, unsignedshort and
-// unsignedint, never a float); rmqtopo writes int64, so that only
-// matters to what it reads back.
+// count not below 0) are the caller's.
 func Integer(v any) (int64, bool) {
 	switch x := v.(type) {
 	case int:
@@ -55,6 +50,23 @@ func Integer(v any) (int64, bool) {
 		return int64(x), true
 	case uint64:
 		return unsigned(x)
+	}
+	return 0, false
+}
+
+// JSONInteger reads an integer that may have come through JSON, which
+// has no integer type: a queue's arguments or a policy's definition as
+// the management API or a definitions file gives them (Go's decoder
+// gives 20 as float64 20, or json.Number "20" with UseNumber). It is
+// Integer, and also
+//
+//   - a float32 or float64 that holds a whole number of magnitude below
+//     2^53 (where a float64 still tells every integer from its
+//     neighbours: 2^53+1 reads as 2^53); a fraction (2.5), NaN, an
+//     infinity or a larger magnitude is not an integer (false);
+//   - a json.Number that spells such a number ("20", "20.0", "2e1").
+func JSONInteger(v any) (int64, bool) {
+	switch x := v.(type) {
 	case float32:
 		return whole(float64(x))
 	case float64:
@@ -69,7 +81,7 @@ func Integer(v any) (int64, bool) {
 		}
 		return whole(f)
 	}
-	return 0, false
+	return Integer(v)
 }
 
 func unsigned(x uint64) (int64, bool) {

@@ -274,11 +274,12 @@ func minInt(a, b int64) int64 {
 	return b
 }
 
-// argInt reads an integer argument: an Integer, or a decimal string.
+// argInt reads an integer argument, which may have come through JSON: a
+// JSONInteger, or a decimal string.
 func argInt(v any) (int64, bool) {
 	if s, ok := v.(string); ok {
 		n, err := strconv.ParseInt(s, 10, 64)
 		return n, err == nil
 	}
-	return Integer(v)
+	return JSONInteger(v)
 }

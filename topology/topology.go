@@ -291,7 +291,7 @@ func IsNormal(args Args) bool {
 		switch x := v.(type) {
 		case string, int64, bool:
 		case float64:
-			if _, whole := contract.Integer(x); whole {
+			if _, whole := contract.JSONInteger(x); whole {
 				return false
 			}
 		default:
@@ -322,7 +322,7 @@ func normalizeValue(v any) any {
 		}
 		return out
 	}
-	if n, ok := contract.Integer(v); ok {
+	if n, ok := contract.JSONInteger(v); ok {
 		return n
 	}
 	// What is a number but not an integer stays a float64.
