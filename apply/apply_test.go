@@ -153,7 +153,7 @@ func change(a plan.Action, before, after any) plan.Change {
 
 func TestApplyOrderAndOwnership(t *testing.T) {
 	// Deliberately out of order: Apply must order by phase itself.
-	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{
+	p := plan.Plan{Changes: []plan.Change{
 		withMsgs(del(qu("old.wait")), zero()),
 		del(bi("retry", "old.wait")),
 		create(bi("retry", "new.wait")),
@@ -243,7 +243,7 @@ func sortSlice(s []string, less func(a, b string) bool) {
 }
 
 func TestApplyReplaceQueueIsGuarded(t *testing.T) {
-	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{withMsgs(replace(qu("work")), zero())}}
+	p := plan.Plan{Changes: []plan.Change{withMsgs(replace(qu("work")), zero())}}
 	for _, allow := range []bool{false, true} {
 		f := &fake{}
 		if _, err := apply.Apply(context.Background(), f, p, apply.Options{AllowDestroy: allow, Records: records()}); err != nil {
@@ -261,7 +261,7 @@ func TestApplyReplaceQueueIsGuarded(t *testing.T) {
 }
 
 func TestApplyRefusesBlockingPlan(t *testing.T) {
-	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{withMsgs(replace(qu("work")), msgs(3))}}
+	p := plan.Plan{Changes: []plan.Change{withMsgs(replace(qu("work")), msgs(3))}}
 	checked := func(allow bool) apply.Options {
 		return apply.Options{AllowDestroy: allow, Records: records(), Diagnostics: plan.Check(p, plan.CheckOptions{AllowDestroy: allow})}
 	}
@@ -290,7 +290,7 @@ func TestApplyRefusesBlockingPlan(t *testing.T) {
 // missed.
 func TestApplyRefusesWhatThePlanShowed(t *testing.T) {
 	q := topology.Queue{Vhost: "v", Name: "scratch", Durable: true, Arguments: topology.Args{"x-queue-version": int64(1)}}
-	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{create(qu("scratch"))}, RabbitMQ: &plan.Judged{Version: "4.3.0", From: "flag"}}
+	p := plan.Plan{Changes: []plan.Change{create(qu("scratch"))}, RabbitMQ: &plan.Judged{Version: "4.3.0", From: "flag"}}
 	p.Changes[0].After = &plan.Object{Queue: &q}
 	f := &fake{}
 	_, err := apply.Apply(context.Background(), f, p, apply.Options{Records: records(), Diagnostics: plan.Check(p, plan.CheckOptions{})})
@@ -303,7 +303,7 @@ func TestApplyRefusesWhatThePlanShowed(t *testing.T) {
 }
 
 func TestApplyStopsAtFirstFailedPhase(t *testing.T) {
-	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{
+	p := plan.Plan{Changes: []plan.Change{
 		create(qu("a")), create(qu("b")), create(bi("x", "a")), withMsgs(del(qu("old")), zero()),
 	}}
 	f := &fake{fail: map[string]error{"declare-queue b": errors.New("the broker refused: inequivalent arg")}}
@@ -340,7 +340,7 @@ func TestApplyStopsAtFirstFailedPhase(t *testing.T) {
 }
 
 func TestApplyNotEmptyIsExplained(t *testing.T) {
-	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{withMsgs(del(qu("old")), zero())}}
+	p := plan.Plan{Changes: []plan.Change{withMsgs(del(qu("old")), zero())}}
 	f := &fake{fail: map[string]error{"delete-queue old if-empty=true": errNotEmpty}}
 	_, err := apply.Apply(context.Background(), f, p, apply.Options{
 		Records: records(qu("old").Addr()),
@@ -357,7 +357,7 @@ func TestApplyBoundsConcurrency(t *testing.T) {
 	}
 	f := &fake{delay: 5 * time.Millisecond}
 	var progress, recording atomic.Int64
-	res, err := apply.Apply(context.Background(), f, plan.Plan{FormatVersion: plan.FormatVersion, Changes: changes},
+	res, err := apply.Apply(context.Background(), f, plan.Plan{Changes: changes},
 		apply.Options{Concurrency: 4, Records: records(), Progress: func(p apply.Progress) {
 			if p.Total != 50 {
 				t.Errorf("total = %d", p.Total)
@@ -384,7 +384,7 @@ func TestApplyBoundsConcurrency(t *testing.T) {
 }
 
 func TestApplyVhostCreatedHook(t *testing.T) {
-	p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{create("v"), create(qu("a"))}}
+	p := plan.Plan{Changes: []plan.Change{create("v"), create(qu("a"))}}
 	f := &fake{}
 	_, err := apply.Apply(context.Background(), f, p, apply.Options{Records: records(), VhostCreated: func(ctx context.Context, v string) error {
 		return errors.New("lock held elsewhere")
@@ -401,7 +401,7 @@ func TestApplyVhostCreatedHook(t *testing.T) {
 
 func TestApplyNothingToDo(t *testing.T) {
 	f := &fake{}
-	res, err := apply.Apply(context.Background(), f, plan.Plan{FormatVersion: plan.FormatVersion, Changes: []plan.Change{noop(qu("a"))}}, apply.Options{})
+	res, err := apply.Apply(context.Background(), f, plan.Plan{Changes: []plan.Change{noop(qu("a"))}}, apply.Options{})
 	if err != nil || len(f.calls) != 0 || res.Changes() != 0 {
 		t.Fatalf("err = %v, calls = %q, changes = %d", err, f.calls, res.Changes())
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/apply/target"
 	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/plan"
-	"github.com/rmqtopo/rmqtopo/plan/planfile"
+	"github.com/rmqtopo/rmqtopo/plan/planjson"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -59,7 +59,7 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 type Request struct {
 	// Saved is a plan saved with `plan --out`, read from SavedPath; nil
 	// to plan Desired with Choices instead.
-	Saved     *planfile.File
+	Saved     *planjson.File
 	SavedPath string
 	Desired   topology.Topology
 	Choices   plan.Choices

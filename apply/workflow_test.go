@@ -12,7 +12,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/apply"
 	"github.com/rmqtopo/rmqtopo/apply/target"
 	"github.com/rmqtopo/rmqtopo/plan"
-	"github.com/rmqtopo/rmqtopo/plan/planfile"
+	"github.com/rmqtopo/rmqtopo/plan/planjson"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -192,7 +192,7 @@ func TestRunReviewRefuses(t *testing.T) {
 func TestRunSavedPlan(t *testing.T) {
 	made := existing()
 	p := plan.Diff(made, request(nil, 0).Desired, plan.Choices{Specs: map[string]string{vh: "s"}})
-	saved := planfile.New("http://broker", made, map[string]string{vh: "s"}, false, p, nil)
+	saved := planjson.New("http://broker", made, map[string]string{vh: "s"}, false, p, nil)
 	for _, tt := range []struct {
 		now   *topology.State
 		stale bool

@@ -180,9 +180,9 @@ func AttemptValue(attempt int) string { return strconv.Itoa(attempt) }
 const FirstAttempt = 1
 
 // ParseAttempt reads HeaderAttempt defensively. It returns FirstAttempt (1)
-// for an absent header, and ok=false for a value that is not a decimal from
-// 1 to MaxAttempt, of either AMQP string or integer type, so a malformed
-// header can never make a message loop.
+// for an absent header, and ok=false for a value that is not a number from
+// 1 to MaxAttempt, written as a decimal string or read by Integer, so a
+// malformed header can never make a message loop.
 func ParseAttempt(v any) (attempt int, ok bool) {
 	var n int64
 	switch x := v.(type) {
@@ -196,24 +196,10 @@ func ParseAttempt(v any) (attempt int, ok bool) {
 		n = p
 	case []byte:
 		return ParseAttempt(string(x))
-	case int:
-		n = int64(x)
-	case int8:
-		n = int64(x)
-	case int16:
-		n = int64(x)
-	case int32:
-		n = int64(x)
-	case int64:
-		n = x
-	case uint8:
-		n = int64(x)
-	case uint16:
-		n = int64(x)
-	case uint32:
-		n = int64(x)
 	default:
-		return 0, false
+		if n, ok = Integer(v); !ok {
+			return 0, false
+		}
 	}
 	if n < FirstAttempt || n > MaxAttempt {
 		return 0, false

@@ -29,7 +29,11 @@ func TestParseAttempt(t *testing.T) {
 		{"1.5", 0, false},
 		{"one", 0, false},
 		{"", 0, false},
+		// A float is not an AMQP integer, whole or not (contract.Integer).
 		{1.0, 0, false},
+		{float32(3), 0, false},
+		{2.5, 0, false},
+		{uint64(9), 9, true},
 		{true, 0, false},
 		{map[string]any{"a": 1}, 0, false},
 	}

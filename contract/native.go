@@ -274,34 +274,12 @@ func minInt(a, b int64) int64 {
 	return b
 }
 
-// argInt reads an integer argument of any of the types brokers and JSON
-// decoders give.
+// argInt reads an integer argument, which may have come through JSON: a
+// JSONInteger, or a decimal string.
 func argInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case float64:
-		if x != float64(int64(x)) {
-			return 0, false
-		}
-		return int64(x), true
-	case string:
-		n, err := strconv.ParseInt(x, 10, 64)
+	if s, ok := v.(string); ok {
+		n, err := strconv.ParseInt(s, 10, 64)
 		return n, err == nil
 	}
-	return 0, false
+	return JSONInteger(v)
 }

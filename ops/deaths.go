@@ -56,7 +56,7 @@ func ReadDeaths(headers amqp.Table) Deaths {
 		if !present {
 			return Deaths{Problem: fmt.Sprintf("x-death entry %d has no count", i+1)}
 		}
-		n, ok := asInt(c)
+		n, ok := contract.Integer(c)
 		if !ok {
 			return Deaths{Problem: fmt.Sprintf("x-death entry %d has count %s, not an integer", i+1, typeName(c))}
 		}
@@ -144,34 +144,6 @@ func asTable(v any) (map[string]any, bool) {
 	return nil, false
 }
 
-// asInt accepts every AMQP integer type. Floats and strings are not counts.
-func asInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint64:
-		if x > math.MaxInt64 {
-			return 0, false
-		}
-		return int64(x), true
-	}
-	return 0, false
-}
-
 func typeName(v any) string {
 	switch v.(type) {
 	case nil:
@@ -193,7 +165,7 @@ func typeName(v any) string {
 	case amqp.Table, map[string]any:
 		return "a table"
 	}
-	if _, ok := asInt(v); ok {
+	if _, ok := contract.Integer(v); ok {
 		return "an integer"
 	}
 	return fmt.Sprintf("a %T", v)

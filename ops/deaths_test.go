@@ -39,6 +39,7 @@ func TestReadDeaths(t *testing.T) {
 		{"missing count", amqp.Table{"x-death": []any{amqp.Table{"queue": "q"}}}, Deaths{Problem: "x-death entry 1 has no count"}},
 		{"string count", amqp.Table{"x-death": []any{entry("q", "expired", "7")}}, Deaths{Problem: "x-death entry 1 has count a string, not an integer"}},
 		{"float count", amqp.Table{"x-death": []any{entry("q", "expired", 2.5)}}, Deaths{Problem: "x-death entry 1 has count a float, not an integer"}},
+		{"whole float count (contract.Integer)", amqp.Table{"x-death": []any{amqp.Table{"count": 3.0}}}, Deaths{Problem: "x-death entry 1 has count a float, not an integer"}},
 		{"null count", amqp.Table{"x-death": []any{entry("q", "expired", nil)}}, Deaths{Problem: "x-death entry 1 has count null, not an integer"}},
 		{"negative count", amqp.Table{"x-death": []any{entry("q", "expired", int64(-1))}}, Deaths{Problem: "x-death entry 1 has a negative count -1"}},
 		{"overflow", amqp.Table{"x-death": []any{amqp.Table{"count": int64(1 << 62)}, amqp.Table{"count": int64(1 << 62)}, amqp.Table{"count": int64(1 << 62)}}},

@@ -185,7 +185,7 @@ func firstDelivery(t *testing.T, h amqp.Table) amqp.Table {
 	for k, v := range h {
 		if !contract.DeliveryHeaders(k) {
 			out[k] = v
-		} else if n, ok := asInt(v); !ok || n != 0 {
+		} else if n, ok := contract.Integer(v); !ok || n != 0 {
 			t.Errorf("a copy's first delivery has %s %v: carried over from its source", k, v)
 		}
 	}

@@ -37,7 +37,7 @@ func Decode(position int, d *amqp.Delivery) Message {
 		ts := d.Timestamp.UTC()
 		m.Timestamp = &ts
 	}
-	if n, ok := asInt(h["x-delivery-count"]); ok {
+	if n, ok := contract.Integer(h["x-delivery-count"]); ok {
 		m.DeliveryCount = &n
 	}
 	if utf8.Valid(d.Body) {
@@ -165,7 +165,7 @@ func HeaderString(v any) (s string, ok bool) {
 	case amqp.Decimal:
 		return decimalString(x), true
 	}
-	if n, ok := asInt(v); ok {
+	if n, ok := contract.Integer(v); ok {
 		return strconv.FormatInt(n, 10), true
 	}
 	return "", false
@@ -179,7 +179,7 @@ func decimalString(d amqp.Decimal) string {
 // parseCount reads a counter header written as a decimal string (the
 // contract's convention) or as an integer.
 func parseCount(v any) (int64, bool) {
-	if n, ok := asInt(v); ok && n >= 0 {
+	if n, ok := contract.Integer(v); ok && n >= 0 {
 		return n, true
 	}
 	s, ok := HeaderString(v)

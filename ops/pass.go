@@ -19,36 +19,11 @@ type Decision = move.Decision
 
 // Pass is one scan of a queue that moves some messages to a target queue
 // and leaves every other message in place, in order. See the package
-// documentation for how and why.
-type Pass struct {
-	// Queue is scanned; Target receives moved messages, through the default
-	// exchange. An empty Target makes a read-only pass (a peek).
-	Queue, Target string
-	// Scan bounds the messages examined; 0 means the queue's depth when the
-	// pass starts, so a pass never examines a message twice.
-	Scan int
-	// MaxMoves stops the pass after that many moves; 0 means no limit.
-	MaxMoves int
-	// Window is the most deliveries held at once (the consumer prefetch).
-	Window int
-	// InPlaceRequeue says the queue puts a requeued message back where it
-	// was (classic queues). Otherwise (quorum queues put it at their tail,
-	// and unknown types are treated alike) a pass that stops early still
-	// takes the rest of the queue, untouched, so that requeueing everything
-	// in order keeps the order.
-	InPlaceRequeue bool
-	// Decide is called once per examined message, in queue order, with its
-	// 1-based position; nil moves every message.
-	Decide func(position int, d *amqp.Delivery) Decision
-	// Rewrite builds the copy published to Target; nil copies the message
-	// (see Copy).
-	Rewrite func(d *amqp.Delivery) amqp.Publishing
-	// Progress, if set, is called after each examined message.
-	Progress func(Result)
-	// SettleTimeout bounds each wait for outstanding confirms, and the wait
-	// for the broker to settle acks and requeues at the end; 0 means 30s.
-	SettleTimeout time.Duration
-}
+// documentation for how and why. Its fields are move.Pass's, the one
+// definition of them; the dlq commands leave UntilEmpty and ConsumerTag
+// unset, and Run words a missing or refused queue (QueueError) unless
+// the caller does.
+type Pass move.Pass
 
 // DefaultWindow is the default number of deliveries a pass holds at once.
 const DefaultWindow = move.DefaultWindow
@@ -124,10 +99,9 @@ func (e *UndeclaredTargetError) Error() string {
 // and requeue: closing earlier makes a quorum queue return unsettled
 // messages out of order, and acked ones as duplicates.
 func (p Pass) Run(ctx context.Context, conn *amqp.Connection) (Result, error) {
-	e := move.Pass{
-		Queue: p.Queue, Target: p.Target, Scan: p.Scan, MaxMoves: p.MaxMoves, Window: p.Window,
-		InPlaceRequeue: p.InPlaceRequeue, Rewrite: p.Rewrite, SettleTimeout: p.SettleTimeout,
-		QueueError: queueError, Decide: p.Decide, Progress: p.Progress,
+	e := move.Pass(p)
+	if e.QueueError == nil {
+		e.QueueError = queueError
 	}
 	return e.Run(ctx, conn)
 }

@@ -44,16 +44,16 @@ const (
 
 // Diagnostic is one finding of Check about one change.
 type Diagnostic struct {
-	Code     string           `json:"code"`
-	Severity Severity         `json:"severity"`
-	Address  topology.Address `json:"address"`
-	Message  string           `json:"message"`
+	Code     string
+	Severity Severity
+	Address  topology.Address
+	Message  string
 	// Messages is the number of messages concerned, 0 when none or unknown.
-	Messages int64 `json:"messages,omitempty"`
+	Messages int64
 	// Remedy is what the user could do about it, as data: Message does
 	// not say it, and whoever shows the diagnostic words it (the CLI names
 	// its flags) after Message.
-	Remedy Remedy `json:"-"`
+	Remedy Remedy
 }
 
 // Remedy is what would accept a diagnostic, or clear it.
@@ -285,12 +285,12 @@ func Blocking(ds []Diagnostic) []Diagnostic {
 
 // ActionCounts counts a plan's changes by action; the JSON plan calls it its "summary".
 type ActionCounts struct {
-	Create  int `json:"create"`
-	Update  int `json:"update"`
-	Replace int `json:"replace"`
-	Delete  int `json:"delete"`
-	NoOp    int `json:"no_op"`
-	Migrate int `json:"migrate,omitempty"`
+	Create  int
+	Update  int
+	Replace int
+	Delete  int
+	NoOp    int
+	Migrate int
 }
 
 // CountActions counts the plan's changes by action.

@@ -129,7 +129,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := plan.Plan{FormatVersion: plan.FormatVersion, Changes: tt.changes}
+			p := plan.Plan{Changes: tt.changes}
 			if diff := cmp.Diff(tt.want, flagwords.Diagnostics(plan.Check(p, plan.CheckOptions{}))); diff != "" {
 				t.Errorf("Check (-want +got):\n%s", diff)
 			}

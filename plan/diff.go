@@ -188,7 +188,7 @@ func (d *differ) plan() Plan {
 	if changes == nil {
 		changes = []Change{}
 	}
-	return Plan{FormatVersion: FormatVersion, Changes: changes}
+	return Plan{Changes: changes}
 }
 
 // deletable reports whether a live object that left the spec may be

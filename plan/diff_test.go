@@ -498,9 +498,6 @@ func TestDiff(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := plan.DiffTopology(tt.live, tt.desired, tt.opts)
-			if got.FormatVersion != plan.FormatVersion {
-				t.Errorf("FormatVersion = %d, want %d", got.FormatVersion, plan.FormatVersion)
-			}
 			if diff := cmp.Diff(tt.want, rows(got, tt.withNoOps)); diff != "" {
 				t.Errorf("Diff changes (-want +got):\n%s", diff)
 			}

@@ -7,10 +7,6 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// FormatVersion is the version of the JSON form of a Plan. Bump it on any
-// incompatible change to the JSON shape.
-const FormatVersion = 1
-
 // Action is what happens to one object. It is a byte, not its name, so
 // that a Change stays small; text and JSON show the name.
 type Action uint8
@@ -62,17 +58,17 @@ func (a *Action) UnmarshalText(b []byte) error {
 // Object is the state of one object on one side of a change: exactly one
 // field is set, matching Address.Kind (Vhost uses Address.Name alone).
 type Object struct {
-	Exchange *topology.Exchange `json:"exchange,omitempty"`
-	Queue    *topology.Queue    `json:"queue,omitempty"`
-	Binding  *topology.Binding  `json:"binding,omitempty"`
-	Policy   *topology.Policy   `json:"policy,omitempty"`
+	Exchange *topology.Exchange
+	Queue    *topology.Queue
+	Binding  *topology.Binding
+	Policy   *topology.Policy
 }
 
 // Change is one planned change. What only some changes carry (a reason,
 // counts, ownership) is in Details, nil on the rest, so that the common
 // change, a create, stays small. Read those fields through the methods of
 // the same name, which see a nil Details as the zero one. Its JSON is
-// ChangeJSON (jsonplan.go), the one definition of it.
+// planjson.Change, the one definition of it.
 type Change struct {
 	Action  Action
 	Address topology.Address
@@ -97,7 +93,7 @@ type Details struct {
 	Consumers *int64
 	// Why is what code branches on beyond the action, one of a few
 	// exclusive marks; JSON shows it as the boolean of its name
-	// (jsonplan.go).
+	// (planjson.Change).
 	Why Why
 	// Owner says why rmqtopo believes a deleted object is its own: the
 	// ownership record that owns it. Set on every Delete.
@@ -190,17 +186,17 @@ const (
 	WhyDraining
 )
 
-// Plan is the ordered set of changes for one or more vhosts.
+// Plan is the ordered set of changes for one or more vhosts: plain data,
+// whose JSON package planjson defines.
 type Plan struct {
-	FormatVersion int      `json:"format_version"`
-	Changes       []Change `json:"changes"`
+	Changes []Change
 	// PolicyConflicts are the user and operator policies that shadow, are
 	// shadowed by, or cap rmqtopo's policies after the plan; see Check.
-	PolicyConflicts []PolicyConflict `json:"policy_conflicts,omitempty"`
+	PolicyConflicts []PolicyConflict
 	// RabbitMQ is the RabbitMQ version the plan is judged for, which every
 	// version check of Check reads (see JudgeVersion); nil: the version of
 	// Check's State, if any.
-	RabbitMQ *Judged `json:"rabbitmq,omitempty"`
+	RabbitMQ *Judged
 }
 
 // HasChanges reports whether applying the plan would change anything.

@@ -52,19 +52,19 @@ const (
 // PolicyConflict is one finding about the policies that govern rmqtopo's
 // queues after the plan is applied.
 type PolicyConflict struct {
-	Kind string `json:"kind"`
+	Kind string
 	// Policy is the user or operator policy concerned.
-	Policy   string `json:"policy"`
-	Vhost    string `json:"vhost"`
-	Priority int64  `json:"priority"`
+	Policy   string
+	Vhost    string
+	Priority int64
 	// Queues and Exchanges are the objects concerned, sorted.
-	Queues    []string `json:"queues,omitempty"`
-	Exchanges []string `json:"exchanges,omitempty"`
+	Queues    []string
+	Exchanges []string
 	// Keys are the policy keys that do not take effect.
-	Keys []string `json:"keys"`
+	Keys []string
 	// Capped holds, for ConflictCapped, the effective value of each key
 	// and what rmqtopo's policy wanted, by key: [effective, wanted].
-	Capped map[string][2]any `json:"capped,omitempty"`
+	Capped map[string][2]any
 }
 
 // policyView is the set of policies in force after the plan, by vhost.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -199,43 +200,10 @@ func checkEndpoints(a topology.Address, b topology.Binding, exists objectSet) []
 	return ds
 }
 
-// nearest is the known policy key closest to k, if it is close enough to
-// be a typo.
+// nearest is the known policy key closest to k, if it is close enough
+// (three edits) to be a typo.
 func nearest(k string) string {
-	best, bestD := "", 4
-	for _, cand := range topology.PolicyKeyNames() {
-		if d := editDistance(k, cand); d < bestD {
-			best, bestD = cand, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, with a
-// transposition of two neighbours counting as one edit ("lenght").
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
+	return english.Nearest(k, topology.PolicyKeyNames(), 3)
 }
 
 // quote quotes a name for a message, at most about 100 bytes of it, cut on

@@ -136,12 +136,3 @@ func reasonsText(rs []Reason) string {
 	}
 	return strings.Join(parts, "; ")
 }
-
-// reasonsOf reads back the reason of a change from its sentence: a
-// saved plan carries only that.
-func reasonsOf(text string) []Reason {
-	if text == "" {
-		return nil
-	}
-	return []Reason{{Kind: ReasonText, Text: text}}
-}

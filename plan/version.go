@@ -57,10 +57,10 @@ const (
 // JSON shows.
 type Judged struct {
 	// Version is "MAJOR.MINOR.PATCH"; empty when unknown.
-	Version string `json:"version,omitempty"`
+	Version string
 	// From is where the version came from: FromOverride ("flag"),
 	// FromBroker ("broker"), FromExport ("export") or FromNone ("none").
-	From string `json:"from"`
+	From string
 }
 
 // VersionOverrideError is JudgeVersion's error for an override that is

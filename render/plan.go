@@ -2,12 +2,9 @@ package render
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
-	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,110 +12,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/plan/planjson"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 // PlanJSON writes the plan, its diagnostics and its summary as versioned
-// JSON for tools: plan.Document, which docs/plan-json.md describes. The
-// document is written a field at a time, as plan.Document declares its
-// fields, and its changes one at a time, byte for byte as encoding/json
-// writes the whole Document: whole, a 150,000-queue plan was 620 MB of
-// JSON held in memory before the first byte went out.
-func PlanJSON(w io.Writer, p plan.Plan, diags []plan.Diagnostic) (err error) {
-	doc := plan.NewDocument(p, diags)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	defer func() {
-		if ferr := bw.Flush(); ferr != nil && err == nil {
-			err = ferr
-		}
-	}()
-	top := newJSONIndenter("  ")
-	v := reflect.ValueOf(doc)
-	bw.WriteString("{")
-	written := 0
-	for i, f := range reflect.VisibleFields(v.Type()) {
-		name, omitEmpty := jsonFieldName(f)
-		field := v.Field(i)
-		if omitEmpty && field.IsZero() {
-			continue
-		}
-		if written > 0 {
-			bw.WriteString(",")
-		}
-		written++
-		bw.WriteString("\n  " + strconv.Quote(name) + ": ")
-		if f.Name == "Changes" {
-			err = writeJSONChanges(bw, doc.Changes)
-		} else {
-			err = top.write(bw, field.Interface())
-		}
-		if err != nil {
-			return err
-		}
-	}
-	_, err = bw.WriteString("\n}\n")
-	return err
-}
-
-// jsonFieldName is the name encoding/json gives field f, and whether its
-// tag says omitempty.
-func jsonFieldName(f reflect.StructField) (string, bool) {
-	name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-	if name == "" {
-		name = f.Name
-	}
-	return name, slices.Contains(strings.Split(opts, ","), "omitempty")
-}
-
-// writeJSONChanges writes changes as the indented array encoding/json
-// writes at the document's first depth, a change at a time through one
-// plan.ChangeJSON, so that no change is boxed on its own.
-func writeJSONChanges(bw *bufio.Writer, changes []plan.Change) error {
-	if len(changes) == 0 {
-		bw.WriteString("[]")
-		return nil
-	}
-	change := newJSONIndenter("    ")
-	bw.WriteString("[")
-	var j plan.ChangeJSON
-	for i := range changes {
-		if i > 0 {
-			bw.WriteString(",")
-		}
-		bw.WriteString("\n    ")
-		j = changes[i].JSON()
-		if err := change.write(bw, &j); err != nil {
-			return err
-		}
-	}
-	bw.WriteString("\n  ]")
-	return nil
-}
-
-// jsonIndenter writes values as encoding/json indents them at one depth,
-// through one buffer for all of them.
-type jsonIndenter struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
-func newJSONIndenter(prefix string) *jsonIndenter {
-	j := &jsonIndenter{}
-	j.enc = json.NewEncoder(&j.buf)
-	j.enc.SetIndent(prefix, "  ")
-	// Names and reasons are shown verbatim: "->" and "→" stay readable.
-	j.enc.SetEscapeHTML(false)
-	return j
-}
-
-// write writes v without the newline the Encoder ends it with.
-func (j *jsonIndenter) write(w *bufio.Writer, v any) error {
-	j.buf.Reset()
-	if err := j.enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := w.Write(bytes.TrimSuffix(j.buf.Bytes(), []byte("\n")))
-	return err
+// JSON for tools: planjson.Document, which docs/plan-json.md describes,
+// streamed a change at a time (planjson.Write).
+func PlanJSON(w io.Writer, p plan.Plan, diags []plan.Diagnostic) error {
+	return planjson.Write(w, planjson.NewDocument(p, diags))
 }
 
 // PlanText writes the plan the way Terraform shows one: a symbol and the
@@ -127,7 +29,7 @@ func (j *jsonIndenter) write(w *bufio.Writer, v any) error {
 // line. o holds what only the caller knows.
 func PlanText(w io.Writer, p plan.Plan, diags []plan.Diagnostic, o TextOptions) error {
 	l := planLayout{planPalette: planPalette{on: o.Color}, gutter: true, versionFlag: o.VersionFlag}
-	return writePlanText(w, plan.NewDocument(p, diags), l)
+	return writePlanText(w, planjson.NewDocument(p, diags), l)
 }
 
 // TextOptions is what only the text plan's caller knows.
@@ -151,7 +53,7 @@ type planLayout struct {
 	versionFlag string
 }
 
-func writePlanText(w io.Writer, doc plan.Document, l planLayout) (err error) {
+func writePlanText(w io.Writer, doc planjson.Document, l planLayout) (err error) {
 	// Buffered: one write per line would be one system call per line on
 	// a terminal or pipe.
 	bw := bufio.NewWriterSize(w, 64<<10)

@@ -11,6 +11,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/plan/planjson"
 )
 
 // MarkdownOptions is what only the Markdown plan's caller knows.
@@ -38,7 +39,7 @@ const MarkdownLimit = 60000
 // the whole stays within MarkdownLimit; the rest are counted at the end,
 // with where to see them (MarkdownOptions.SeeAll).
 func PlanMarkdown(w io.Writer, p plan.Plan, diags []plan.Diagnostic, o MarkdownOptions) error {
-	doc := plan.NewDocument(p, diags)
+	doc := planjson.NewDocument(p, diags)
 	var out strings.Builder
 	writeMarkdownSummary(&out, doc, o.VersionFlag)
 	if doc.HasChanges() {
@@ -48,7 +49,7 @@ func PlanMarkdown(w io.Writer, p plan.Plan, diags []plan.Diagnostic, o MarkdownO
 	return err
 }
 
-func writeMarkdownSummary(out *strings.Builder, doc plan.Document, versionFlag string) {
+func writeMarkdownSummary(out *strings.Builder, doc planjson.Document, versionFlag string) {
 	s := doc.Summary
 	if !doc.HasChanges() {
 		out.WriteString("### rmqtopo plan: no changes\n\nThe broker matches the spec.\n\n")

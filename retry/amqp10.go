@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	amqp10 "github.com/Azure/go-amqp"
@@ -30,20 +29,23 @@ import (
 const settleTimeout = 30 * time.Second
 
 // login is how a Dialer of this package dialed a connection: amqp091
-// keeps no password in the connection it returns.
+// keeps no password in the connection it returns (it zeroes it once
+// connected), so the AMQP 1.0 connection beside it needs it from the
+// dial. It lives only as long as the Consume session that asked for it
+// (see withLoginSink): no package variable holds one, and nothing but
+// that session's Retrier can reach it.
 type login struct {
 	user, pass string
 	tls        *tls.Config // nil for a plain connection
+	// dialed: a dialer of this package filled it.
+	dialed bool
 }
 
-// dialedWith holds the login of every open connection DialURL or DialURLs
-// made.
-var dialedWith sync.Map // *amqp.Connection -> login
-
-// dialRemembered dials url with config and remembers its login until the
-// connection closes.
-func dialRemembered(url string, config amqp.Config) (*amqp.Connection, error) {
-	var l login
+// loginOf is the login amqp091 dials url with, given config: the URL's
+// user and password, or config's PLAIN mechanism; TLS for amqps, with
+// config's TLS configuration if it has one.
+func loginOf(url string, config amqp.Config) login {
+	l := login{dialed: true}
 	if u, err := amqp.ParseURI(url); err == nil {
 		l.user, l.pass = u.Username, u.Password
 		if u.Scheme == "amqps" {
@@ -59,24 +61,47 @@ func dialRemembered(url string, config amqp.Config) (*amqp.Connection, error) {
 	if config.TLSClientConfig != nil {
 		l.tls = config.TLSClientConfig.Clone()
 	}
+	return l
+}
+
+// loginSink is the context key under which a Consume session asks the
+// dialer it was handed for the login of the connection it dials. The
+// type is unexported: no other package can read the value.
+type loginSink struct{}
+
+// withLoginSink returns ctx asking a Dialer of this package for the login
+// of the connection it makes, and where that login will be: nil fields
+// until a DialURL or DialURLs dialer fills them.
+func withLoginSink(ctx context.Context) (context.Context, *login) {
+	l := &login{}
+	return context.WithValue(ctx, loginSink{}, l), l
+}
+
+// dialWithLogin dials url with config and, if ctx asks (withLoginSink),
+// hands the login it dialed with to the session that asked.
+func dialWithLogin(ctx context.Context, url string, config amqp.Config) (*amqp.Connection, error) {
+	l := loginOf(url, config)
 	conn, err := amqp.DialConfig(url, config)
 	if err != nil {
 		return nil, err
 	}
-	dialedWith.Store(conn, l)
-	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
-	go func() { <-closed; dialedWith.Delete(conn) }()
+	if sink, ok := ctx.Value(loginSink{}).(*login); ok {
+		*sink = l
+	}
 	return conn, nil
 }
 
-// dial10 opens an AMQP 1.0 connection beside conn, which DialURL or
-// DialURLs made.
-func dial10(ctx context.Context, conn *amqp.Connection) (*amqp10.Conn, error) {
-	v, ok := dialedWith.Load(conn)
-	if !ok {
-		return nil, errors.New("the AMQP 0.9.1 connection was not made by retry.DialURL or retry.DialURLs, so its login is unknown")
+// errNoLogin: the AMQP 1.0 connection needs a login the helper was not
+// given.
+var errNoLogin = errors.New("the AMQP 1.0 connection needs the login of the AMQP 0.9.1 one, which only Consume with a dialer of retry.DialURL or retry.DialURLs knows")
+
+// dial10 opens an AMQP 1.0 connection beside conn with l, the login conn
+// was dialed with; nil (retry.New, or a dialer of the service's own)
+// fails.
+func dial10(ctx context.Context, conn *amqp.Connection, l *login) (*amqp10.Conn, error) {
+	if l == nil || !l.dialed {
+		return nil, errNoLogin
 	}
-	l := v.(login)
 	opts := &amqp10.ConnOptions{HostName: "vhost:" + conn.Config.Vhost, SASLType: amqp10.SASLTypePlain(l.user, l.pass)}
 	scheme := "amqp://"
 	if l.tls != nil {
@@ -172,10 +197,10 @@ func ask(ctx context.Context, c *amqp10.Conn, path string, pause time.Duration) 
 // not on the AMQP port). apart says the schedule came from the queue's
 // schedule binding (contract's in-place shape), so it may change while the
 // helper runs (see refreshSchedule).
-func readNative(conn *amqp.Connection, queue string) (n *contract.Native, apart bool, err error) {
+func readNative(conn *amqp.Connection, l *login, queue string) (n *contract.Native, apart bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	c, err := dial10(ctx, conn)
+	c, err := dial10(ctx, conn, l)
 	if err != nil {
 		return nil, false, err
 	}

@@ -39,7 +39,7 @@ type Dialer func(ctx context.Context) (*amqp.Connection, error)
 // DialURL returns a Dialer that dials url with config (name the
 // connection in config.Properties to find it in the management UI).
 func DialURL(url string, config amqp.Config) Dialer {
-	return func(context.Context) (*amqp.Connection, error) { return dialRemembered(url, config) }
+	return func(ctx context.Context) (*amqp.Connection, error) { return dialWithLogin(ctx, url, config) }
 }
 
 // Consume consumes queue with h until ctx is cancelled, and returns nil
@@ -118,19 +118,20 @@ func (c *consumer) loop(ctx context.Context, dial Dialer) error {
 // session is one connection's life: it reports whether it got as far as
 // consuming, and why it ended. reconnect says an earlier session consumed.
 func (c *consumer) session(ctx context.Context, dial Dialer, reconnect bool) (consumed bool, err error) {
-	conn, err := dial(ctx)
+	dctx, l := withLoginSink(ctx)
+	conn, err := dial(dctx)
 	if err != nil {
 		return false, fmt.Errorf("retry: connecting: %w", err)
 	}
 	defer conn.Close()
 	lost := conn.NotifyClose(make(chan *amqp.Error, 1))
-	r, err := newRetrier(conn, c.queue, c.o.options)
+	r, err := newRetrier(conn, l, c.queue, c.o.options)
 	if err != nil {
 		return false, err
 	}
 	defer r.Close()
 	subscribe := c.subscribe
-	if n := r.route.native; n != nil && n.Route == contract.RouteModified {
+	if n, ok := r.native(); ok && n.schedule.Route == contract.RouteModified {
 		subscribe = c.subscribe10
 	}
 	deliveries, closeFeed, err := subscribe(conn, r)
@@ -138,7 +139,8 @@ func (c *consumer) session(ctx context.Context, dial Dialer, reconnect bool) (co
 		return false, err
 	}
 	defer closeFeed()
-	c.log.Info("retry: consuming", "prefetch", c.o.prefetch, "return_queue", r.route.back, "native", r.route.native != nil)
+	_, native := r.native()
+	c.log.Info("retry: consuming", "prefetch", c.o.prefetch, "return_queue", r.returnQueue(), "native", native)
 	c.o.obs.Connected(c.queue, reconnect)
 	sctx, restart := context.WithCancelCause(ctx)
 	defer restart(nil)

@@ -16,10 +16,11 @@ import (
 // link credit, and feeds each message as a Delivery whose Acknowledger
 // settles it on the link (see ack10). The feed also ends when conn, which
 // publishes the DLQ copies, is lost.
-func (c *consumer) subscribe10(conn *amqp.Connection, _ *Retrier) (feed, func(), error) {
+func (c *consumer) subscribe10(conn *amqp.Connection, r *Retrier) (feed, func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	c10, err := dial10(ctx, conn)
+	n, _ := r.native()
+	c10, err := dial10(ctx, conn, n.login)
 	if err != nil {
 		return feed{}, nil, fmt.Errorf("retry: consuming %q over AMQP 1.0: %w", c.queue, err)
 	}

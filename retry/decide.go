@@ -57,29 +57,51 @@ type decision struct {
 }
 
 // route is what a Retrier knows of its queue's topology: all a decision
-// needs besides the delivery.
-type route struct {
+// needs besides the delivery. A queue retries through its retry exchange
+// (exchangeRoute) or inside itself (nativeRoute, decide_native.go).
+type route interface {
+	// queueName is the work queue's.
+	queueName() string
+	// decide settles d by its handler's result herr.
+	decide(d *amqp.Delivery, herr error, cancelled bool, now time.Time) decision
+	// retry is the next attempt of d, failed with cause (Retrier.Retry).
+	retry(d *amqp.Delivery, cause error, now time.Time) decision
+	// deadLetter sends d to the DLQ with reason.
+	deadLetter(d *amqp.Delivery, cause error, reason string, now time.Time) decision
+	// exhausted is the decision once d's schedule is over.
+	exhausted(d *amqp.Delivery, cause error, now time.Time) decision
+	// attemptOf is the attempt number of d (ok false if malformed).
+	attemptOf(d *amqp.Delivery) (int, bool)
+	// number gives d the attempt header a handler reads, where the
+	// route numbers attempts otherwise.
+	number(d *amqp.Delivery)
+	// unhonoured says why dec's retry cannot wait the delay its handler
+	// asked for with RetryAfter, and what it waits instead; "" if it does.
+	unhonoured(dec decision) string
+}
+
+// exchangeRoute is the route of a queue that retries through its retry
+// exchange: into wait queues (with a return queue, or not) or the delay
+// ladder.
+type exchangeRoute struct {
 	queue  string
 	back   string  // the return queue, "" if none
 	levels *levels // the delay ladder (WithLevels), nil if none
-	// native is the schedule of a queue of the native layout, which
-	// retries inside itself; nil for the other layouts.
-	native *contract.Native
-	// apart: the native schedule is in the queue's schedule binding, not
-	// its arguments, and may change while the helper runs.
-	apart bool
-	// draw picks a jittered delay from 0 to d; nil draws uniformly.
-	draw func(d time.Duration) time.Duration
 }
+
+func (rt exchangeRoute) queueName() string { return rt.queue }
+
+// attemptOf reads contract.HeaderAttempt.
+func (rt exchangeRoute) attemptOf(d *amqp.Delivery) (int, bool) { return Attempt(*d) }
+
+// number does nothing: the retry copies carry their attempt.
+func (rt exchangeRoute) number(*amqp.Delivery) {}
 
 // decide settles d by its handler's result herr: nil acks; cancelled (the
 // handler's own context was cancelled) requeues unchanged; an error that
 // errors.Is ErrReject dead-letters with ReasonRejected; any other error
 // retries (see retry).
-func (rt route) decide(d *amqp.Delivery, herr error, cancelled bool, now time.Time) decision {
-	if rt.native != nil {
-		return rt.decideNative(d, herr, cancelled, now)
-	}
+func (rt exchangeRoute) decide(d *amqp.Delivery, herr error, cancelled bool, now time.Time) decision {
 	attempt, _ := Attempt(*d)
 	switch {
 	case herr == nil:
@@ -95,7 +117,7 @@ func (rt route) decide(d *amqp.Delivery, herr error, cancelled bool, now time.Ti
 // retry is the next attempt of d, through the retry exchange; or, when
 // no next attempt can be numbered (a malformed attempt header, or one at
 // contract.MaxAttempt), the DLQ.
-func (rt route) retry(d *amqp.Delivery, cause error, now time.Time) decision {
+func (rt exchangeRoute) retry(d *amqp.Delivery, cause error, now time.Time) decision {
 	prev, ok := Attempt(*d)
 	if !ok {
 		return rt.deadLetter(d, cause, ReasonMalformedAttempt, now)
@@ -116,13 +138,13 @@ func (rt route) retry(d *amqp.Delivery, cause error, now time.Time) decision {
 
 // exhausted is the decision after the retry exchange returned d's retry
 // copy: no binding for its attempt, so the schedule is over.
-func (rt route) exhausted(d *amqp.Delivery, cause error, now time.Time) decision {
+func (rt exchangeRoute) exhausted(d *amqp.Delivery, cause error, now time.Time) decision {
 	return rt.deadLetter(d, cause, contract.ReasonExhausted, now)
 }
 
 // deadLetter sends d to the DLX with reason, keeping its attempt header
 // (the attempt that failed last).
-func (rt route) deadLetter(d *amqp.Delivery, cause error, reason string, now time.Time) decision {
+func (rt exchangeRoute) deadLetter(d *amqp.Delivery, cause error, reason string, now time.Time) decision {
 	attempt, _ := Attempt(*d)
 	msg := republishing(d, cause, now)
 	msg.Headers[contract.HeaderDeadLetterReason] = reason
@@ -133,7 +155,7 @@ func (rt route) deadLetter(d *amqp.Delivery, cause error, reason string, now tim
 // retryKey is the routing key of retry n of the queue's delivery: the
 // queue's name (its return queue's, if it has one), or, through a ladder,
 // the delay's bits and the name, with the delay chosen (known true).
-func (rt route) retryKey(n int, cause error) (key string, delay time.Duration, known bool) {
+func (rt exchangeRoute) retryKey(n int, cause error) (key string, delay time.Duration, known bool) {
 	l := rt.levels
 	if l == nil && rt.back != "" {
 		return rt.back, 0, false // a shared wait queue returns by this key
@@ -154,17 +176,14 @@ func (rt route) retryKey(n int, cause error) (key string, delay time.Duration, k
 // unhonoured says why dec's retry cannot wait the delay its handler asked
 // for with RetryAfter (a *DelayError), and what it waits instead: "" when
 // it waits that delay, or the handler asked for none, or dec is no retry.
-// Only the delay ladder and a native queue's AMQP 1.0 route carry a delay
-// chosen per message; elsewhere the topology alone sets it.
-func (rt route) unhonoured(dec decision) string {
+// Only the delay ladder carries a delay chosen per message here; wait
+// queues' TTLs set theirs.
+func (rt exchangeRoute) unhonoured(dec decision) string {
 	var de *DelayError
 	if !errors.As(dec.cause, &de) {
 		return ""
 	}
 	switch {
-	case dec.move == moveReject:
-		return fmt.Sprintf("the queue retries by basic.reject, which carries no delay: its own delay applies (%s before attempt %d); "+
-			"a schedule that is not linear, or jitter, takes the AMQP 1.0 route, which honours RetryAfter", dec.delay, dec.next)
 	case dec.move != moveRetry:
 		return ""
 	case rt.levels == nil:

@@ -2,6 +2,7 @@ package retry
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -10,8 +11,28 @@ import (
 	"github.com/rmqtopo/rmqtopo/contract"
 )
 
-// decideNative settles a delivery of a native queue (see contract's
-// native layout), which delays its retries inside itself:
+// nativeRoute is the route of a queue of the native layout (see
+// contract's), which has no retry exchange and delays its retries inside
+// itself.
+type nativeRoute struct {
+	queue string
+	// schedule is the queue's; a Retrier's route holds the one it started
+	// with, and Retrier.current the one in force.
+	schedule *contract.Native
+	// apart: the schedule is in the queue's schedule binding, not its
+	// arguments, and may change while the helper runs.
+	apart bool
+	// login is the one the queue's AMQP 0.9.1 connection was dialed with,
+	// for its AMQP 1.0 connections (see login); nil from New.
+	login *login
+	// draw picks a jittered delay from 0 to d; nil draws uniformly.
+	draw func(d time.Duration) time.Duration
+}
+
+func (rt nativeRoute) queueName() string { return rt.queue }
+
+// decide settles a delivery of the native queue, which delays its retries
+// inside itself:
 //
 //   - nil acks; a cancelled handler requeues unchanged (basic.nack with
 //     requeue, which RabbitMQ 4.3 neither counts nor delays);
@@ -27,7 +48,7 @@ import (
 //     schedule says so), or a RetryAfter's delay.
 //
 // The attempt number is the broker's delivery count plus one.
-func (rt route) decideNative(d *amqp.Delivery, herr error, cancelled bool, now time.Time) decision {
+func (rt nativeRoute) decide(d *amqp.Delivery, herr error, cancelled bool, now time.Time) decision {
 	attempt := nativeAttempt(d)
 	switch {
 	case herr == nil:
@@ -35,39 +56,52 @@ func (rt route) decideNative(d *amqp.Delivery, herr error, cancelled bool, now t
 	case cancelled:
 		return decision{move: moveRequeue, attempt: attempt, cause: herr}
 	case errors.Is(herr, ErrReject):
-		return rt.nativeDeadLetter(d, herr, contract.ReasonRejected, now)
+		return rt.deadLetter(d, herr, contract.ReasonRejected, now)
 	}
+	return rt.retry(d, herr, now)
+}
+
+// retry returns d to the queue as failed for its next attempt, or, past
+// the schedule's last, sends it to the DLQ as exhausted.
+func (rt nativeRoute) retry(d *amqp.Delivery, herr error, now time.Time) decision {
+	attempt := nativeAttempt(d)
 	next := attempt + 1
-	delay, ok := rt.native.Delay(next)
+	delay, ok := rt.schedule.Delay(next)
 	if !ok {
-		return rt.nativeDeadLetter(d, herr, contract.ReasonExhausted, now)
+		return rt.exhausted(d, herr, now)
 	}
-	if rt.native.Route == contract.RouteReject {
+	if rt.schedule.Route == contract.RouteReject {
 		return decision{move: moveReject, attempt: attempt, next: next, cause: herr, delay: delay, delayKnown: true}
 	}
 	var de *DelayError
 	switch {
 	case errors.As(herr, &de):
 		delay = max(de.Delay, 0)
-	case rt.native.Jitter:
+	case rt.schedule.Jitter:
 		delay = rt.drawDelay(delay)
 	}
 	return decision{move: moveModify, attempt: attempt, next: next, cause: herr, deliverAt: now.Add(delay),
 		delay: delay, delayKnown: true}
 }
 
-// nativeDeadLetter is deadLetter for a native queue, whose deliveries
-// carry their attempt in the broker's delivery count: the copy carries it
-// in contract.HeaderAttempt, as DLQ copies of the other layouts do.
-func (rt route) nativeDeadLetter(d *amqp.Delivery, cause error, reason string, now time.Time) decision {
-	dec := rt.deadLetter(d, cause, reason, now)
+// exhausted sends d to the DLQ: its schedule is over.
+func (rt nativeRoute) exhausted(d *amqp.Delivery, cause error, now time.Time) decision {
+	return rt.deadLetter(d, cause, contract.ReasonExhausted, now)
+}
+
+// deadLetter is the exchange route's, through the queue's dead-letter
+// exchange, for a queue whose deliveries carry their attempt in the
+// broker's delivery count: the copy carries it in contract.HeaderAttempt,
+// as DLQ copies of the other layouts do.
+func (rt nativeRoute) deadLetter(d *amqp.Delivery, cause error, reason string, now time.Time) decision {
+	dec := exchangeRoute{queue: rt.queue}.deadLetter(d, cause, reason, now)
 	dec.attempt = nativeAttempt(d)
 	dec.msg.Headers[contract.HeaderAttempt] = contract.AttemptValue(dec.attempt)
 	return dec
 }
 
 // drawDelay draws a jittered delay from 0 to d.
-func (rt route) drawDelay(d time.Duration) time.Duration {
+func (rt nativeRoute) drawDelay(d time.Duration) time.Duration {
 	if rt.draw != nil {
 		return rt.draw(d)
 	}
@@ -77,24 +111,25 @@ func (rt route) drawDelay(d time.Duration) time.Duration {
 	return rand.N(d + 1)
 }
 
-// attemptOf is the attempt number of d on this route: the broker's count
-// on a native queue, contract.HeaderAttempt elsewhere (ok false if
-// malformed).
-func (rt route) attemptOf(d *amqp.Delivery) (int, bool) {
-	if rt.native != nil {
-		return nativeAttempt(d), true
+// attemptOf is the attempt number of d: the broker's count.
+func (rt nativeRoute) attemptOf(d *amqp.Delivery) (int, bool) { return nativeAttempt(d), true }
+
+// unhonoured: the modified route holds a retry for the delay a RetryAfter
+// asks; basic.reject carries none.
+func (rt nativeRoute) unhonoured(dec decision) string {
+	var de *DelayError
+	if dec.move != moveReject || !errors.As(dec.cause, &de) {
+		return ""
 	}
-	return Attempt(*d)
+	return fmt.Sprintf("the queue retries by basic.reject, which carries no delay: its own delay applies (%s before attempt %d); "+
+		"a schedule that is not linear, or jitter, takes the AMQP 1.0 route, which honours RetryAfter", dec.delay, dec.next)
 }
 
-// numberNative gives a delivery of a native queue the attempt header that
+// number gives a delivery of the native queue the attempt header that
 // other layouts' retries carry, from the broker's delivery count, so that
 // a handler reads its attempt with Attempt whatever the layout. The
 // header is the delivery's own copy: nothing is sent to the broker.
-func (rt route) numberNative(d *amqp.Delivery) {
-	if rt.native == nil {
-		return
-	}
+func (rt nativeRoute) number(d *amqp.Delivery) {
 	h := make(amqp.Table, len(d.Headers)+1)
 	for k, v := range d.Headers {
 		h[k] = v
@@ -107,24 +142,6 @@ func (rt route) numberNative(d *amqp.Delivery) {
 // the broker's delivery count (contract.HeaderDeliveryCount, absent on a
 // first delivery) plus one.
 func nativeAttempt(d *amqp.Delivery) int {
-	var n int64
-	switch v := d.Headers[contract.HeaderDeliveryCount].(type) {
-	case int64:
-		n = v
-	case int32:
-		n = int64(v)
-	case int16:
-		n = int64(v)
-	case int8:
-		n = int64(v)
-	case int:
-		n = int64(v)
-	case uint8:
-		n = int64(v)
-	case uint16:
-		n = int64(v)
-	case uint32:
-		n = int64(v)
-	}
+	n, _ := contract.Integer(d.Headers[contract.HeaderDeliveryCount])
 	return contract.AttemptOfDeliveryCount(n)
 }

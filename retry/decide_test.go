@@ -25,9 +25,9 @@ func TestDecide(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := func(d time.Duration) string { k, _ := ladder.RoutingKey(d, "q"); return k }
-	plain := route{queue: "q"}
-	withReturn := route{queue: "q", back: "q.return"}
-	withLevels := route{queue: "q", levels: &levels{ladder: ladder, backoff: Linear(time.Second)}}
+	plain := exchangeRoute{queue: "q"}
+	withReturn := exchangeRoute{queue: "q", back: "q.return"}
+	withLevels := exchangeRoute{queue: "q", levels: &levels{ladder: ladder, backoff: Linear(time.Second)}}
 	failed := errors.New("boom")
 	at := func(v any) amqp.Table { return amqp.Table{contract.HeaderAttempt: v} }
 
@@ -120,7 +120,7 @@ func checkCopy(t *testing.T, got decision, attempt any, now time.Time) {
 // TestDecideExhausted: after the retry exchange returned a retry copy, the
 // delivery goes to the DLQ as exhausted with its own attempt.
 func TestDecideExhausted(t *testing.T) {
-	rt := route{queue: "q", back: "q.return"}
+	rt := exchangeRoute{queue: "q", back: "q.return"}
 	d := amqp.Delivery{Headers: amqp.Table{contract.HeaderAttempt: "3"}}
 	got := rt.exhausted(&d, errors.New("boom"), time.Now())
 	if got.move != moveDeadLetter || got.exchange != "q.dlx" || got.key != "q" || got.reason != contract.ReasonExhausted || got.attempt != 3 {
@@ -175,7 +175,7 @@ func TestDecideNative(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			n := c.native
-			rt := route{queue: "q", native: &n, draw: half}
+			rt := nativeRoute{queue: "q", schedule: &n, draw: half}
 			h := amqp.Table{"trace": "t1"}
 			for k, v := range c.headers {
 				h[k] = v
@@ -196,6 +196,30 @@ func TestDecideNative(t *testing.T) {
 	}
 }
 
+// TestNativeRouteOwnMoves: Retrier.Retry and Reject on a native queue
+// take the native route's moves. While the route was one struct whose
+// native part was a field, they took the retry exchange's, which a native
+// queue does not have (a retry published to "q.retry" and requeued when
+// the broker closed the channel), and a rejected copy went out without
+// its attempt.
+func TestNativeRouteOwnMoves(t *testing.T) {
+	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	linear := contract.Native{Route: contract.RouteReject, Delays: []time.Duration{time.Second, 2 * time.Second}, DeliveryLimit: 2}
+	var rt route = nativeRoute{queue: "q", schedule: &linear}
+	d := amqp.Delivery{Headers: amqp.Table{contract.HeaderDeliveryCount: int64(1)}, MessageId: "m"}
+	if got := rt.retry(&d, errors.New("boom"), now); got.move != moveReject || got.attempt != 2 || got.next != 3 {
+		t.Errorf("Retry: %+v, want a reject for attempt 3", got)
+	}
+	got := rt.deadLetter(&d, errors.New("boom"), contract.ReasonRejected, now)
+	if got.move != moveDeadLetter || got.exchange != "q.dlx" || got.msg.Headers[contract.HeaderAttempt] != "2" {
+		t.Errorf("Reject: %+v, want a copy to q.dlx with attempt 2", got)
+	}
+	d.Headers[contract.HeaderDeliveryCount] = int64(2)
+	if got := rt.retry(&d, errors.New("boom"), now); got.move != moveDeadLetter || got.reason != contract.ReasonExhausted {
+		t.Errorf("Retry past the schedule: %+v, want the DLQ, exhausted", got)
+	}
+}
+
 // TestUnhonoured checks which routes cannot honour a handler's
 // RetryAfter, as spec.TravelOf tells the user ahead: wait queues (with
 // or without a return queue) and a native queue's reject route; the
@@ -209,7 +233,7 @@ func TestUnhonoured(t *testing.T) {
 	s := time.Second
 	linear := contract.Native{Route: contract.RouteReject, Delays: []time.Duration{s, 2 * s}, DeliveryLimit: 2}
 	expo := contract.Native{Route: contract.RouteModified, Delays: []time.Duration{s, 4 * s}, DeliveryLimit: 2}
-	withLevels := route{queue: "q", levels: &levels{ladder: ladder, backoff: Linear(s)}}
+	withLevels := exchangeRoute{queue: "q", levels: &levels{ladder: ladder, backoff: Linear(s)}}
 	count := func(n int64) amqp.Table { return amqp.Table{contract.HeaderDeliveryCount: n} }
 	cases := []struct {
 		name    string
@@ -218,16 +242,16 @@ func TestUnhonoured(t *testing.T) {
 		herr    error
 		want    string // in the reason; "" for none
 	}{
-		{"wait queue", route{queue: "q"}, nil, RetryAfter(2 * s), "wait queue, whose TTL"},
-		{"return queue", route{queue: "q", back: "q.return"}, nil, RetryAfter(2 * s), "wait queue, whose TTL"},
-		{"wrapped, with a cause", route{queue: "q"}, nil, fmt.Errorf("429: %w", &DelayError{Delay: s, Err: errors.New("busy")}), "wait queue"},
-		{"no RetryAfter", route{queue: "q"}, nil, errors.New("boom"), ""},
+		{"wait queue", exchangeRoute{queue: "q"}, nil, RetryAfter(2 * s), "wait queue, whose TTL"},
+		{"return queue", exchangeRoute{queue: "q", back: "q.return"}, nil, RetryAfter(2 * s), "wait queue, whose TTL"},
+		{"wrapped, with a cause", exchangeRoute{queue: "q"}, nil, fmt.Errorf("429: %w", &DelayError{Delay: s, Err: errors.New("busy")}), "wait queue"},
+		{"no RetryAfter", exchangeRoute{queue: "q"}, nil, errors.New("boom"), ""},
 		{"levels", withLevels, nil, RetryAfter(2 * s), ""},
 		{"levels beyond the ladder", withLevels, nil, RetryAfter(time.Hour), "maximum, " + ladder.MaxDelay().String()},
-		{"native reject", route{queue: "q", native: &linear}, count(1), RetryAfter(time.Minute), "its own delay applies (2s before attempt 3)"},
-		{"native reject, exhausted", route{queue: "q", native: &linear}, count(2), RetryAfter(time.Minute), ""},
-		{"native modified", route{queue: "q", native: &expo}, nil, RetryAfter(time.Minute), ""},
-		{"permanent", route{queue: "q"}, nil, Permanent(RetryAfter(s)), ""},
+		{"native reject", nativeRoute{queue: "q", schedule: &linear}, count(1), RetryAfter(time.Minute), "its own delay applies (2s before attempt 3)"},
+		{"native reject, exhausted", nativeRoute{queue: "q", schedule: &linear}, count(2), RetryAfter(time.Minute), ""},
+		{"native modified", nativeRoute{queue: "q", schedule: &expo}, nil, RetryAfter(time.Minute), ""},
+		{"permanent", exchangeRoute{queue: "q"}, nil, Permanent(RetryAfter(s)), ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -249,7 +273,7 @@ func TestRetryAfterWarnedOnce(t *testing.T) {
 	o := newOptions([]Option{WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))})
 	linear := contract.Native{Route: contract.RouteReject, Delays: []time.Duration{time.Second, 2 * time.Second}, DeliveryLimit: 2}
 	retrier := func() *Retrier {
-		r := &Retrier{route: route{queue: "q", native: &linear}, log: o.log.With("queue", "q"), now: time.Now, warned: o.warned}
+		r := &Retrier{route: nativeRoute{queue: "q", schedule: &linear}, log: o.log.With("queue", "q"), now: time.Now, warned: o.warned}
 		r.schedule.Store(&linear)
 		return r
 	}

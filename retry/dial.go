@@ -46,7 +46,7 @@ func DialURLs(urls []string, config amqp.Config) Dialer {
 			if c.TLSClientConfig != nil {
 				c.TLSClientConfig = c.TLSClientConfig.Clone()
 			}
-			conn, err := dialRemembered(urls[n], c)
+			conn, err := dialWithLogin(ctx, urls[n], c)
 			if err == nil {
 				next = n + 1
 				return conn, nil

@@ -38,7 +38,7 @@ var errRouteChanged = errors.New("the native queue's schedule moved to the modif
 // stores each change; it calls restart when the change needs another
 // consumer (reject to modified). A failed read keeps the schedule.
 func (c *consumer) watchSchedule(ctx context.Context, conn *amqp.Connection, r *Retrier, restart context.CancelCauseFunc) {
-	if !r.route.apart || c.o.refresh <= 0 {
+	if n, _ := r.native(); !n.apart || c.o.refresh <= 0 {
 		return
 	}
 	t := time.NewTicker(c.o.refresh)
@@ -67,7 +67,8 @@ func (c *consumer) watchSchedule(ctx context.Context, conn *amqp.Connection, r *
 func (c *consumer) refreshSchedule(ctx context.Context, conn *amqp.Connection, r *Retrier) error {
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	c10, err := dial10(ctx, conn)
+	native, _ := r.native()
+	c10, err := dial10(ctx, conn, native.login)
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func (c *consumer) refreshSchedule(ctx context.Context, conn *amqp.Connection, r
 		return err
 	}
 	switch {
-	case r.route.native.Route == contract.RouteModified:
+	case native.schedule.Route == contract.RouteModified:
 		m := *n
 		m.Route = contract.RouteModified
 		n = &m

@@ -61,7 +61,7 @@
 // it delays its retries itself. The helper reads its schedule from its
 // arguments over AMQP 1.0 and returns a failed delivery to it, by
 // basic.reject where the broker computes the schedule, else over AMQP 1.0
-// with the modified outcome held until its time (see decideNative).
+// with the modified outcome held until its time (see nativeRoute.decide).
 //
 // A Retrier publishes with the connection it is given; it does not reconnect
 // a closed connection. Consume does, with a new Retrier on each connection.
@@ -148,7 +148,7 @@ func (o Outcome) String() string {
 // its route decides (decide.go) over its connection.
 type Retrier struct {
 	route route
-	// schedule is the native schedule decisions follow, route.native
+	// schedule is the native schedule decisions follow, the nativeRoute's
 	// until refreshSchedule finds another.
 	schedule atomic.Pointer[contract.Native]
 	log      *slog.Logger
@@ -180,16 +180,22 @@ func New(conn *amqp.Connection, queue string, opts ...Option) (*Retrier, error) 
 	if queue == "" {
 		return nil, errors.New("retry: empty queue name")
 	}
-	r, err := newRetrier(conn, queue, newOptions(opts))
-	if err == nil && r.route.native != nil && r.route.native.Route == contract.RouteModified {
+	r, err := newRetrier(conn, nil, queue, newOptions(opts))
+	if err != nil {
+		return nil, err
+	}
+	if n, ok := r.native(); ok && n.schedule.Route == contract.RouteModified {
 		r.Close()
 		return nil, fmt.Errorf("retry: queue %q holds each retry until a time of the helper's choosing, which needs its deliveries over AMQP 1.0: consume it with Consume: %w", queue, errMisfit)
 	}
 	return r, err
 }
 
-func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error) {
-	rt, err := findRoute(conn, queue, o.levels)
+// newRetrier is New's Retrier, and Consume's, which passes the login its
+// connection was dialed with (nil from New), for a native queue's AMQP
+// 1.0 connection.
+func newRetrier(conn *amqp.Connection, l *login, queue string, o options) (*Retrier, error) {
+	rt, err := findRoute(conn, l, queue, o.levels)
 	if err != nil {
 		return nil, err
 	}
@@ -203,51 +209,53 @@ func newRetrier(conn *amqp.Connection, queue string, o options) (*Retrier, error
 		now:    time.Now,
 		warned: o.warned,
 	}
-	r.schedule.Store(rt.native)
+	if n, ok := rt.(nativeRoute); ok {
+		r.schedule.Store(n.schedule)
+	}
 	return r, nil
 }
 
 // findRoute finds how queue retries: through its retry exchange (and a
 // return queue, or the delay ladder of l), or, for a queue without one,
 // inside itself (the native layout, read over AMQP 1.0).
-func findRoute(conn *amqp.Connection, queue string, l *levels) (route, error) {
+func findRoute(conn *amqp.Connection, login *login, queue string, l *levels) (route, error) {
 	retryX := contract.RetryExchange(queue)
 	hasRetry, err := exchangeExists(conn, retryX)
 	if err != nil {
-		return route{}, fmt.Errorf("retry: checking the exchange %q of queue %q: %w", retryX, queue, err)
+		return nil, fmt.Errorf("retry: checking the exchange %q of queue %q: %w", retryX, queue, err)
 	}
 	if !hasRetry {
-		return nativeRoute(conn, queue, l)
+		return findNative(conn, login, queue, l)
 	}
 	back, err := checkTopology(conn, queue)
 	if err != nil {
-		return route{}, err
+		return nil, err
 	}
 	if err := checkLevels(conn, queue, l); err != nil {
-		return route{}, err
+		return nil, err
 	}
-	return route{queue: queue, back: back, levels: l}, nil
+	return exchangeRoute{queue: queue, back: back, levels: l}, nil
 }
 
-// nativeRoute is the route of a queue without a retry exchange: native,
+// findNative is the route of a queue without a retry exchange: native,
 // or a topology that is missing.
-func nativeRoute(conn *amqp.Connection, queue string, l *levels) (route, error) {
-	n, apart, err := readNative(conn, queue)
+func findNative(conn *amqp.Connection, login *login, queue string, l *levels) (route, error) {
+	n, apart, err := readNative(conn, login, queue)
 	if n == nil {
 		why := ""
 		if err != nil {
 			why = fmt.Sprintf(" (nor could its arguments be read over AMQP 1.0 to find a native queue: %v)", err)
 		}
-		return route{}, fmt.Errorf("retry: queue %q has no exchange %q%s: run `rmqtopo apply` with its spec to provision the retry topology: %w",
+		return nil, fmt.Errorf("retry: queue %q has no exchange %q%s: run `rmqtopo apply` with its spec to provision the retry topology: %w",
 			queue, contract.RetryExchange(queue), why, errTopology)
 	}
 	if l != nil {
-		return route{}, fmt.Errorf("retry: queue %q retries inside itself (layout native): drop retry.WithLevels: %w", queue, errMisfit)
+		return nil, fmt.Errorf("retry: queue %q retries inside itself (layout native): drop retry.WithLevels: %w", queue, errMisfit)
 	}
 	if _, err := checkTopology(conn, queue); err != nil {
-		return route{}, err
+		return nil, err
 	}
-	return route{queue: queue, native: n, apart: apart}, nil
+	return nativeRoute{queue: queue, schedule: n, apart: apart, login: login}, nil
 }
 
 // errTopology marks a missing retry topology: a configuration error, not a

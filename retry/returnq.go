@@ -82,15 +82,15 @@ func returnPrefetch(n int) int { return min(max(4*n, 32), MaxPrefetch) }
 // returnPrefetch, when r found one; a nil channel (which next skips)
 // otherwise. The caller sets the work queue's prefetch after it.
 func (c *consumer) consumeReturn(ch *amqp.Channel, r *Retrier) (<-chan amqp.Delivery, error) {
-	if r.route.back == "" {
+	if r.returnQueue() == "" {
 		return nil, nil
 	}
 	if err := ch.Qos(returnPrefetch(c.o.prefetch), 0, false); err != nil {
 		return nil, fmt.Errorf("retry: setting the return queue's prefetch: %w", err)
 	}
-	deliveries, err := ch.Consume(r.route.back, returnTag, false, false, false, false, nil)
+	deliveries, err := ch.Consume(r.returnQueue(), returnTag, false, false, false, false, nil)
 	if err != nil {
-		return nil, fmt.Errorf("retry: consuming the return queue %q: %w", r.route.back, err)
+		return nil, fmt.Errorf("retry: consuming the return queue %q: %w", r.returnQueue(), err)
 	}
 	return deliveries, nil
 }

@@ -37,10 +37,10 @@ func (r *Retrier) Handle(h Handler) func(ctx context.Context, d amqp.Delivery) (
 	}
 }
 
-// run runs h on d (numbered, on a native queue: numberNative), recovering
+// run runs h on d (numbered, on a native queue: nativeRoute.number), recovering
 // a panic as an error.
 func (r *Retrier) run(ctx context.Context, h Handler, d amqp.Delivery) (err error) {
-	r.route.numberNative(&d)
+	r.route.number(&d)
 	defer func() {
 		if v := recover(); v != nil {
 			r.log.Error("retry: handler panicked", "message_id", d.MessageId, "panic", v, "stack", string(debug.Stack()))
@@ -74,11 +74,25 @@ func (r *Retrier) settle(ctx context.Context, d amqp.Delivery, herr error, took 
 
 // current is the route with the native schedule in force.
 func (r *Retrier) current() route {
-	rt := r.route
-	if rt.native != nil {
-		rt.native = r.schedule.Load()
+	if n, ok := r.route.(nativeRoute); ok {
+		n.schedule = r.schedule.Load()
+		return n
 	}
-	return rt
+	return r.route
+}
+
+// native is r's route if its queue is native.
+func (r *Retrier) native() (nativeRoute, bool) {
+	n, ok := r.route.(nativeRoute)
+	return n, ok
+}
+
+// returnQueue is the queue's return queue, "" if it has none.
+func (r *Retrier) returnQueue() string {
+	if e, ok := r.route.(exchangeRoute); ok {
+		return e.back
+	}
+	return ""
 }
 
 // carryOut does what dec decided for d; tr, if set, is told of the copy
@@ -124,7 +138,7 @@ func (r *Retrier) returnFailed(d amqp.Delivery, dec decision, tr DeliveryTrace) 
 	if err != nil {
 		return result{outcome: Requeued, err: fmt.Errorf("retry: returning message %q to its queue for attempt %d: %w", d.MessageId, dec.next, err)}
 	}
-	r.obs.Retried(r.route.queue, dec.next)
+	r.obs.Retried(r.route.queueName(), dec.next)
 	r.log.Debug("retry: message returned to its queue for a retry", "message_id", d.MessageId, "attempt", dec.attempt, "next_attempt", dec.next, "error", errorText(dec.cause))
 	return result{outcome: Retried, delay: dec.delay, delayKnown: dec.delayKnown}
 }
@@ -164,7 +178,7 @@ func cancelled(ctx context.Context, err error) bool {
 func (r *Retrier) report(d amqp.Delivery, res result, took time.Duration) Settlement {
 	attempt, _ := r.route.attemptOf(&d)
 	s := Settlement{
-		Queue: r.route.queue, MessageID: d.MessageId, Attempt: attempt,
+		Queue: r.route.queueName(), MessageID: d.MessageId, Attempt: attempt,
 		Outcome: res.outcome, Reason: res.reason, Delay: res.delay, DelayKnown: res.delayKnown,
 		Handled: took, Err: res.err,
 	}
@@ -205,8 +219,9 @@ func (r *Retrier) ack(d amqp.Delivery) result {
 // failed after the copy was confirmed, in which case the broker will
 // deliver d again as well.
 func (r *Retrier) Retry(ctx context.Context, d amqp.Delivery, cause error) (Outcome, error) {
-	dec := r.route.retry(&d, cause, r.now())
-	r.warnUnhonoured(r.route, dec)
+	rt := r.current()
+	dec := rt.retry(&d, cause, r.now())
+	r.warnUnhonoured(rt, dec)
 	return r.reported(d, r.carryOut(ctx, d, dec, nil))
 }
 
@@ -242,7 +257,7 @@ func (r *Retrier) retry(ctx context.Context, d amqp.Delivery, dec decision, tr D
 		// dead-letter copy fails in turn.
 		return r.deadLetter(ctx, d, r.route.exhausted(&d, dec.cause, r.now()), tr)
 	}
-	r.obs.Retried(r.route.queue, dec.next)
+	r.obs.Retried(r.route.queueName(), dec.next)
 	r.log.Debug("retry: message retried", "message_id", d.MessageId, "attempt", dec.attempt, "next_attempt", dec.next, "error", errorText(dec.cause))
 	if err := d.Ack(false); err != nil {
 		return result{outcome: Retried, delay: dec.delay, delayKnown: dec.delayKnown, err: fmt.Errorf("retry: acking message %q after its attempt %d was confirmed (it will be delivered again): %w", d.MessageId, dec.next, err)}
@@ -254,7 +269,7 @@ func (r *Retrier) retry(ctx context.Context, d amqp.Delivery, dec decision, tr D
 // cause as its last error, and acks d once the broker confirmed. Errors are
 // as for Retry.
 func (r *Retrier) Reject(ctx context.Context, d amqp.Delivery, cause error) (Outcome, error) {
-	return r.reported(d, r.deadLetter(ctx, d, r.route.deadLetter(&d, cause, contract.ReasonRejected, r.now()), nil))
+	return r.reported(d, r.deadLetter(ctx, d, r.current().deadLetter(&d, cause, contract.ReasonRejected, r.now()), nil))
 }
 
 // deadLetter publishes dec's copy to the DLX and acks d once confirmed.
@@ -269,7 +284,7 @@ func (r *Retrier) deadLetter(ctx context.Context, d amqp.Delivery, dec decision,
 	case res.returned:
 		return r.requeue(d, fmt.Errorf("retry: dead-letter exchange %q could not route message %q (is its DLQ bound? run `rmqtopo apply`)", dec.exchange, d.MessageId))
 	}
-	r.obs.DeadLettered(r.route.queue, dec.reason)
+	r.obs.DeadLettered(r.route.queueName(), dec.reason)
 	r.log.Warn("retry: message dead-lettered", "message_id", d.MessageId, "attempt", dec.attempt, "reason", dec.reason, "error", errorText(dec.cause))
 	if err := d.Ack(false); err != nil {
 		return result{outcome: DeadLettered, reason: dec.reason, err: fmt.Errorf("retry: acking message %q after its dead-letter copy was confirmed (it will be delivered again): %w", d.MessageId, err)}

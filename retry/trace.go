@@ -64,7 +64,7 @@ func (r *Retrier) begin(ctx context.Context, d *amqp.Delivery) (context.Context,
 		return ctx, nil
 	}
 	attempt, _ := r.route.attemptOf(d)
-	return r.tracer.Start(ctx, r.route.queue, attempt, d)
+	return r.tracer.Start(ctx, r.route.queueName(), attempt, d)
 }
 
 // publishing lets tr carry its trace into a copy's headers.

@@ -12,11 +12,12 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/rmqtopo/rmqtopo/contract"
 )
 
 // Topology is the declarative content of one or more vhosts.
@@ -290,7 +291,7 @@ func IsNormal(args Args) bool {
 		switch x := v.(type) {
 		case string, int64, bool:
 		case float64:
-			if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			if _, whole := contract.JSONInteger(x); whole {
 				return false
 			}
 		default:
@@ -302,38 +303,8 @@ func IsNormal(args Args) bool {
 
 func normalizeValue(v any) any {
 	switch x := v.(type) {
-	case int:
-		return int64(x)
-	case int8:
-		return int64(x)
-	case int16:
-		return int64(x)
-	case int32:
-		return int64(x)
-	case uint8:
-		return int64(x)
-	case uint16:
-		return int64(x)
-	case uint32:
-		return int64(x)
-	case uint64:
-		if x <= math.MaxInt64 {
-			return int64(x)
-		}
-		return float64(x)
-	case float32:
-		return normalizeValue(float64(x))
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
-			return int64(x)
-		}
-		return x
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
+	case string, bool:
+		return v
 	case map[string]any:
 		return map[string]any(NormalizeArgs(x))
 	case Args:
@@ -350,9 +321,21 @@ func normalizeValue(v any) any {
 			out[i] = e
 		}
 		return out
-	default:
-		return v
 	}
+	if n, ok := contract.JSONInteger(v); ok {
+		return n
+	}
+	// What is a number but not an integer stays a float64.
+	switch x := v.(type) {
+	case uint64:
+		return float64(x)
+	case float32:
+		return float64(x)
+	case json.Number:
+		f, _ := x.Float64()
+		return f
+	}
+	return v
 }
 
 // Sort puts every slice in canonical order so that equal topologies compare

@@ -12,10 +12,11 @@ import (
 	"github.com/rmqtopo/rmqtopo/apply"
 	"github.com/rmqtopo/rmqtopo/apply/target"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/exitcode"
 	"github.com/rmqtopo/rmqtopo/internal/failpoint"
 	"github.com/rmqtopo/rmqtopo/internal/progress"
 	"github.com/rmqtopo/rmqtopo/plan"
-	"github.com/rmqtopo/rmqtopo/plan/planfile"
+	"github.com/rmqtopo/rmqtopo/plan/planjson"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -128,7 +129,7 @@ func (c *applyCmd) review(e *env, client *broker.Client, saved bool, check plan.
 		// The exit plan --detailed-exitcode gives the same plan, so that a
 		// pipeline tells a refusal from a failure. An ExitError says all
 		// it means: it names the command itself.
-		return nil, &ExitError{Code: ExitRefused, Err: fmt.Errorf("apply: %w", blockingError(b))}
+		return nil, &ExitError{Code: exitcode.Refused, Err: fmt.Errorf("apply: %w", blockingError(b))}
 	}
 	// A saved plan was reviewed and approved when it was saved, and it
 	// is refused above if the broker changed since: asking again would
@@ -142,9 +143,9 @@ func (c *applyCmd) review(e *env, client *broker.Client, saved bool, check plan.
 // input reads what apply applies: a saved plan (one file whose kind says
 // so) or spec files, expanded for the broker's state (layouts; notes
 // receives what the plan's checks say of the layouts).
-func (c *applyCmd) input(e *env, notes *layoutNotes) (*planfile.File, topology.Topology, plan.Choices, error) {
+func (c *applyCmd) input(e *env, notes *layoutNotes) (*planjson.File, topology.Topology, plan.Choices, error) {
 	if len(c.Files) == 1 {
-		saved, err := planfile.Read(c.Files[0])
+		saved, err := planjson.Read(c.Files[0])
 		if err != nil {
 			return nil, topology.Topology{}, plan.Choices{}, planfileError(err)
 		}
@@ -180,7 +181,7 @@ func confirm(e *env) error {
 		return errors.New("no answer; nothing was changed")
 	}
 	if strings.TrimSpace(line) != "yes" {
-		return &ExitError{Code: 1, Err: errors.New("apply cancelled; nothing was changed")}
+		return &ExitError{Code: exitcode.Failure, Err: errors.New("apply cancelled; nothing was changed")}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/alecthomas/kong"
 	"golang.org/x/term"
 
+	"github.com/rmqtopo/rmqtopo/internal/exitcode"
 	"github.com/rmqtopo/rmqtopo/internal/memlimit"
 )
 
@@ -96,22 +97,22 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		var pe *kong.ParseError
 		if errors.As(err, &pe) {
-			return &ExitError{Code: 1, Err: fmt.Errorf("%s (see \"rmqtopo --help\")", pe.Error())}
+			return &ExitError{Code: exitcode.Failure, Err: fmt.Errorf("%s (see \"rmqtopo --help\")", pe.Error())}
 		}
 		return err
 	}
 	size, err := memlimit.ParseSize(c.MaxSpecSize)
 	if err != nil {
-		return &ExitError{Code: 1, Err: fmt.Errorf("--max-spec-size: %w", err)}
+		return &ExitError{Code: exitcode.Failure, Err: fmt.Errorf("--max-spec-size: %w", err)}
 	}
 	if _, _, _, err := memlimit.Parse(c.MemoryLimit, os.Getenv); err != nil {
-		return &ExitError{Code: 1, Err: fmt.Errorf("--memory-limit: %w", err)}
+		return &ExitError{Code: exitcode.Failure, Err: fmt.Errorf("--memory-limit: %w", err)}
 	}
 	if process {
 		// Process-wide, and for as long as the process lives: nothing to
 		// restore.
 		if _, err := memlimit.Set(c.MemoryLimit, os.Getenv); err != nil {
-			return &ExitError{Code: 1, Err: fmt.Errorf("--memory-limit: %w", err)}
+			return &ExitError{Code: exitcode.Failure, Err: fmt.Errorf("--memory-limit: %w", err)}
 		}
 	}
 	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, maxSpecSize: size}

@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/exitcode"
 	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
@@ -35,8 +36,8 @@ func TestPlainApplyKeepsHeldRetries(t *testing.T) {
 	// A schedule change is made in place now (TestOnlineNativeScheduleInPlace):
 	// dlq off still replaces the queue (its dead-lettering argument).
 	conn, ids, stdout, stderr, code := applyOverHeldRetries(t, "3s, 3s", "    dlq: false\n")
-	if code != ExitRefused {
-		t.Fatalf("apply of a replace over 5 held retries: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitRefused, stdout, stderr)
+	if code != exitcode.Refused {
+		t.Fatalf("apply of a replace over 5 held retries: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitcode.Refused, stdout, stderr)
 	}
 	if !strings.Contains(stdout, "5 messages at stake") {
 		t.Errorf("the refused plan does not name the 5 held retries:\n%s", stdout)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/exitcode"
 	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
@@ -118,8 +119,8 @@ func TestStatusStuckDeadLetters(t *testing.T) {
 	// finds them stuck.
 	start := time.Now()
 	stdout, stderr, code := rmqtopo(t, "", append(heldWindowArgs(file), o.conn()...)...)
-	if code != ExitDeadLettersStuck {
-		t.Fatalf("status exited %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitDeadLettersStuck, stdout, stderr)
+	if code != exitcode.DeadLettersStuck {
+		t.Fatalf("status exited %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitcode.DeadLettersStuck, stdout, stderr)
 	}
 	for _, want := range []string{"dead-letters-held dead-letters-stuck", "1 wait queue forwarded none of 4 held dead-letters in " + heldWindow.String() + " (stuck)"} {
 		if !strings.Contains(stdout, want) {
@@ -200,19 +201,19 @@ func TestStatusHeldSkippedWhenOutranked(t *testing.T) {
 			t.Errorf("stderr %q, want %q", stderr, line)
 		}
 	}
-	quick(file, ExitDLQNotEmpty, "30s")
-	quick(more, ExitDLQNotEmpty, "30s")
+	quick(file, exitcode.DLQNotEmpty, "30s")
+	quick(more, exitcode.DLQNotEmpty, "30s")
 
 	o.api(t, http.MethodDelete, "/api/queues/"+url.PathEscape(o.vhost)+"/orders.dlq/contents", "")
 	o.waitMessages(t, "orders.dlq", 0)
-	quick(more, ExitMissing, "30s")
+	quick(more, exitcode.Missing, "30s")
 
 	// The control: nothing outranks it now, so status waits and exits 7.
 	// The margin is a window spent in full, as above.
 	start := time.Now()
 	stdout, stderr, code := rmqtopo(t, "", append(heldWindowArgs(file), o.conn()...)...)
-	if code != ExitDeadLettersStuck || !strings.Contains(stderr, "re-reading for up to "+heldWindow.String()) {
-		t.Fatalf("status exited %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitDeadLettersStuck, stdout, stderr)
+	if code != exitcode.DeadLettersStuck || !strings.Contains(stderr, "re-reading for up to "+heldWindow.String()) {
+		t.Fatalf("status exited %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitcode.DeadLettersStuck, stdout, stderr)
 	}
 	if d := time.Since(start); d < heldWindow { // never early, as above
 		t.Errorf("status took %s, less than its margin", d)

@@ -14,6 +14,7 @@ import (
 	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/exitcode"
 )
 
 // TestOnlineImportRabbitMQDefinitions imports vhosts of RabbitMQ's own
@@ -45,7 +46,7 @@ func TestOnlineImportRabbitMQDefinitions(t *testing.T) {
 				t.Logf("the broker refuses %q", refused)
 				spec := importFile(t, o, src, c.vhost)
 				stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", spec}, o.conn()...)...)
-				if got := rt009(stdout); code != ExitRefused || !slices.Equal(got, refused) {
+				if got := rt009(stdout); code != exitcode.Refused || !slices.Equal(got, refused) {
 					t.Fatalf("apply of the export as it is: exit %d, refused policy keys %q, want exit 4 and the broker's %q\n%s%s", code, got, refused, stdout, stderr)
 				}
 				if qs, ps := vhostObjects(t, o); len(qs)+len(ps) != 0 {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/exitcode"
 	"github.com/rmqtopo/rmqtopo/internal/status"
 	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/ops"
@@ -177,13 +178,13 @@ func TestStatusCommand(t *testing.T) {
 	deadline := waitguard.Deadline(2 * time.Second)
 	for {
 		out, errs, code = runCLI(t, args(b, "status", file, "--exit-code", "-f", "json")...)
-		if code == ExitDLQNotEmpty || time.Now().After(deadline) {
+		if code == exitcode.DLQNotEmpty || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	if code != ExitDLQNotEmpty || errs != "" {
-		t.Fatalf("status --exit-code with 3 dead letters exited %d, want %d; stderr %q", code, ExitDLQNotEmpty, errs)
+	if code != exitcode.DLQNotEmpty || errs != "" {
+		t.Fatalf("status --exit-code with 3 dead letters exited %d, want %d; stderr %q", code, exitcode.DLQNotEmpty, errs)
 	}
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("status JSON: %v\n%s", err, out)

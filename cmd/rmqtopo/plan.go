@@ -7,8 +7,9 @@ import (
 	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/internal/definitions"
+	"github.com/rmqtopo/rmqtopo/internal/exitcode"
 	"github.com/rmqtopo/rmqtopo/plan"
-	"github.com/rmqtopo/rmqtopo/plan/planfile"
+	"github.com/rmqtopo/rmqtopo/plan/planjson"
 	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -77,13 +78,13 @@ func (c *planCmd) Run(e *env) (err error) {
 	if err := renderPlan(e, c.Format, p, diags); err != nil {
 		return err
 	}
-	return c.finish(e, p, diags, func() *planfile.File { return planfile.New(brokerURL, st, specs, c.Prune, p, diags) })
+	return c.finish(e, p, diags, func() *planjson.File { return planjson.New(brokerURL, st, specs, c.Prune, p, diags) })
 }
 
 // finish saves the plan (--out, as saved makes it) unless the broker
 // would refuse it, which no flag of apply accepts, and gives the
 // command's exit.
-func (c *planCmd) finish(e *env, p plan.Plan, diags []plan.Diagnostic, saved func() *planfile.File) error {
+func (c *planCmd) finish(e *env, p plan.Plan, diags []plan.Diagnostic, saved func() *planjson.File) error {
 	blocking := plan.Blocking(diags)
 	if c.Out != "" && len(plan.Refusals(blocking)) == 0 {
 		if err := saved().Write(c.Out); err != nil {
@@ -95,12 +96,12 @@ func (c *planCmd) finish(e *env, p plan.Plan, diags []plan.Diagnostic, saved fun
 		err := blockingError(blocking)
 		if c.DetailedExitcode {
 			// An ExitError says all it means: it names the command itself.
-			return &ExitError{Code: ExitRefused, Err: fmt.Errorf("plan: %w", err)}
+			return &ExitError{Code: exitcode.Refused, Err: fmt.Errorf("plan: %w", err)}
 		}
 		return err
 	}
 	if c.DetailedExitcode && p.HasChanges() {
-		return &ExitError{Code: ExitChanges}
+		return &ExitError{Code: exitcode.Changes}
 	}
 	return nil
 }

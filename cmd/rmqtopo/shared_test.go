@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rmqtopo/rmqtopo/internal/exitcode"
 	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 )
 
@@ -77,7 +78,7 @@ policies:
 			o := newOnline(t)
 			path := o.spec(t, "bad.yaml", tc.body)
 			stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", path}, o.conn()...)...)
-			if code != ExitRefused || !strings.Contains(stdout, tc.want) || !strings.Contains(stderr, "nothing was written") {
+			if code != exitcode.Refused || !strings.Contains(stdout, tc.want) || !strings.Contains(stderr, "nothing was written") {
 				t.Errorf("exit %d, want 4 with %q\nstdout:\n%s\nstderr:\n%s", code, tc.want, stdout, stderr)
 			}
 			if n := o.objects(t); n != 0 {
@@ -265,7 +266,7 @@ func TestApplyChecksPermissions(t *testing.T) {
 	path := o.spec(t, "s.yaml", "queues:\n  - name: work\n    retry: {delays: [1s]}\n")
 	stdout, stderr, code := rmqtopo(t, "", append([]string{"apply", "--auto-approve", path}, conn...)...)
 	want := fmt.Sprintf(`error[RT012]: user %q may not create queue "work" in vhost %q: configure permission "^(rmqtopo\\.|other\\.)" does not match it`, user, o.vhost)
-	if code != ExitRefused || !strings.Contains(stdout, want) || !strings.Contains(stderr, "nothing was written") {
+	if code != exitcode.Refused || !strings.Contains(stdout, want) || !strings.Contains(stderr, "nothing was written") {
 		t.Errorf("exit %d, want 4 with\n%s\nstdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
 	}
 	if n := o.objects(t); n != 0 {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rmqtopo/rmqtopo/plan/planfile"
+	"github.com/rmqtopo/rmqtopo/plan/planjson"
 )
 
 type showCmd struct {
@@ -19,7 +19,7 @@ type showCmd struct {
 // from goes to stderr, so that stdout is the plan alone (a pull-request
 // comment, a JSON artifact).
 func (c *showCmd) Run(e *env) error {
-	saved, err := planfile.Read(c.File)
+	saved, err := planjson.Read(c.File)
 	if err != nil {
 		return planfileError(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rmqtopo/rmqtopo/internal/english"
+	"github.com/rmqtopo/rmqtopo/internal/exitcode"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -74,7 +75,7 @@ func reportProblems(e *env, es spec.Errors) error {
 		if len(es) == 1 {
 			noun = "problem"
 		}
-		return &ExitError{Code: 1, Err: fmt.Errorf("%d %s found; nothing was sent to the broker", len(es), noun)}
+		return &ExitError{Code: exitcode.Failure, Err: fmt.Errorf("%d %s found; nothing was sent to the broker", len(es), noun)}
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/ops"
 	"github.com/rmqtopo/rmqtopo/plan"
-	"github.com/rmqtopo/rmqtopo/plan/planfile"
+	"github.com/rmqtopo/rmqtopo/plan/planjson"
 	"github.com/rmqtopo/rmqtopo/spec"
 )
 
@@ -116,9 +116,9 @@ func blockingError(b []plan.Diagnostic) error {
 	return err
 }
 
-// planfileError words planfile.Read's errors for the CLI.
+// planfileError words planjson.Read's errors for the CLI.
 func planfileError(err error) error {
-	var np *planfile.NotAPlanError
+	var np *planjson.NotAPlanError
 	if errors.As(err, &np) {
 		return worded{fmt.Sprintf("%s is JSON but not a plan saved by 'rmqtopo plan --out'", np.Path), err}
 	}

@@ -22,14 +22,14 @@ type Decision struct {
 
 // Pass is one scan of a queue that moves some messages to a target queue
 // and leaves every other message in place, in order; or, with UntilEmpty,
-// one move of every message of a queue. ops.Pass documents the fields it
-// shares.
+// one move of every message of a queue. ops.Pass, which the dlq commands
+// run, is this type.
 type Pass struct {
 	// Queue is scanned; Target receives moved messages, through the default
 	// exchange. An empty Target makes a read-only pass (a peek).
 	Queue, Target string
 	// Scan bounds the messages examined; 0 means the queue's depth when the
-	// pass starts.
+	// pass starts, so a pass never examines a message twice.
 	Scan int
 	// MaxMoves stops the pass after that many moves; 0 means no limit.
 	MaxMoves int
@@ -37,7 +37,10 @@ type Pass struct {
 	// and so the most publishes awaiting a confirm.
 	Window int
 	// InPlaceRequeue says the queue puts a requeued message back where it
-	// was (classic queues); see ops.Pass.
+	// was (classic queues). Otherwise (quorum queues put it at their tail,
+	// and unknown types are treated alike) a pass that stops early still
+	// takes the rest of the queue, untouched, so that requeueing everything
+	// in order keeps the order.
 	InPlaceRequeue bool
 	// UntilEmpty moves every message, those that arrive during the move
 	// too, until the queue is drained: it has no ready message and none is

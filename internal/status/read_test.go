@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
+	"github.com/rmqtopo/rmqtopo/internal/exitcode"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -97,8 +98,8 @@ func TestReadWatchesHeldQueues(t *testing.T) {
 	if st.Summary.WaitQueuesStuck != 1 || st.Summary.DeadLettersStuck != 5 || st.HeldMargin != "12s" {
 		t.Errorf("summary %+v, margin %q: want the 1s wait queue stuck with 5", st.Summary, st.HeldMargin)
 	}
-	if st.ExitCode() != ExitDeadLettersStuck {
-		t.Errorf("exit code %d, want %d", st.ExitCode(), ExitDeadLettersStuck)
+	if st.ExitCode() != exitcode.DeadLettersStuck {
+		t.Errorf("exit code %d, want %d", st.ExitCode(), exitcode.DeadLettersStuck)
 	}
 	if want := "status: 2 wait queues hold 6 dead-letters; re-reading for up to 12s (--held-margin)\n"; log.String() != want {
 		t.Errorf("log %q, want %q", log.String(), want)
@@ -122,8 +123,8 @@ func TestReadWatchesAtTheStatsInterval(t *testing.T) {
 	if want := []time.Duration{time.Second, time.Second, 500 * time.Millisecond}; !slices.Equal(sleep.waits, want) {
 		t.Errorf("waits %v, want %v", sleep.waits, want)
 	}
-	if st.ExitCode() != ExitDeadLettersStuck {
-		t.Errorf("exit code %d, want %d", st.ExitCode(), ExitDeadLettersStuck)
+	if st.ExitCode() != exitcode.DeadLettersStuck {
+		t.Errorf("exit code %d, want %d", st.ExitCode(), exitcode.DeadLettersStuck)
 	}
 }
 
@@ -137,8 +138,8 @@ func TestReadSkipsTheWatchWhenOutranked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sleep.waits) != 0 || b.gets != 0 || st.ExitCode() != ExitMissing {
-		t.Errorf("waited %v, %d re-reads, exit %d; want no wait and exit %d", sleep.waits, b.gets, st.ExitCode(), ExitMissing)
+	if len(sleep.waits) != 0 || b.gets != 0 || st.ExitCode() != exitcode.Missing {
+		t.Errorf("waited %v, %d re-reads, exit %d; want no wait and exit %d", sleep.waits, b.gets, st.ExitCode(), exitcode.Missing)
 	}
 	if want := "the exit code is 5 either way"; !strings.Contains(log.String(), want) {
 		t.Errorf("log %q lacks %q", log.String(), want)
@@ -171,13 +172,13 @@ func TestExitCodeOrder(t *testing.T) {
 		matters bool
 	}{
 		{"healthy, held but not stuck", Report{Summary: Summary{DeadLettersHeld: 5}}, 0, true},
-		{"stuck", Report{Summary: Summary{WaitQueuesStuck: 1}}, ExitDeadLettersStuck, false},
-		{"DLQ", Report{Summary: Summary{DLQsNotEmpty: 1}}, ExitDLQNotEmpty, false},
-		{"stuck and drift", Report{Summary: Summary{WaitQueuesStuck: 1, DriftedObjects: 1}}, ExitDeadLettersStuck, false},
-		{"drift", Report{Summary: Summary{DriftedObjects: 1}}, ExitDrift, true},
-		{"stuck and missing", Report{Summary: Summary{WaitQueuesStuck: 1, MissingQueues: 1}}, ExitMissing, false},
-		{"missing exchange", Report{Drift: []DriftItem{{Action: plan.Create}}}, ExitMissing, false},
-		{"stuck and DLQ", Report{Summary: Summary{WaitQueuesStuck: 1, DLQsNotEmpty: 1}}, ExitDLQNotEmpty, false},
+		{"stuck", Report{Summary: Summary{WaitQueuesStuck: 1}}, exitcode.DeadLettersStuck, false},
+		{"DLQ", Report{Summary: Summary{DLQsNotEmpty: 1}}, exitcode.DLQNotEmpty, false},
+		{"stuck and drift", Report{Summary: Summary{WaitQueuesStuck: 1, DriftedObjects: 1}}, exitcode.DeadLettersStuck, false},
+		{"drift", Report{Summary: Summary{DriftedObjects: 1}}, exitcode.Drift, true},
+		{"stuck and missing", Report{Summary: Summary{WaitQueuesStuck: 1, MissingQueues: 1}}, exitcode.Missing, false},
+		{"missing exchange", Report{Drift: []DriftItem{{Action: plan.Create}}}, exitcode.Missing, false},
+		{"stuck and DLQ", Report{Summary: Summary{WaitQueuesStuck: 1, DLQsNotEmpty: 1}}, exitcode.DLQNotEmpty, false},
 	} {
 		code, matters := tc.st.HeldWaitMatters(2)
 		if got := tc.st.ExitCode(); got != tc.code || code != tc.code || matters != tc.matters {

@@ -39,12 +39,3 @@ const (
 
 // FormatVersion is the version of Report's JSON form.
 const FormatVersion = statusdata.FormatVersion
-
-// The exit codes of `status --exit-code` (statusdata's; Report.ExitCode
-// picks one).
-const (
-	ExitDLQNotEmpty      = statusdata.ExitDLQNotEmpty
-	ExitMissing          = statusdata.ExitMissing
-	ExitDrift            = statusdata.ExitDrift
-	ExitDeadLettersStuck = statusdata.ExitDeadLettersStuck
-)

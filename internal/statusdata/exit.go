@@ -1,22 +1,16 @@
 package statusdata
 
-import "github.com/rmqtopo/rmqtopo/plan"
-
-// The exit codes of `status --exit-code`, part of the CLI's contract
-// (docs/exit-codes.md; cmd/rmqtopo's exitcodes.go lists them with the
-// others).
-const (
-	ExitDLQNotEmpty      = 3
-	ExitMissing          = 5
-	ExitDrift            = 6
-	ExitDeadLettersStuck = 7
+import (
+	"github.com/rmqtopo/rmqtopo/internal/exitcode"
+	"github.com/rmqtopo/rmqtopo/plan"
 )
 
-// ExitCode picks the code of the most urgent finding: messages waiting in
-// a DLQ (someone must look at them), then missing objects (the topology is
-// not there: messages may be unroutable, and a missing work queue is
-// itself a reason dead-letters cannot be forwarded), then stuck
-// dead-letters (retries not happening now), then drift; 0 for none.
+// ExitCode picks the code (internal/exitcode's table) of the most urgent
+// finding: messages waiting in a DLQ (someone must look at them), then
+// missing objects (the topology is not there: messages may be unroutable,
+// and a missing work queue is itself a reason dead-letters cannot be
+// forwarded), then stuck dead-letters (retries not happening now), then
+// drift; 0 for none.
 func (s Report) ExitCode() int {
 	missing := s.Summary.MissingQueues > 0
 	for _, d := range s.Drift {
@@ -24,13 +18,13 @@ func (s Report) ExitCode() int {
 	}
 	switch {
 	case s.DLQHasMessages():
-		return ExitDLQNotEmpty
+		return exitcode.DLQNotEmpty
 	case missing:
-		return ExitMissing
+		return exitcode.Missing
 	case s.Summary.WaitQueuesStuck > 0:
-		return ExitDeadLettersStuck
+		return exitcode.DeadLettersStuck
 	case s.Summary.DriftedObjects > 0:
-		return ExitDrift
+		return exitcode.Drift
 	}
 	return 0
 }

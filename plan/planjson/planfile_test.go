@@ -1,9 +1,9 @@
-package planfile_test
+package planjson_test
 
 import (
 	"testing"
 
-	"github.com/rmqtopo/rmqtopo/plan/planfile"
+	"github.com/rmqtopo/rmqtopo/plan/planjson"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -18,7 +18,7 @@ func TestFingerprint(t *testing.T) {
 	}
 	a, b := st(), st()
 	b.Messages[topology.Address{Kind: topology.KindQueue, Vhost: "v", Name: "q"}] = 7
-	if planfile.Fingerprint(a) != planfile.Fingerprint(b) {
+	if planjson.Fingerprint(a) != planjson.Fingerprint(b) {
 		t.Error("message counts changed the fingerprint")
 	}
 	for name, mutate := range map[string]func(*topology.State){
@@ -28,7 +28,7 @@ func TestFingerprint(t *testing.T) {
 	} {
 		c := st()
 		mutate(c)
-		if planfile.Fingerprint(c) == planfile.Fingerprint(a) {
+		if planjson.Fingerprint(c) == planjson.Fingerprint(a) {
 			t.Errorf("changing the %s left the fingerprint as it was", name)
 		}
 	}

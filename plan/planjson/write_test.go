@@ -1,4 +1,4 @@
-package render
+package planjson
 
 import (
 	"bytes"
@@ -10,9 +10,10 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// TestPlanJSONStreamed checks that PlanJSON, which writes a change at a
-// time, writes what encoding/json writes for the whole document.
-func TestPlanJSONStreamed(t *testing.T) {
+// TestWriteStreamed checks that Write, which writes a change at a time,
+// writes what encoding/json writes for the whole documentJSON, and that
+// Document's MarshalJSON and UnmarshalJSON agree with it.
+func TestWriteStreamed(t *testing.T) {
 	n := int64(7)
 	q := topology.Queue{Vhost: "/", Name: "a<b>&c → d", Durable: true, Arguments: topology.Args{"x-queue-type": "quorum", "x-max-length": 10}}
 	b := topology.Binding{Vhost: "/", Source: "ex", Destination: q.Name, DestinationType: topology.DestQueue, RoutingKey: "k.#"}
@@ -28,26 +29,40 @@ func TestPlanJSONStreamed(t *testing.T) {
 		p     plan.Plan
 		diags []plan.Diagnostic
 	}{
-		"changes":      {plan.Plan{FormatVersion: plan.FormatVersion, Changes: changes}, diags},
-		"no-ops only":  {plan.Plan{FormatVersion: plan.FormatVersion, Changes: changes[1:2]}, nil},
-		"empty":        {plan.Plan{FormatVersion: plan.FormatVersion}, nil},
-		"all creates":  {plan.Plan{FormatVersion: plan.FormatVersion, Changes: changes[:1]}, diags},
-		"diagnostics":  {plan.Plan{FormatVersion: plan.FormatVersion}, diags},
-		"one deletion": {plan.Plan{FormatVersion: plan.FormatVersion, Changes: changes[3:]}, nil},
+		"changes":      {plan.Plan{Changes: changes}, diags},
+		"no-ops only":  {plan.Plan{Changes: changes[1:2]}, nil},
+		"empty":        {plan.Plan{}, nil},
+		"all creates":  {plan.Plan{Changes: changes[:1]}, diags},
+		"diagnostics":  {plan.Plan{}, diags},
+		"one deletion": {plan.Plan{Changes: changes[3:]}, nil},
 	} {
 		var want bytes.Buffer
 		enc := json.NewEncoder(&want)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(plan.NewDocument(tc.p, tc.diags)); err != nil {
+		doc := NewDocument(tc.p, tc.diags)
+		whole := head(doc)
+		whole.Changes = jsonChanges(doc.Changes)
+		if err := enc.Encode(whole); err != nil {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer
-		if err := PlanJSON(&got, tc.p, tc.diags); err != nil {
+		if err := Write(&got, doc); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(want.String(), got.String()); diff != "" {
 			t.Errorf("%s: streamed JSON differs from the whole document (-want +got):\n%s", name, diff)
+		}
+		var back Document
+		if err := json.Unmarshal(got.Bytes(), &back); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var again bytes.Buffer
+		if err := Write(&again, back); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(got.String(), again.String()); diff != "" {
+			t.Errorf("%s: read back and written again (-want +got):\n%s", name, diff)
 		}
 	}
 }

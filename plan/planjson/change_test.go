@@ -1,4 +1,4 @@
-package plan_test
+package planjson_test
 
 import (
 	"encoding/json"
@@ -6,10 +6,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/plan/planjson"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// TestChangeJSON checks that a Change reads back as it was written, with
+// TestChangeJSON checks that a plan.Change reads back as it was written, with
 // its Details in place and the action by name, and that one without
 // Details reads as the zero Details.
 func TestChangeJSON(t *testing.T) {
@@ -23,14 +24,15 @@ func TestChangeJSON(t *testing.T) {
 		{Action: plan.NoOp, Address: a, Details: &plan.Details{Why: plan.WhyLeftBehind, Messages: &n}},
 		{Action: plan.NoOp, Address: a, Details: &plan.Details{Why: plan.WhyDraining}},
 	} {
-		b, err := json.Marshal(c)
+		b, err := json.Marshal(planjson.ChangeOf(c))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got plan.Change
-		if err := json.Unmarshal(b, &got); err != nil {
+		var j planjson.Change
+		if err := json.Unmarshal(b, &j); err != nil {
 			t.Fatalf("%s: %v", b, err)
 		}
+		got := j.Plan()
 		if diff := cmp.Diff(c, got); diff != "" {
 			t.Errorf("%s read back (-want +got):\n%s", b, diff)
 		}
@@ -39,7 +41,7 @@ func TestChangeJSON(t *testing.T) {
 		}
 	}
 	want := `{"action":"delete","address":{"kind":"queue","vhost":"/","name":"orders"},"reason":"not in spec","messages":3,"owner":"spec shop"}`
-	b, _ := json.Marshal(plan.Change{Action: plan.Delete, Address: a, Details: &plan.Details{Reasons: []plan.Reason{{Kind: plan.ReasonNotInSpec}}, Messages: &n, Owner: "spec shop"}})
+	b, _ := json.Marshal(planjson.ChangeOf(plan.Change{Action: plan.Delete, Address: a, Details: &plan.Details{Reasons: []plan.Reason{{Kind: plan.ReasonNotInSpec}}, Messages: &n, Owner: "spec shop"}}))
 	if string(b) != want {
 		t.Errorf("JSON order:\n got %s\nwant %s", b, want)
 	}
@@ -54,11 +56,11 @@ func TestChangeJSON(t *testing.T) {
 		if why == plan.WhyLeftBehind || why == plan.WhyDraining {
 			d.Pinned = []string{"x"}
 		}
-		if b, _ := json.Marshal(plan.Change{Action: plan.Migrate, Address: a, Details: d}); string(b) != want {
+		if b, _ := json.Marshal(planjson.ChangeOf(plan.Change{Action: plan.Migrate, Address: a, Details: d})); string(b) != want {
 			t.Errorf("JSON of Why %d:\n got %s\nwant %s", why, b, want)
 		}
 	}
-	var c plan.Change
+	var c planjson.Change
 	if err := json.Unmarshal([]byte(`{"action":"explode"}`), &c); err == nil {
 		t.Errorf("unknown action read as %v", c.Action)
 	}

@@ -1,9 +1,4 @@
-// Package planfile is the file `rmqtopo plan --out` writes and `rmqtopo
-// apply FILE` reads: a plan, the diagnostics it was shown with, and the
-// fingerprint of the state it was made from, so that apply refuses a plan
-// whose broker changed since. The format is documented in
-// docs/plan-apply.md.
-package planfile
+package planjson
 
 import (
 	"bytes"
@@ -28,25 +23,60 @@ const maxPlanBytes = 1 << 30
 // Kind marks a JSON file as a plan saved by plan --out.
 const Kind = "rmqtopo-plan"
 
-// FormatVersion versions the file; bump it on any incompatible change.
-const FormatVersion = 1
-
-// File is a saved plan.
+// File is a saved plan. Its JSON is fileJSON.
 type File struct {
-	Kind          string    `json:"kind"`
-	FormatVersion int       `json:"format_version"`
-	CreatedAt     time.Time `json:"created_at"`
+	CreatedAt time.Time
 	// Broker is the management URL the plan was made against, for people.
-	Broker string   `json:"broker"`
-	Vhosts []string `json:"vhosts"`
+	Broker string
+	Vhosts []string
 	// Specs names the spec of each vhost: whose ownership record apply
 	// writes.
-	Specs map[string]string `json:"specs"`
+	Specs map[string]string
 	// Fingerprint is Fingerprint of the state planned from.
-	Fingerprint string            `json:"fingerprint"`
-	Prune       bool              `json:"prune"`
-	Plan        plan.Plan         `json:"plan"`
-	Diagnostics []plan.Diagnostic `json:"diagnostics"`
+	Fingerprint string
+	Prune       bool
+	Plan        plan.Plan
+	Diagnostics []plan.Diagnostic
+}
+
+// fileJSON is the shape of a saved plan (docs/plan-apply.md): the one
+// definition of it. Its plan holds every change, no-ops too: apply
+// reads what they pin (Change.Pinned, Change.InPolicy).
+type fileJSON struct {
+	Kind          string            `json:"kind"`
+	FormatVersion int               `json:"format_version"`
+	CreatedAt     time.Time         `json:"created_at"`
+	Broker        string            `json:"broker"`
+	Vhosts        []string          `json:"vhosts"`
+	Specs         map[string]string `json:"specs"`
+	Fingerprint   string            `json:"fingerprint"`
+	Prune         bool              `json:"prune"`
+	Plan          planJSON          `json:"plan"`
+	Diagnostics   []Diagnostic      `json:"diagnostics"`
+}
+
+// planJSON is the plan of a saved plan. Its format_version is the
+// file's, written again where version 1 wrote it.
+type planJSON struct {
+	FormatVersion int      `json:"format_version"`
+	Changes       []Change `json:"changes"`
+	// PolicyConflicts: see plan.Plan.
+	PolicyConflicts []PolicyConflict `json:"policy_conflicts,omitempty"`
+	RabbitMQ        *Judged          `json:"rabbitmq,omitempty"`
+}
+
+func (f *File) json() fileJSON {
+	return fileJSON{Kind: Kind, FormatVersion: FormatVersion, CreatedAt: f.CreatedAt, Broker: f.Broker, Vhosts: f.Vhosts,
+		Specs: f.Specs, Fingerprint: f.Fingerprint, Prune: f.Prune, Diagnostics: diagnosticsJSON(f.Diagnostics),
+		Plan: planJSON{FormatVersion: FormatVersion, Changes: jsonChanges(f.Plan.Changes),
+			PolicyConflicts: conflictsJSON(f.Plan.PolicyConflicts), RabbitMQ: (*Judged)(f.Plan.RabbitMQ)}}
+}
+
+func (j *fileJSON) file() *File {
+	return &File{CreatedAt: j.CreatedAt, Broker: j.Broker, Vhosts: j.Vhosts, Specs: j.Specs, Fingerprint: j.Fingerprint,
+		Prune: j.Prune, Diagnostics: planDiagnostics(j.Diagnostics),
+		Plan: plan.Plan{Changes: planChanges(j.Plan.Changes), PolicyConflicts: planConflicts(j.Plan.PolicyConflicts),
+			RabbitMQ: (*plan.Judged)(j.Plan.RabbitMQ)}}
 }
 
 // New describes plan p, made from st against the broker at brokerURL.
@@ -54,14 +84,14 @@ func New(brokerURL string, st *topology.State, specs map[string]string, prune bo
 	if diags == nil {
 		diags = []plan.Diagnostic{}
 	}
-	return &File{Kind: Kind, FormatVersion: FormatVersion, CreatedAt: time.Now().UTC().Round(time.Second),
+	return &File{CreatedAt: time.Now().UTC().Round(time.Second),
 		Broker: brokerURL, Vhosts: st.Vhosts, Specs: specs, Fingerprint: Fingerprint(st), Prune: prune, Plan: p, Diagnostics: diags}
 }
 
 // Write saves f to path atomically: written then renamed, so that a crash
 // never leaves half a plan to apply.
 func (f *File) Write(path string) error {
-	b, err := json.MarshalIndent(f, "", "  ")
+	b, err := json.MarshalIndent(f.json(), "", "  ")
 	if err != nil {
 		return err
 	}
@@ -128,16 +158,17 @@ type NotAPlanError struct{ Path string }
 func (e *NotAPlanError) Error() string { return e.Path + " is JSON but not a saved plan" }
 
 func decode(path string, data []byte) (*File, error) {
-	var f File
+	var j fileJSON
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := dec.Decode(&f); err != nil {
+	if err := dec.Decode(&j); err != nil {
 		return nil, fmt.Errorf("read plan %s: %w", path, err)
 	}
-	if f.FormatVersion != FormatVersion || f.Plan.FormatVersion != plan.FormatVersion {
+	if j.FormatVersion != FormatVersion || j.Plan.FormatVersion != FormatVersion {
 		return nil, fmt.Errorf("%s has plan format %d/%d; this rmqtopo reads %d/%d: plan again with this version",
-			path, f.FormatVersion, f.Plan.FormatVersion, FormatVersion, plan.FormatVersion)
+			path, j.FormatVersion, j.Plan.FormatVersion, FormatVersion, FormatVersion)
 	}
+	f := j.file()
 	if f.Fingerprint == "" || len(f.Vhosts) == 0 {
 		return nil, fmt.Errorf("%s lacks its fingerprint or vhosts", path)
 	}
@@ -147,7 +178,7 @@ func decode(path string, data []byte) (*File, error) {
 		normalizeObject(f.Plan.Changes[i].Before)
 		normalizeObject(f.Plan.Changes[i].After)
 	}
-	return &f, nil
+	return f, nil
 }
 
 func looksLikeSpec(data []byte) bool {
@@ -209,7 +240,7 @@ func Fingerprint(st *topology.State) string {
 	if err != nil {
 		// Only unencodable argument values fail, and those cannot come
 		// from a broker's JSON.
-		panic(fmt.Sprintf("planfile: fingerprint: %v", err))
+		panic(fmt.Sprintf("planjson: fingerprint: %v", err))
 	}
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
