@@ -68,7 +68,9 @@ var linearObject = newObject(objectDoc{Name: "linear"},
 )
 
 // exponentialObject is an exponential policy.
-var exponentialObject = newObject(objectDoc{Name: "exponential"},
+var exponentialObject = newObject(objectDoc{Name: "exponential",
+	// A cap makes a factor of 1 pointless: the decoder refuses it too.
+	Schema: `"if": {"required": ["max"]}, "then": {"properties": {"factor": {"exclusiveMinimum": 1}}}`},
 	field[retryDecoding]{fieldDoc: fieldDoc{Key: "initial", Ref: "duration", Title: `Initial delay`, Required: true,
 		Description: `The delay before the first delayed retry. Not larger than max.`,
 		Examples:    `["1s"]`,
