@@ -208,3 +208,18 @@ var goqueueOptionsObject = newObject(objectDoc{Name: "goqueueOptions", Title: `G
 			d.args(v, p, &o.QueueArguments)
 		}},
 )
+
+// QueueValue is the value a spec file writes for q's key, and whether it
+// writes one: not when q holds what a queue without the key has. It
+// answers for the keys of a queue with a plain value (type, preset,
+// immediate_retries, layout, dlq, parking_lot, return_queue, message_ttl,
+// max_length, delivery_limit); `rmqtopo import` writes the others itself.
+func QueueValue(q Queue, key string) (any, bool) {
+	zero := newQueue()
+	return queueObject.written(&q, &zero, key)
+}
+
+// PresetOptionValue is QueueValue for a key of spring's preset_options.
+func PresetOptionValue(o PresetOptions, key string) (any, bool) {
+	return springOptionsObject.written(&o, &PresetOptions{}, key)
+}
