@@ -2,6 +2,7 @@ package spec
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 
@@ -73,6 +74,12 @@ type objectDoc struct {
 	Open bool
 	// Schema holds further JSON Schema members of the object.
 	Schema string
+	// AllOf holds the rules that span keys: JSON Schema clauses,
+	// comma-separated.
+	AllOf string
+	// RawRule adds the rule of a raw queue to AllOf: on one, the schema
+	// refuses every key without Raw, as the decoder does.
+	RawRule bool
 }
 
 // field is one key of an object decoded into a T.
@@ -167,7 +174,25 @@ func (o *object[T]) written(t, zero *T, key string) (any, bool) {
 		return nil, false
 	}
 	v := f.value(t)
-	return v, v != f.value(zero)
+	return v, !sameValue(v, f.value(zero))
+}
+
+// sameValue reports whether a and b are equal, an empty list or mapping
+// equal to none.
+func sameValue(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if isEmpty(va) && isEmpty(vb) {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func isEmpty(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map:
+		return v.Len() == 0
+	}
+	return false
 }
 
 // Decoders of the common kinds, for field entries: each reads the value

@@ -12,7 +12,12 @@ import (
 // queueObject is a work queue; Raw marks the keys a raw queue takes.
 var queueObject = newObject(objectDoc{Name: "queue", Title: `Work queue`,
 	Description: `A work queue and its failure handling. A failed delivery is retried immediately immediate_retries times, then after each delay of retry, then goes to the DLQ.`,
-	Schema:      `"allOf": [{"if": {"required": ["delivery_limit"]}, "then": {"required": ["type"], "properties": {"type": {"const": "quorum"}}}}, {"if": {"required": ["layout"], "properties": {"layout": {"const": "native"}}}, "then": {"required": ["type"], "properties": {"type": {"const": "quorum"}}, "not": {"required": ["delivery_limit"]}}}, {"if": {"required": ["preset"]}, "then": {"not": {"required": ["layout"]}, "properties": {"immediate_retries": {"const": 0}}}}, {"if": {"required": ["raw"], "properties": {"raw": {"const": true}}}, "then": {"not": {"anyOf": [{"required": ["retry"]}, {"required": ["immediate_retries"]}, {"required": ["layout"]}, {"required": ["dlq"]}, {"required": ["parking_lot"]}, {"required": ["return_queue"]}, {"required": ["message_ttl"]}, {"required": ["max_length"]}, {"required": ["delivery_limit"]}, {"required": ["preset"]}]}, "properties": {"type": {"enum": ["classic", "quorum", "stream"]}}}, "else": {"properties": {"type": {"enum": ["classic", "quorum"]}, "durable": {"const": true}, "auto_delete": {"const": false}}}}]`},
+	// The rules that span keys. A raw queue's rule is generated: it
+	// refuses the keys without Raw (see rawQueueRule).
+	AllOf: `{"if": {"required": ["delivery_limit"]}, "then": {"required": ["type"], "properties": {"type": {"const": "quorum"}}}},
+		{"if": {"required": ["layout"], "properties": {"layout": {"const": "native"}}}, "then": {"required": ["type"], "properties": {"type": {"const": "quorum"}}, "not": {"required": ["delivery_limit"]}}},
+		{"if": {"required": ["preset"]}, "then": {"not": {"required": ["layout"]}, "properties": {"immediate_retries": {"const": 0}}}}`,
+	RawRule: true},
 	field[Queue]{fieldDoc: fieldDoc{Key: keyName, Raw: true, Title: `Queue name`, Type: "string", MinLength: 1, Required: true,
 		Description: `At most 255 bytes (for a quorum queue, vhost + 1 + name); the prefix amq. is reserved. Generated objects are named after it: {name}.retry, {name}.dlx, {name}.dlq, {name}.parking-lot, {name}.wait.{n}.{delay}.`,
 		Examples:    `["orders.created"]`,

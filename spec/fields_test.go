@@ -92,3 +92,18 @@ func TestQueueValueRoundTrips(t *testing.T) {
 		t.Errorf("a new queue writes dlq: %v, want nothing", v)
 	}
 }
+
+// TestWrittenList: a key whose value is a list (not comparable with ==)
+// is written when it has items and not when it has none.
+func TestWrittenList(t *testing.T) {
+	o := newObject(objectDoc{Name: "test"}, field[Queue]{fieldDoc: fieldDoc{Key: "bindings"},
+		value: func(q *Queue) any { return q.Bindings }})
+	zero := newQueue()
+	if v, ok := o.written(&Queue{Bindings: []Binding{}}, &zero, "bindings"); ok {
+		t.Errorf("an empty list is written: %v", v)
+	}
+	q := Queue{Bindings: []Binding{{Exchange: "x"}}}
+	if v, ok := o.written(&q, &zero, "bindings"); !ok || !cmp.Equal(v, q.Bindings, cmp.AllowUnexported(Binding{}, pos{})) {
+		t.Errorf("written = %v, %t; want the binding", v, ok)
+	}
+}

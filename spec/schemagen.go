@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -91,6 +92,32 @@ func objectBody(b *bytes.Buffer, o schemaObject, own bool) {
 		b.WriteString(",")
 		members(b, doc.Schema)
 	}
+	rules := []string{}
+	if doc.AllOf != "" {
+		rules = append(rules, doc.AllOf)
+	}
+	if doc.RawRule {
+		rules = append(rules, rawQueueRule(o))
+	}
+	if len(rules) > 0 {
+		fmt.Fprintf(b, `,"allOf":[%s]`, strings.Join(rules, ","))
+	}
+}
+
+// rawQueueRule is the schema's rule of a raw queue: it takes no key
+// without Raw, and may be a stream; any other queue is durable, not
+// auto-deleted, and classic or quorum.
+func rawQueueRule(o schemaObject) string {
+	var refused []string
+	for _, f := range o.docs() {
+		if !f.Raw {
+			refused = append(refused, fmt.Sprintf(`{"required":[%s]}`, jsonString(f.Key)))
+		}
+	}
+	return fmt.Sprintf(`{"if":{"required":["raw"],"properties":{"raw":{"const":true}}},`+
+		`"then":{"not":{"anyOf":[%s]},"properties":{"type":{"enum":%s}}},`+
+		`"else":{"properties":{"type":{"enum":%s},"durable":{"const":true},"auto_delete":{"const":false}}}}`,
+		strings.Join(refused, ","), jsonValue(append(slices.Clone(queueTypes), TypeStream)), jsonValue(queueTypes))
 }
 
 // fieldBody writes the members of a key's schema.
