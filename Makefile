@@ -45,7 +45,7 @@ TEST_NODE_FLAGS := --stats-interval 1s
 UNIT_PKGS := ./spec/... ./plan/... ./render/... ./topology/... ./contract/... \
 	./internal/importer/... ./apply/... ./internal/definitions/... ./internal/status/...
 
-.PHONY: all build dist test test-unit test-custody lint broker-start broker-stop demo bench rabbitnode rabbitmq-root
+.PHONY: all build dist generate test test-unit test-custody lint broker-start broker-stop demo bench rabbitnode rabbitmq-root
 
 all: build
 
@@ -131,6 +131,12 @@ test-custody: rabbitmq-root
 # started: the inner loop, in seconds.
 test-unit:
 	$(GO) test -count=1 $(UNIT_PKGS)
+
+# The JSON Schema (schemas/rmqtopo.schema.json) and the key tables of
+# docs/spec.md are generated from the spec's field tables
+# (spec/fields_*.go); spec's TestGeneratedFiles fails until this ran.
+generate:
+	$(GO) generate ./spec
 
 # gofmt must have nothing to say, go.mod and go.sum must be tidy (go mod
 # tidy -diff changes nothing and fails with the diff), go vet must pass,

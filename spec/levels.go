@@ -58,10 +58,7 @@ func (s *Spec) usesLevels() bool {
 // levels decodes the top-level levels key.
 func (d *decoder) levels(n *yaml.Node, path string) *Levels {
 	l := &Levels{Resolution: DefaultLevelsResolution, Max: DefaultLevelsMax}
-	if !d.fields(n, path, map[string]func(*yaml.Node, string){
-		"resolution": func(v *yaml.Node, p string) { d.duration(v, p, &l.Resolution) },
-		"max":        func(v *yaml.Node, p string) { d.duration(v, p, &l.Max) },
-	}) {
+	if !levelsObject.decode(d, n, path, l, nil) {
 		return nil
 	}
 	if _, err := contract.NewLadder(l.Resolution, l.Max); err != nil {

@@ -105,7 +105,7 @@ func (b *builder) checkNative(q Queue) {
 	if q.DeliveryLimit != 0 {
 		b.errorf(q.deliveryLimitAt, "delivery_limit does not apply to layout native: the queue's delivery limit is the number of its retries (%d)", q.ImmediateRetries+q.Retry.count())
 	}
-	if at, ok := q.set.get("return_queue"); ok && q.ReturnQueue {
+	if at, ok := q.set.get(keyReturnQueue); ok && q.ReturnQueue {
 		b.errorf(at, "return_queue does not apply to layout native: the broker brings a delayed retry back ahead of the queue's backlog itself")
 	}
 }
@@ -181,7 +181,7 @@ type resolution struct {
 }
 
 func (s *Spec) resolve(q Queue, native bool, live liveIndex) resolution {
-	_, returnSet := q.set.get("return_queue")
+	_, returnSet := q.set.get(keyReturnQueue)
 	r := resolution{set: true, layout: s.writtenLayout(q), returnQueue: q.ReturnQueue}
 	shape, isLive := live.shape(s.Vhost, q.Name)
 	if r.layout == LayoutAuto {
@@ -239,7 +239,7 @@ func keptFor(s *Spec, q Queue, native bool, live liveIndex) (Kept, bool) {
 // auto keeps native, cannot do; empty when nothing. It is checkNative's
 // rule for a layout written out, worded for a layout kept.
 func nativeConflict(q Queue) string {
-	_, returnSet := q.set.get("return_queue")
+	_, returnSet := q.set.get(keyReturnQueue)
 	move := "or set layout: shared and migrate: true to move the queue to a layout that has it"
 	switch {
 	case q.DeliveryLimit != 0:

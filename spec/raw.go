@@ -25,9 +25,6 @@ import (
 // silently ignored by RabbitMQ and a wrong value type is refused only at
 // declare time, after earlier writes of an apply.
 
-// rawKeys are the queue keys that make sense for a raw queue.
-var rawKeys = map[string]bool{"name": true, "type": true, "raw": true, "durable": true, "auto_delete": true, "arguments": true, "bindings": true}
-
 // addDeclaredQueue adds a queue written under queues: a raw one as
 // written, any other as its work queue. It reports whether the name was
 // accepted.
@@ -215,7 +212,7 @@ func describeValue(v any) string {
 // topology: a raw queue has none.
 func (b *builder) checkRawKeys(q Queue) {
 	for _, k := range q.set.sorted() {
-		if !rawKeys[k] {
+		if f := queueObject.field(k); f != nil && !f.Raw {
 			at, _ := q.set.get(k)
 			b.errorf(at, "%s does not apply to a raw queue: a raw queue is declared exactly as written, with no retry topology", k)
 		}
@@ -225,14 +222,14 @@ func (b *builder) checkRawKeys(q Queue) {
 // checkManagedKeys refuses, on a queue with retry topology, the keys that
 // only a raw queue takes.
 func (b *builder) checkManagedKeys(q Queue) {
-	if at, ok := q.set.get("durable"); ok && !q.Durable {
+	if at, ok := q.set.get(keyDurable); ok && !q.Durable {
 		b.errorf(at, "only a raw queue (raw: true) may be transient: a queue with retry topology is durable")
 	}
-	if at, ok := q.set.get("auto_delete"); ok && q.AutoDelete {
+	if at, ok := q.set.get(keyAutoDelete); ok && q.AutoDelete {
 		b.errorf(at, "only a raw queue (raw: true) may be auto-deleted: a queue with retry topology must outlive its consumers")
 	}
 	if q.Type == TypeStream {
-		at, _ := q.set.get("type")
+		at, _ := q.set.get(keyType)
 		b.errorf(at, "a stream cannot have retry topology (it does not dead-letter); use raw: true")
 	}
 }

@@ -36,7 +36,7 @@ func (b *builder) returnQueue(q Queue) {
 // rmqtopo's: a preset's library decides where its retries come back.
 func (b *builder) checkReturnQueue(q Queue) {
 	if q.ReturnQueue && q.Preset != PresetNone {
-		at, _ := q.set.get("return_queue")
+		at, _ := q.set.get(keyReturnQueue)
 		b.errorf(at, "return_queue is not part of the %s preset's contract: its library decides where retries come back", q.Preset)
 	}
 }

@@ -4,6 +4,40 @@
 // that bind to them, and each queue's retry policy. Load decodes it strictly
 // and reports every problem at once with file:line:column and path; Expand
 // turns it, purely, into the desired topology.Topology.
+//
+// # The spec's keys, described once
+//
+// Each key a spec file may hold is one entry in the field tables of
+// fields_*.go (specObject, queueObject, exchangeObject, …): its key, JSON
+// Schema type, bounds, enum and default, title and description (what an
+// editor shows), its row in the key tables of docs/spec.md, whether a raw
+// queue takes it, how the decoder reads it and, for a queue's plain keys,
+// the value `rmqtopo import` writes (QueueValue). The decoder dispatches
+// through the tables and takes its key lists, bounds and enums from them;
+// JSONSchema and KeyTables generate schemas/rmqtopo.schema.json and the
+// docs' tables from them (`go generate ./spec`, or `make generate`), and
+// TestGeneratedFiles fails until the checked-in files are regenerated.
+//
+// Adding a key is one entry plus its expansion. A queue's dlq_name, say,
+// is a field of Queue (DLQName string) and this entry in queueObject
+// (fields_queue.go), placed where the docs should list it:
+//
+//	field[Queue]{fieldDoc: fieldDoc{Key: "dlq_name", Title: `DLQ name`, Type: "string", MinLength: 1,
+//		Description: `The DLQ's name. Default {queue}.dlq.`,
+//		Examples:    `["orders.failed"]`,
+//		Row: row{Type: `string`, Default: "`{queue}.dlq`", Meaning: "The DLQ's name."},
+//	},
+//		decode: nameField(func(q *Queue) *string { return &q.DLQName }),
+//		value:  func(q *Queue) any { return q.DLQName }},
+//
+// with Raw: true if a raw queue takes it, and value only if `rmqtopo
+// import` writes it (internal/importer's queueNode then names the key
+// where it goes). Then its expansion (expand.go and the checks beside
+// it), `go generate ./spec`, and tests of the decoding and the
+// expansion. A rule that spans keys (quorum queues only, not with a
+// preset) is the decoder's or validation's check, and for editors a
+// clause in the object's Schema (the queue's allOf), with a fixture in
+// testdata/schema/invalid that spec.Parse and the schema both refuse.
 package spec
 
 import (

@@ -170,59 +170,41 @@ func queueNode(o *queueObj) *yaml.Node {
 		n.HeadComment += ":\n" + o.cand.note
 	}
 	add(n, "name", scalar(q.Name))
-	if q.Type != spec.TypeClassic {
-		add(n, "type", scalar(q.Type))
-	}
-	if q.Preset != spec.PresetNone {
-		add(n, "preset", scalar(string(q.Preset)))
-	}
+	addQueueKeys(n, q, "type", "preset")
 	if opts := presetOptionsNode(q.PresetOptions); opts != nil {
 		add(n, "preset_options", opts)
 	}
 	if len(o.bindings) > 0 {
 		add(n, "bindings", bindingsNode(o.bindings))
 	}
-	if q.ImmediateRetries > 0 {
-		add(n, "immediate_retries", scalar(q.ImmediateRetries))
-	}
+	addQueueKeys(n, q, "immediate_retries")
 	if q.Retry.Kind != "" {
 		add(n, "retry", retryNode(q.Retry))
 	}
-	if q.Layout != "" {
-		add(n, "layout", scalar(string(q.Layout)))
-	}
-	if !q.DLQ {
-		add(n, "dlq", scalar(false))
-	}
-	if q.ParkingLot {
-		add(n, "parking_lot", scalar(true))
-	}
-	if q.ReturnQueue {
-		add(n, "return_queue", scalar(true))
-	}
-	if q.MessageTTL > 0 {
-		add(n, "message_ttl", scalar(contract.FormatDelay(q.MessageTTL)))
-	}
-	if q.MaxLength > 0 {
-		add(n, "max_length", scalar(q.MaxLength))
-	}
-	if q.DeliveryLimit > 0 {
-		add(n, "delivery_limit", scalar(q.DeliveryLimit))
-	}
+	addQueueKeys(n, q, "layout", "dlq", "parking_lot", "return_queue", "message_ttl", "max_length", "delivery_limit")
 	if len(q.Arguments) > 0 {
 		add(n, "arguments", scalar(map[string]any(topology.NormalizeArgs(q.Arguments))))
 	}
 	return n
 }
 
+// addQueueKeys writes q's keys, in this order, each with the value the
+// spec's field table gives and only where it differs from the default.
+func addQueueKeys(n *yaml.Node, q spec.Queue, keys ...string) {
+	for _, k := range keys {
+		if v, ok := spec.QueueValue(q, k); ok {
+			add(n, k, scalar(v))
+		}
+	}
+}
+
 // presetOptionsNode writes the options that differ from the preset's
 // defaults, nil for none.
 func presetOptionsNode(o spec.PresetOptions) *yaml.Node {
 	n := mapping()
-	for _, kv := range []struct{ key, value string }{{"wait_exchange", o.WaitExchange}, {"return_exchange", o.ReturnExchange},
-		{"wait_queue_prefix", o.WaitQueuePrefix}, {"dead_letter_exchange", o.DeadLetterExchange}} {
-		if kv.value != "" {
-			add(n, kv.key, scalar(kv.value))
+	for _, k := range []string{"wait_exchange", "return_exchange", "wait_queue_prefix", "dead_letter_exchange"} {
+		if v, ok := spec.PresetOptionValue(o, k); ok {
+			add(n, k, scalar(v))
 		}
 	}
 	if len(o.QueueArguments) > 0 {
