@@ -204,7 +204,7 @@ func (f Feature) TypesAt(v Version) []string {
 func (f Feature) Span() string {
 	until := ""
 	if f.Until.Known() {
-		until = f.Until.previous()
+		until = previous(f.Until)
 	}
 	switch {
 	case f.Since.Known() && until != "":
@@ -230,9 +230,9 @@ func (f Feature) PermitHint() string {
 
 // previous names the releases just before v: "4.2.x" before 4.3.0,
 // "4.3.0" before 4.3.1.
-func (v Version) previous() string {
+func previous(v Version) string {
 	if v.Patch > 0 {
-		return Version{v.Major, v.Minor, v.Patch - 1}.String()
+		return Version{Major: v.Major, Minor: v.Minor, Patch: v.Patch - 1}.String()
 	}
 	if v.Minor > 0 {
 		return fmt.Sprintf("%d.%d.x", v.Major, v.Minor-1)
@@ -242,7 +242,7 @@ func (v Version) previous() string {
 
 // rel is a Version literal for the table.
 func rel(major, minor, patch int) Version {
-	return Version{major, minor, patch}
+	return Version{Major: major, Minor: minor, Patch: patch}
 }
 
 // Source files the table cites, at the tag of the release in question.
