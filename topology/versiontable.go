@@ -3,6 +3,8 @@ package topology
 import (
 	"fmt"
 	"slices"
+
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 )
 
 // What each RabbitMQ release accepts: the one version table of rmqtopo.
@@ -406,30 +408,13 @@ var VersionTable = []Feature{
 		Cite: "deps/rabbit/src/rabbit_amqqueue.erl (deprecated feature transient_nonexcl_queues); " + citeProbe},
 }
 
-// Behaviours of quorum queues and dead-lettering that change a topology's
-// meaning, by the first release that has them.
-var (
-	// DefaultDeliveryLimitSince: a quorum queue without a delivery limit
-	// (argument or policy) gets 20. rabbit_quorum_queue.erl at v4.0.0
-	// (DEFAULT_DELIVERY_LIMIT, read from the argument and the policy);
-	// release-notes/4.0.1.md.
-	DefaultDeliveryLimitSince = rel(4, 0, 0)
-	// ClientDeathIgnoredSince: the broker no longer reads x-death headers
-	// that clients publish. release-notes/4.0.1.md ("AMQP 0.9.1 x-death
-	// header").
-	ClientDeathIgnoredSince = rel(4, 0, 0)
-)
-
-// DefaultDeliveryLimit is the delivery limit a quorum queue gets from
-// 4.0 on when neither an argument nor a policy sets one.
-const DefaultDeliveryLimit = 20
-
 // DefaultArguments are the arguments release v gives a queue of type typ
 // that declares none of them: a queue declared with one of these, of the
-// same value, is the same queue on v. None for an unknown release.
+// same value, is the same queue on v. The release's profile says which
+// (rabbitmq.Profile.DefaultDeliveryLimit); none for an unknown release.
 func DefaultArguments(v Version, typ string) Args {
-	if typ == "quorum" && v.Known() && !v.Less(DefaultDeliveryLimitSince) {
-		return Args{"x-delivery-limit": int64(DefaultDeliveryLimit)}
+	if n := rabbitmq.ProfileFor(v).DefaultDeliveryLimit(); typ == "quorum" && n > 0 {
+		return Args{"x-delivery-limit": int64(n)}
 	}
 	return nil
 }
