@@ -119,6 +119,14 @@ func ProfileFor(v Version) Profile {
 	return Profile{version: v, entry: e}
 }
 
+// ProfileOf returns the profile of the release a broker names ("4.3.6",
+// /api/overview's rabbitmq_version, the AMQP server property version): an
+// unknown profile, and the error, when it names none.
+func ProfileOf(version string) (Profile, error) {
+	v, err := ParseVersion(version)
+	return ProfileFor(v), err
+}
+
 // Profiles returns the profile of each entry of Table at its first
 // release, oldest first: the releases rmqtopo knows apart.
 func Profiles() []Profile {

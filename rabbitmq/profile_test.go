@@ -49,6 +49,15 @@ func TestProfileFor(t *testing.T) {
 	}
 }
 
+func TestProfileOf(t *testing.T) {
+	if p, err := ProfileOf("4.3.6"); err != nil || !p.NativeDelayedRetry() || p.Version() != v(4, 3, 6) {
+		t.Errorf("ProfileOf(4.3.6) = %s, %v", p, err)
+	}
+	if p, err := ProfileOf("rabbit"); err == nil || p.Known() {
+		t.Errorf("ProfileOf(rabbit) = %s, %v; want unknown and an error", p, err)
+	}
+}
+
 func TestFirst(t *testing.T) {
 	for name, c := range map[string]struct {
 		has  func(Profile) bool

@@ -33,8 +33,8 @@ const (
 	// 4.3.1 and later; see contract.Native): no retry exchange and no
 	// wait queue.
 	LayoutNative Layout = "native"
-	// LayoutAuto is native where the judged RabbitMQ version is at least
-	// contract.NativeSince, else shared, with a return queue for a queue
+	// LayoutAuto is native where the judged RabbitMQ release delays
+	// retries itself (rabbitmq.Profile.NativeDelayedRetry), else shared, with a return queue for a queue
 	// that is not live yet; a live queue keeps the layout it has (see
 	// Resolve). It is the default: a queue or spec without a layout has
 	// it.
