@@ -9,6 +9,8 @@ package spec
 import (
 	"sort"
 	"time"
+
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 )
 
 // Version is the only spec version this build understands.
@@ -63,8 +65,10 @@ const (
 
 // DefaultDeliveryLimit is the explicit delivery limit of quorum work queues.
 // RabbitMQ 4.x applies 20 when none is set and 3.x applies none; rmqtopo
-// always writes one so the behaviour is the same on both and visible in plans.
-const DefaultDeliveryLimit = 20
+// always writes one so the behaviour is the same on both and visible in
+// plans. It is the broker's own (rabbitmq.BrokerDeliveryLimit), so that a
+// release that gives it by default needs no argument (release.go).
+const DefaultDeliveryLimit = rabbitmq.BrokerDeliveryLimit
 
 // MaxTTL is RabbitMQ's cap on x-message-ttl and per-message expiration
 // (10 years, since 3.11).
