@@ -53,13 +53,13 @@ func TestLayering(t *testing.T) {
 
 // TestRetryDeps: services import retry, so it brings nothing but
 // amqp091-go, go-amqp (AMQP 1.0, for native queues), the standard
-// library and contract.
+// library, contract and rabbitmq (the release profiles, a leaf).
 func TestRetryDeps(t *testing.T) {
 	for _, d := range deps(t, "retry") {
 		if !strings.Contains(strings.SplitN(d, "/", 2)[0], ".") {
 			continue // standard library
 		}
-		if d == module+"retry" || d == module+"contract" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") ||
+		if d == module+"retry" || d == module+"contract" || d == module+"rabbitmq" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") ||
 			strings.HasPrefix(d, "github.com/Azure/go-amqp") {
 			continue
 		}
