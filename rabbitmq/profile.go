@@ -220,5 +220,25 @@ func (p Profile) ExportReadFastest() bool { return p.entry.ExportReadFastest }
 // NativeDelayedRetry: see Traits.
 func (p Profile) NativeDelayedRetry() bool { return p.entry.NativeDelayedRetry }
 
+// Capability is one capability of a profile by the name of its accessor,
+// and its value.
+type Capability struct {
+	Name  string
+	Value any
+}
+
+// Capabilities lists every capability of the profile, in Traits' order:
+// two releases (an upgrade's source and target) differ where these do.
+func (p Profile) Capabilities() []Capability {
+	return []Capability{
+		{"DefaultDeliveryLimit", p.DefaultDeliveryLimit()},
+		{"NegativeLimitIsNone", p.NegativeLimitIsNone()},
+		{"ClientDeathIgnored", p.ClientDeathIgnored()},
+		{"NackUncounted", p.NackUncounted()},
+		{"ExportReadFastest", p.ExportReadFastest()},
+		{"NativeDelayedRetry", p.NativeDelayedRetry()},
+	}
+}
+
 // Series is the release series of a tested release: "4.3".
 func (t Tested) Series() string { return t.Version.Series() }

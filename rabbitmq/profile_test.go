@@ -1,6 +1,7 @@
 package rabbitmq
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -102,5 +103,30 @@ func TestTable(t *testing.T) {
 	}
 	if p := Profiles(); len(p) != len(Table) || p[len(p)-1].Version() != Table[len(Table)-1].From {
 		t.Errorf("Profiles() = %v", p)
+	}
+}
+
+// TestCapabilities: every trait is listed, under its field's name, with
+// the accessor's value; 4.0.5 and 4.3.6 differ in the 4.3 ones.
+func TestCapabilities(t *testing.T) {
+	p := ProfileFor(v(4, 3, 6))
+	caps := p.Capabilities()
+	tr := reflect.ValueOf(p.Traits())
+	if len(caps) != tr.NumField() {
+		t.Fatalf("%d capabilities for %d traits", len(caps), tr.NumField())
+	}
+	for i, c := range caps {
+		if name := tr.Type().Field(i).Name; c.Name != name || c.Value != tr.Field(i).Interface() {
+			t.Errorf("capability %d: %s = %v, want trait %s = %v", i, c.Name, c.Value, name, tr.Field(i).Interface())
+		}
+	}
+	var differ []string
+	for i, c := range ProfileFor(v(4, 0, 5)).Capabilities() {
+		if c != caps[i] {
+			differ = append(differ, c.Name)
+		}
+	}
+	if diff := cmp.Diff([]string{"NackUncounted", "ExportReadFastest", "NativeDelayedRetry"}, differ); diff != "" {
+		t.Errorf("4.0.5 against 4.3.6 (-want +got):\n%s", diff)
 	}
 }
