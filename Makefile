@@ -12,9 +12,13 @@ GO    ?= go
 # The RabbitMQ release series the tests, the demo and the benchmarks run
 # on: 3.10 (the host's Debian package), 4.0 or 4.3 (Debian trixie's and
 # sid's, each in a private root built once, about 2 minutes, and cached in
-# ~/.cache/rmqtopo/roots). The newest by default; `make test RABBITMQ=4.0`
-# picks another, as does RMQTOPO_TEST_RABBITMQ in the environment.
-RABBITMQ ?= $(or $(RMQTOPO_TEST_RABBITMQ),4.3)
+# ~/.cache/rmqtopo/roots); `rabbitnode releases` lists them, from the
+# release profiles (rabbitmq.Table). The newest by default; `make test
+# RABBITMQ=4.0` picks another, as does RMQTOPO_TEST_RABBITMQ in the
+# environment.
+ifeq ($(origin RABBITMQ),undefined)
+RABBITMQ := $(or $(RMQTOPO_TEST_RABBITMQ),$(shell $(GO) run ./internal/brokertest/cmd/rabbitnode releases --newest))
+endif
 export RMQTOPO_TEST_RABBITMQ := $(RABBITMQ)
 
 # Where `make test` and broker-start/broker-stop keep their node.
@@ -42,7 +46,7 @@ CLUSTER_PKG := ./internal/clustertest
 TEST_NODE_FLAGS := --stats-interval 1s
 # The packages that need no broker: `make test-unit` runs them alone, in
 # seconds, for the inner loop.
-UNIT_PKGS := ./spec/... ./plan/... ./render/... ./topology/... ./contract/... \
+UNIT_PKGS := ./spec/... ./plan/... ./render/... ./topology/... ./rabbitmq/... ./contract/... \
 	./internal/importer/... ./apply/... ./internal/definitions/... ./internal/status/...
 
 .PHONY: all build dist generate test test-unit test-custody lint broker-start broker-stop demo bench rabbitnode rabbitmq-root

@@ -111,11 +111,6 @@ const (
 	HeaderDeliveryCount = "x-delivery-count"
 )
 
-// NativeSince is the first RabbitMQ release rmqtopo builds the native
-// layout for: 4.3.0 has the queue arguments but no validator for the
-// delayed-retry policy keys (rabbitmq-server #16395), fixed in 4.3.1.
-const NativeSince = "4.3.1"
-
 // SettleRoute is how a client retries a delivery of a native queue.
 type SettleRoute string
 

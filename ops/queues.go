@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -29,16 +30,23 @@ type Queue struct {
 // (spec.DeadEndDeliveryLimit).
 const MinDeliveryLimit = 1000
 
-// defaultDeliveryLimit is a quorum queue's delivery limit when neither an
-// argument nor a policy sets one, since RabbitMQ 4.0 (3.x has none).
-const defaultDeliveryLimit = 20
+// judged is the profile ops judges release v by: its own, and for an
+// unknown release the first that gives a queue without a limit one
+// (4.0): there every requeue counts and such a queue has a limit, the
+// strictest for the messages a pass leaves in place.
+func judged(v topology.Version) rabbitmq.Profile {
+	if p := rabbitmq.ProfileFor(v); p.Known() {
+		return p
+	}
+	return rabbitmq.ProfileFor(rabbitmq.First(func(p rabbitmq.Profile) bool { return p.DefaultDeliveryLimit() > 0 }))
+}
 
 // CheckLeaveSafe refuses a quorum queue whose delivery limit could make
 // the requeues of a pass lose messages. Every message a pass leaves in
 // place is requeued (basic.nack), and past its limit a quorum queue
 // dead-letters or drops a requeued message. Why a requeue can pass the
-// limit depends on the broker's version v (an unknown version is judged
-// like 4.0, the strictest):
+// limit depends on the broker's version v (its profile, see judged; an
+// unknown version is judged like 4.0, the strictest):
 //   - before 4.3, every requeue counts one delivery (seen on 3.10.8 and
 //     4.0.5), and from 4.0 a queue with no limit has one of 20;
 //   - from 4.3, basic.nack does not count (rabbitmq-server #15387; a lost
@@ -53,7 +61,7 @@ func CheckLeaveSafe(q Queue, v topology.Version) error {
 		return nil
 	}
 	why := "every message rmqtopo reads and leaves in place counts one delivery, and past the limit the broker dead-letters or drops it"
-	if v.AtLeast(4, 3) {
+	if judged(v).NackUncounted() {
 		why = "a message dead-lettered from a quorum queue keeps its delivery count (one past that queue's limit when it died of it), and when rmqtopo puts a message whose count is past this queue's limit back in place, the broker dead-letters or drops it"
 	}
 	return fmt.Errorf("queue %q is a quorum queue with a delivery limit of %d: %s; raise it to at least %d (a policy with delivery-limit) first",
@@ -72,9 +80,10 @@ func effectiveLimit(q Queue, v topology.Version) (int64, bool) {
 	if q.Type != "quorum" {
 		return 0, false
 	}
+	p := judged(v)
 	limited, limit := false, int64(0)
 	for _, n := range q.DeliveryLimits {
-		if n < 0 && v.Major != 3 {
+		if n < 0 && p.NegativeLimitIsNone() {
 			continue
 		}
 		if !limited || n < limit {
@@ -84,10 +93,10 @@ func effectiveLimit(q Queue, v topology.Version) (int64, bool) {
 	switch {
 	case limited:
 		return limit, true
-	case v.Major == 3 || slices.ContainsFunc(q.DeliveryLimits, func(n int64) bool { return n < 0 }):
+	case p.DefaultDeliveryLimit() == 0 || slices.ContainsFunc(q.DeliveryLimits, func(n int64) bool { return n < 0 }):
 		return 0, false
 	}
-	return defaultDeliveryLimit, true
+	return int64(p.DefaultDeliveryLimit()), true
 }
 
 // Glob reports whether name matches pattern, where * matches any run of
@@ -131,7 +140,7 @@ func LookingIsDelivery(q Queue, v topology.Version) string {
 	if q.Type != "quorum" {
 		return ""
 	}
-	if v.AtLeast(4, 3) {
+	if judged(v).NackUncounted() {
 		return fmt.Sprintf("note: %q is a quorum queue: reading it is a delivery, so each message read gets x-acquired-count one higher (x-delivery-count stays as it was)", q.Name)
 	}
 	limit := ""

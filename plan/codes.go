@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/rmqtopo/rmqtopo/internal/english"
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 // CodeInfo is what every part of rmqtopo knows about one diagnostic code:
@@ -31,6 +33,17 @@ type CodeInfo struct {
 	Meaning string
 }
 
+// firstDefaultLimit is the first release that gives a quorum queue a
+// delivery limit by default (RT101).
+var firstDefaultLimit = rabbitmq.First(func(p rabbitmq.Profile) bool { return p.DefaultDeliveryLimit() > 0 })
+
+// keyFrom is the series of a bound of a queue argument's entry in the key
+// table (RT103, RT105).
+func keyFrom(bound func(topology.Feature) rabbitmq.Version, arg string, value any) string {
+	f, _ := topology.LookupFeature(topology.FeatureQueueArgument, arg, value)
+	return bound(f).Series()
+}
+
 // Codes is the registry of every diagnostic code, in code order.
 var Codes = []CodeInfo{
 	{Code: CodeReplaceQueueWithMessages, Severity: SeverityError, AllowDestroy: true, Meaning: "replacing a queue destroys the messages it holds"},
@@ -54,12 +67,12 @@ var Codes = []CodeInfo{
 	{Code: CodeLegacyShape, Severity: SeverityInfo, Meaning: "queues that lack arguments the spec wants (made by an earlier rmqtopo, or dlq turned on) keep them in their own policies"},
 	{Code: CodeMigrateQueue, Severity: SeverityInfo, Meaning: "a queue migration: the messages it moves, the unroutable window of the default exchange, consumers cancelled"},
 	{Code: CodeMigrationOrphaned, Severity: SeverityWarning, Meaning: "an unfinished migration's temporary queue holds messages of a queue no longer in the spec"},
-	{Code: CodeDefaultDeliveryLimit, Severity: SeverityWarning, Meaning: "4.0+: a quorum queue that delivers to consumers, without a delivery limit (argument or policy), gets the default of 20"},
-	{Code: CodeClientDeathIgnored, Severity: SeverityInfo, Meaning: "4.0+: the broker ignores x-death headers that clients publish"},
-	{Code: CodeRefusedArgument, Severity: SeverityError, Refused: true, Meaning: "4.3+: a queue argument the broker refuses to declare (x-queue-version 1, x-queue-master-locator by default)"},
+	{Code: CodeDefaultDeliveryLimit, Severity: SeverityWarning, Meaning: fmt.Sprintf("%s+: a quorum queue that delivers to consumers, without a delivery limit (argument or policy), gets the default of %d", firstDefaultLimit.Series(), rabbitmq.ProfileFor(firstDefaultLimit).DefaultDeliveryLimit())},
+	{Code: CodeClientDeathIgnored, Severity: SeverityInfo, Meaning: rabbitmq.First(rabbitmq.Profile.ClientDeathIgnored).Series() + "+: the broker ignores x-death headers that clients publish"},
+	{Code: CodeRefusedArgument, Severity: SeverityError, Refused: true, Meaning: keyFrom(func(f topology.Feature) rabbitmq.Version { return f.Until }, "x-queue-version", int64(1)) + "+: a queue argument the broker refuses to declare (x-queue-version 1, x-queue-master-locator by default)"},
 	{Code: CodeTransientQueue, Severity: SeverityError, Refused: true, Meaning: "a transient non-exclusive queue, where the broker's deprecated feature transient_nonexcl_queues is denied"},
-	{Code: CodeQueueModeIgnored, Severity: SeverityInfo, Meaning: "3.12+: x-queue-mode, which the broker ignores"},
-	{Code: CodeNativeNeedsVersion, Severity: SeverityError, Refused: true, Ignored: "delay retries", Meaning: "below 4.3.1: a queue of layout native, whose retries the broker would not delay"},
+	{Code: CodeQueueModeIgnored, Severity: SeverityInfo, Meaning: keyFrom(func(f topology.Feature) rabbitmq.Version { return f.IgnoredSince }, "x-queue-mode", nil) + "+: x-queue-mode, which the broker ignores"},
+	{Code: CodeNativeNeedsVersion, Severity: SeverityError, Refused: true, Ignored: "delay retries", Meaning: fmt.Sprintf("below %s: a queue of layout native, whose retries the broker would not delay", rabbitmq.First(rabbitmq.Profile.NativeDelayedRetry))},
 	{Code: CodeLayoutKept, Severity: SeverityInfo, Meaning: "a live queue keeps its layout where auto gives a new queue another; how to move it"},
 	{Code: CodeDefaultVerdict, Severity: SeverityWarning, Meaning: "the broker accepts a key, argument or transient queue only by a default operators can change, or only with a plugin the source cannot show"},
 	{Code: CodeKeptLayoutConflict, Severity: SeverityError, Meaning: "the spec asks of a live queue whose layout auto keeps what that layout cannot do (delivery_limit or a return queue on a native queue)"},

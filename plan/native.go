@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -38,8 +39,7 @@ type LayoutKept struct {
 // that the judged version v cannot run; an unknown version is not judged,
 // as for every version check.
 func checkNative(p Plan, v topology.Version) []Diagnostic {
-	since, _ := topology.ParseVersion(contract.NativeSince)
-	if !v.Known() || !v.Less(since) {
+	if p := rabbitmq.ProfileFor(v); !p.Known() || p.NativeDelayedRetry() {
 		return nil
 	}
 	var ds []Diagnostic
@@ -51,7 +51,7 @@ func checkNative(p Plan, v topology.Version) []Diagnostic {
 			continue
 		}
 		ds = append(ds, Diagnostic{Code: CodeNativeNeedsVersion, Severity: SeverityError, Address: c.Address,
-			Message: fmt.Sprintf("%s has layout native, which needs RabbitMQ %s or later; RabbitMQ %s would not delay its retries; nothing is written until the spec changes (layout auto, or shared)", c.Address, contract.NativeSince, v)})
+			Message: fmt.Sprintf("%s has layout native, which needs RabbitMQ %s or later; RabbitMQ %s would not delay its retries; nothing is written until the spec changes (layout auto, or shared)", c.Address, rabbitmq.First(rabbitmq.Profile.NativeDelayedRetry), v)})
 	}
 	return ds
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -123,6 +124,7 @@ func checkVersion(p Plan, x topology.Facts, st *topology.State) []Diagnostic {
 	var ds []Diagnostic
 	deathNoted := map[string]bool{}
 	limits := deliveryLimits{p: p, st: st}
+	profile := rabbitmq.ProfileFor(v)
 	for _, c := range p.Changes {
 		if c.After == nil || c.After.Queue == nil {
 			continue
@@ -136,13 +138,13 @@ func checkVersion(p Plan, x topology.Facts, st *topology.State) []Diagnostic {
 			ds = append(ds, Diagnostic{Code: CodeQueueModeIgnored, Severity: SeverityInfo, Address: a,
 				Message: fmt.Sprintf("%s has x-queue-mode %v, which RabbitMQ %s ignores (since 3.12 every classic queue keeps messages on disk); drop it", a, m, v)})
 		}
-		if !v.Less(topology.DefaultDeliveryLimitSince) && q.QueueType() == "quorum" && deliversToConsumers(q) && !limits.has(q) && !limits.ownDefault(q) {
+		if profile.DefaultDeliveryLimit() > 0 && q.QueueType() == "quorum" && deliversToConsumers(q) && !limits.has(q) && !limits.ownDefault(q) {
 			ds = append(ds, defaultDeliveryLimit(q, a, v, limits.managed(q)))
 		}
 		// Said where it matters, once per vhost: where the plan sets up
 		// retries (declares a wait queue), whose services may count
 		// x-death; not on every plan of a vhost that has them.
-		if !v.Less(topology.ClientDeathIgnoredSince) && c.Action != NoOp && contract.IsWaitQueue(q.Name) && !deathNoted[a.Vhost] {
+		if profile.ClientDeathIgnored() && c.Action != NoOp && contract.IsWaitQueue(q.Name) && !deathNoted[a.Vhost] {
 			deathNoted[a.Vhost] = true
 			ds = append(ds, Diagnostic{Code: CodeClientDeathIgnored, Severity: SeverityInfo, Address: a,
 				Message: fmt.Sprintf("RabbitMQ %s ignores x-death headers published by clients: a service that counts retries in x-death it republishes sees the count start over; rmqtopo's contract counts in %s, and its clients strip x-death (vhost %q)", v, contract.HeaderAttempt, a.Vhost)})
@@ -161,7 +163,8 @@ func defaultDeliveryLimit(q topology.Queue, a topology.Address, v topology.Versi
 			"or a policy with delivery-limit, which a live queue takes in place"
 	}
 	return Diagnostic{Code: CodeDefaultDeliveryLimit, Severity: SeverityWarning, Address: a,
-		Message: fmt.Sprintf("%s has no delivery limit (no x-delivery-limit, and no delivery-limit in its policy): RabbitMQ %s applies its default of 20 (3.x applied none), so a message returned 20 times is dead-lettered, or dropped without a dead-letter exchange; %s", a, v, advice)}
+		Message: fmt.Sprintf("%s has no delivery limit (no x-delivery-limit, and no delivery-limit in its policy): RabbitMQ %s applies its default of %d (3.x applied none), so a message returned %[3]d times is dead-lettered, or dropped without a dead-letter exchange; %s",
+			a, v, rabbitmq.ProfileFor(v).DefaultDeliveryLimit(), advice)}
 }
 
 // deliversToConsumers reports whether q hands messages to consumers: wait

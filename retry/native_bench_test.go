@@ -88,8 +88,8 @@ func BenchmarkNativeBacklog(b *testing.B) {
 				if version == "" {
 					version = newEnv(b, topo{layout: "shared", queueType: "quorum"}, nil).b.Version(b)
 				}
-				if c.native && !atLeast(version, contract.NativeSince) {
-					b.Skipf("RabbitMQ %s: the native layout needs %s", version, contract.NativeSince)
+				if c.native && !nativeBroker(version) {
+					b.Skipf("RabbitMQ %s: the native layout needs %s", version, nativeSince)
 				}
 				r.run(b, version)
 				r.report(b)

@@ -27,8 +27,8 @@ import (
 // took longer.
 func TestNativeSurvivesNodeRestart(t *testing.T) {
 	t.Parallel()
-	if !atLeast(brokertest.Get(t).Version(t), contract.NativeSince) {
-		t.Skipf("the native layout needs RabbitMQ %s (RMQTOPO_TEST_RABBITMQ=4.3)", contract.NativeSince)
+	if !nativeBroker(brokertest.Get(t).Version(t)) {
+		t.Skipf("the native layout needs RabbitMQ %s (RMQTOPO_TEST_RABBITMQ=4.3)", nativeSince)
 	}
 	// A guard on starting the node and on its restart: seconds on a
 	// quiet machine, 20 s seen at a load of 20 on 2 CPUs.

@@ -14,6 +14,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/waitguard"
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 	"github.com/rmqtopo/rmqtopo/retry"
 )
 
@@ -29,8 +30,8 @@ func nativeEnv(tb testing.TB, delays []time.Duration, jitter bool) *env {
 // nativeEnvOn is nativeEnv on broker b.
 func nativeEnvOn(tb testing.TB, b *brokertest.Broker, delays []time.Duration, jitter bool) *env {
 	tb.Helper()
-	if v := b.Version(tb); !atLeast(v, contract.NativeSince) {
-		tb.Skipf("RabbitMQ %s: the native layout needs %s (RMQTOPO_TEST_RABBITMQ=4.3)", v, contract.NativeSince)
+	if v := b.Version(tb); !nativeBroker(v) {
+		tb.Skipf("RabbitMQ %s: the native layout needs %s (RMQTOPO_TEST_RABBITMQ=4.3)", v, nativeSince)
 	}
 	vhost := b.NewVhost(tb)
 	conn := b.Dial(tb, vhost)
@@ -60,21 +61,15 @@ func nativeEnvOn(tb testing.TB, b *brokertest.Broker, delays []time.Duration, ji
 	return &env{b: b, vhost: vhost, conn: conn}
 }
 
-// atLeast reports whether version v ("4.3.6") is at least min ("4.3.1").
-func atLeast(v, min string) bool {
-	a, b := strings.Split(v, "."), strings.Split(min, ".")
-	for i := range b {
-		var x, y int
-		if i < len(a) {
-			fmt.Sscan(a[i], &x)
-		}
-		fmt.Sscan(b[i], &y)
-		if x != y {
-			return x > y
-		}
-	}
-	return true
+// nativeBroker reports whether a broker of version v ("4.3.6") delays
+// retries inside a queue, which the native layout needs.
+func nativeBroker(v string) bool {
+	p, _ := rabbitmq.ProfileOf(v)
+	return p.NativeDelayedRetry()
 }
+
+// nativeSince is the first release with native delayed retry, for skips.
+var nativeSince = rabbitmq.First(rabbitmq.Profile.NativeDelayedRetry)
 
 // arrivals records when each message's handler ran, per attempt.
 type arrivals struct {

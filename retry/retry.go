@@ -240,11 +240,11 @@ func findRoute(conn *amqp.Connection, login *login, queue string, l *levels) (ro
 // findNative is the route of a queue without a retry exchange: native,
 // or a topology that is missing.
 func findNative(conn *amqp.Connection, login *login, queue string, l *levels) (route, error) {
-	n, apart, err := readNative(conn, login, queue)
+	n, apart, err := nativeOf(conn, login, queue)
 	if n == nil {
 		why := ""
 		if err != nil {
-			why = fmt.Sprintf(" (nor could its arguments be read over AMQP 1.0 to find a native queue: %v)", err)
+			why = fmt.Sprintf(" (nor is it a native queue: %v)", err)
 		}
 		return nil, fmt.Errorf("retry: queue %q has no exchange %q%s: run `rmqtopo apply` with its spec to provision the retry topology: %w",
 			queue, contract.RetryExchange(queue), why, errTopology)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -141,7 +142,8 @@ type Kept struct {
 // Resolve chooses, for every queue of files whose layout is auto (written
 // or by default), the layout Expand builds for target t, and the return
 // queue of a queue that does not say: a queue not live yet gets native
-// where t's version is at least contract.NativeSince, else shared (levels
+// where t's release can delay retries itself (its profile's
+// NativeDelayedRetry), else shared (levels
 // for a jittered schedule, which fixed-TTL wait queues cannot draw) with
 // a return queue (on time behind a backlog); a live queue keeps the layout
 // and return queue it has. An explicit layout or return_queue always
@@ -149,8 +151,7 @@ type Kept struct {
 // follow it) and returns the live queues that keep a layout auto would
 // not give them. Calling it again replaces the earlier choice.
 func Resolve(files []*File, t Target) []Kept {
-	since, _ := topology.ParseVersion(contract.NativeSince)
-	native := t.RabbitMQ.Known() && !t.RabbitMQ.Less(since)
+	native := rabbitmq.ProfileFor(t.RabbitMQ).NativeDelayedRetry()
 	live := indexLive(t.Live)
 	var kept []Kept
 	for _, f := range files {
@@ -331,7 +332,7 @@ func returnQueueOwner(name string) (string, bool) {
 // new queues.
 func (k Kept) String() string {
 	if k.Live == LayoutNative {
-		return fmt.Sprintf("queue %q keeps its live layout native, which needs RabbitMQ %s; to move it back without losing a message, set layout: shared and migrate: true", k.Queue, contract.NativeSince)
+		return fmt.Sprintf("queue %q keeps its live layout native, which needs RabbitMQ %s; to move it back without losing a message, set layout: shared and migrate: true", k.Queue, rabbitmq.First(rabbitmq.Profile.NativeDelayedRetry))
 	}
 	if k.Auto == LayoutNative {
 		return fmt.Sprintf("queue %q keeps its live layout %s; to move it to native without losing a message, set layout: native and migrate: true", k.Queue, k.Live)

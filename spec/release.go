@@ -1,6 +1,9 @@
 package spec
 
-import "github.com/rmqtopo/rmqtopo/topology"
+import (
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
+	"github.com/rmqtopo/rmqtopo/topology"
+)
 
 // What rmqtopo declares by RabbitMQ release, decided here and nowhere
 // else. Expansion is for one release (ExpandFor): the one a plan is
@@ -9,10 +12,10 @@ import "github.com/rmqtopo/rmqtopo/topology"
 // release reads the same way.
 //
 // A quorum queue without a delivery limit has none before 4.0 and 20
-// (DefaultDeliveryLimit, topology.DefaultArguments) from 4.0 on. rmqtopo's
-// default is 20 on every release, so a release before 4.0 (or an unknown
-// one) gets x-delivery-limit: 20 written on the queues that take the
-// default, and 4.0+ gets nothing: a later delivery_limit, in the queue's
+// from 4.0 on (the release's profile, rabbitmq.Profile.DefaultDeliveryLimit).
+// rmqtopo's default is 20 on every release, so a release whose default
+// differs (before 4.0, or an unknown one) gets x-delivery-limit: 20
+// written on the queues that take the default, and 4.0+ gets nothing: a later delivery_limit, in the queue's
 // policy, then raises or lowers the limit in place (an argument would cap
 // it: the lower of the two wins). A queue declared with the argument on
 // 3.x and kept through an upgrade is the same queue on 4.0+ (plan's
@@ -35,8 +38,7 @@ func ExpandFor(v topology.Version, files ...*File) topology.Topology {
 // writesDefaultLimit reports whether a quorum queue that takes rmqtopo's
 // default delivery limit must be declared with it on release v.
 func writesDefaultLimit(v topology.Version) bool {
-	_, given := topology.DefaultArguments(v, TypeQuorum)["x-delivery-limit"]
-	return !given
+	return rabbitmq.ProfileFor(v).DefaultDeliveryLimit() != DefaultDeliveryLimit
 }
 
 // defaultLimit adds rmqtopo's default delivery limit to the arguments of a

@@ -43,6 +43,8 @@ package spec
 import (
 	"sort"
 	"time"
+
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 )
 
 // Version is the only spec version this build understands.
@@ -67,8 +69,8 @@ const (
 	// 4.3.1 and later; see contract.Native): no retry exchange and no
 	// wait queue.
 	LayoutNative Layout = "native"
-	// LayoutAuto is native where the judged RabbitMQ version is at least
-	// contract.NativeSince, else shared, with a return queue for a queue
+	// LayoutAuto is native where the judged RabbitMQ release delays
+	// retries itself (rabbitmq.Profile.NativeDelayedRetry), else shared, with a return queue for a queue
 	// that is not live yet; a live queue keeps the layout it has (see
 	// Resolve). It is the default: a queue or spec without a layout has
 	// it.
@@ -97,8 +99,10 @@ const (
 
 // DefaultDeliveryLimit is the explicit delivery limit of quorum work queues.
 // RabbitMQ 4.x applies 20 when none is set and 3.x applies none; rmqtopo
-// always writes one so the behaviour is the same on both and visible in plans.
-const DefaultDeliveryLimit = 20
+// always writes one so the behaviour is the same on both and visible in
+// plans. It is the broker's own (rabbitmq.BrokerDeliveryLimit), so that a
+// release that gives it by default needs no argument (release.go).
+const DefaultDeliveryLimit = rabbitmq.BrokerDeliveryLimit
 
 // MaxTTL is RabbitMQ's cap on x-message-ttl and per-message expiration
 // (10 years, since 3.11).

@@ -3,6 +3,8 @@ package topology
 import (
 	"fmt"
 	"slices"
+
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 )
 
 // What each RabbitMQ release accepts: the one version table of rmqtopo.
@@ -204,7 +206,7 @@ func (f Feature) TypesAt(v Version) []string {
 func (f Feature) Span() string {
 	until := ""
 	if f.Until.Known() {
-		until = f.Until.previous()
+		until = previous(f.Until)
 	}
 	switch {
 	case f.Since.Known() && until != "":
@@ -230,9 +232,9 @@ func (f Feature) PermitHint() string {
 
 // previous names the releases just before v: "4.2.x" before 4.3.0,
 // "4.3.0" before 4.3.1.
-func (v Version) previous() string {
+func previous(v Version) string {
 	if v.Patch > 0 {
-		return Version{v.Major, v.Minor, v.Patch - 1}.String()
+		return Version{Major: v.Major, Minor: v.Minor, Patch: v.Patch - 1}.String()
 	}
 	if v.Minor > 0 {
 		return fmt.Sprintf("%d.%d.x", v.Major, v.Minor-1)
@@ -242,7 +244,7 @@ func (v Version) previous() string {
 
 // rel is a Version literal for the table.
 func rel(major, minor, patch int) Version {
-	return Version{major, minor, patch}
+	return Version{Major: major, Minor: minor, Patch: patch}
 }
 
 // Source files the table cites, at the tag of the release in question.
@@ -406,30 +408,13 @@ var VersionTable = []Feature{
 		Cite: "deps/rabbit/src/rabbit_amqqueue.erl (deprecated feature transient_nonexcl_queues); " + citeProbe},
 }
 
-// Behaviours of quorum queues and dead-lettering that change a topology's
-// meaning, by the first release that has them.
-var (
-	// DefaultDeliveryLimitSince: a quorum queue without a delivery limit
-	// (argument or policy) gets 20. rabbit_quorum_queue.erl at v4.0.0
-	// (DEFAULT_DELIVERY_LIMIT, read from the argument and the policy);
-	// release-notes/4.0.1.md.
-	DefaultDeliveryLimitSince = rel(4, 0, 0)
-	// ClientDeathIgnoredSince: the broker no longer reads x-death headers
-	// that clients publish. release-notes/4.0.1.md ("AMQP 0.9.1 x-death
-	// header").
-	ClientDeathIgnoredSince = rel(4, 0, 0)
-)
-
-// DefaultDeliveryLimit is the delivery limit a quorum queue gets from
-// 4.0 on when neither an argument nor a policy sets one.
-const DefaultDeliveryLimit = 20
-
 // DefaultArguments are the arguments release v gives a queue of type typ
 // that declares none of them: a queue declared with one of these, of the
-// same value, is the same queue on v. None for an unknown release.
+// same value, is the same queue on v. The release's profile says which
+// (rabbitmq.Profile.DefaultDeliveryLimit); none for an unknown release.
 func DefaultArguments(v Version, typ string) Args {
-	if typ == "quorum" && v.Known() && !v.Less(DefaultDeliveryLimitSince) {
-		return Args{"x-delivery-limit": int64(DefaultDeliveryLimit)}
+	if n := rabbitmq.ProfileFor(v).DefaultDeliveryLimit(); typ == "quorum" && n > 0 {
+		return Args{"x-delivery-limit": int64(n)}
 	}
 	return nil
 }

@@ -10,11 +10,11 @@ import (
 func before(v Version) Version {
 	switch {
 	case v.Patch > 0:
-		return Version{v.Major, v.Minor, v.Patch - 1}
+		return rel(v.Major, v.Minor, v.Patch-1)
 	case v.Minor > 0:
-		return Version{v.Major, v.Minor - 1, 99}
+		return rel(v.Major, v.Minor-1, 99)
 	}
-	return Version{v.Major - 1, 99, 99}
+	return rel(v.Major-1, 99, 99)
 }
 
 // TestVersionTableBounds runs every entry at the releases around its
@@ -43,7 +43,7 @@ func TestVersionTableBounds(t *testing.T) {
 		if f.Until.Known() {
 			check(before(f.Until), in)
 			check(f.Until, Refused)
-			check(Version{f.Until.Major, f.Until.Minor, 9}, Refused)
+			check(rel(f.Until.Major, f.Until.Minor, 9), Refused)
 		}
 		check(Version{}, Accepted) // unknown: left to the broker
 	}
@@ -128,7 +128,7 @@ func TestVersionTableSorted(t *testing.T) {
 	if !sorted {
 		t.Error("VersionTable is not sorted by kind, then name")
 	}
-	if (Feature{Since: Version{4, 3, 0}, Until: Version{4, 4, 0}}).Span() != "RabbitMQ 4.3.0 to 4.3.x only" {
+	if (Feature{Since: rel(4, 3, 0), Until: rel(4, 4, 0)}).Span() != "RabbitMQ 4.3.0 to 4.3.x only" {
 		t.Error("Span")
 	}
 }
@@ -136,7 +136,7 @@ func TestVersionTableSorted(t *testing.T) {
 // TestKeyTableVerdicts pins the disagreements issue 34 found between the
 // table and the brokers, as the table now judges them.
 func TestKeyTableVerdicts(t *testing.T) {
-	v3, v4 := Version{3, 10, 8}, Version{4, 3, 6}
+	v3, v4 := rel(3, 10, 8), rel(4, 3, 6)
 	judge := func(kind FeatureKind, name string, value any, typ string, x Facts) Support {
 		t.Helper()
 		f, ok := LookupFeature(kind, name, value)

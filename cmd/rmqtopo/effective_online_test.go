@@ -14,6 +14,7 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/waitguard"
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -419,7 +420,7 @@ func (r *effRun) drain(t *testing.T, queue string) int64 {
 // delivered n+1 times, then dead-lettered into the DLQ.
 func checkDeliveryLimit(t *testing.T, r *effRun, n int64) {
 	t.Helper()
-	if !r.release.Less(topology.DefaultDeliveryLimitSince) {
+	if rabbitmq.ProfileFor(r.release).DefaultDeliveryLimit() > 0 {
 		t.Logf("delivery-limit %d: read from the queue's own report (delivery_limit); no rejection loop", n)
 		return
 	}

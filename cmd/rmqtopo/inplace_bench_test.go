@@ -10,10 +10,9 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/waitguard"
-	"github.com/rmqtopo/rmqtopo/topology"
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 )
 
 // BenchmarkNativeScheduleChange measures issue 46's goal for a schedule
@@ -169,9 +168,8 @@ func verdictOf(ok bool) string {
 
 // nativeRelease reports whether RabbitMQ version v runs the native layout.
 func nativeRelease(v string) bool {
-	got, err := topology.ParseVersion(v)
-	since, _ := topology.ParseVersion(contract.NativeSince)
-	return err == nil && !got.Less(since)
+	p, _ := rabbitmq.ProfileOf(v)
+	return p.NativeDelayedRetry()
 }
 
 // envSizes reads a comma-separated list of sizes from the environment.

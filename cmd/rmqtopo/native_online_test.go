@@ -11,18 +11,16 @@ import (
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/waitguard"
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 	"github.com/rmqtopo/rmqtopo/spec"
-	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 // needsNative skips a test on a broker older than the native layout's
 // first release.
 func needsNative(t *testing.T, o *online) {
 	t.Helper()
-	v, err := topology.ParseVersion(o.b.Version(t))
-	since, _ := topology.ParseVersion(contract.NativeSince)
-	if err != nil || v.Less(since) {
-		t.Skipf("the native layout needs RabbitMQ %s; the test broker is %s", contract.NativeSince, o.b.Version(t))
+	if p, _ := rabbitmq.ProfileOf(o.b.Version(t)); !p.NativeDelayedRetry() {
+		t.Skipf("the native layout needs RabbitMQ %s; the test broker is %s", rabbitmq.First(rabbitmq.Profile.NativeDelayedRetry), o.b.Version(t))
 	}
 }
 

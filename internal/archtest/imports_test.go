@@ -53,13 +53,13 @@ func TestLayering(t *testing.T) {
 
 // TestRetryDeps: services import retry, so it brings nothing but
 // amqp091-go, go-amqp (AMQP 1.0, for native queues), the standard
-// library and contract.
+// library, contract and rabbitmq (the release profiles, a leaf).
 func TestRetryDeps(t *testing.T) {
 	for _, d := range deps(t, "retry") {
 		if !strings.Contains(strings.SplitN(d, "/", 2)[0], ".") {
 			continue // standard library
 		}
-		if d == module+"retry" || d == module+"contract" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") ||
+		if d == module+"retry" || d == module+"contract" || d == module+"rabbitmq" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") ||
 			strings.HasPrefix(d, "github.com/Azure/go-amqp") {
 			continue
 		}
@@ -75,7 +75,7 @@ func TestPlanDeps(t *testing.T) {
 			continue
 		}
 		switch d {
-		case module + "plan", module + "topology", module + "contract", module + "internal/english":
+		case module + "plan", module + "topology", module + "contract", module + "rabbitmq", module + "internal/english":
 		default:
 			t.Errorf("plan depends on %s", d)
 		}
@@ -100,6 +100,16 @@ func TestMoveDeps(t *testing.T) {
 	}
 }
 
+// TestRabbitmqDeps: the release profiles are a leaf, the standard library
+// only, so that every package may ask them, retry included.
+func TestRabbitmqDeps(t *testing.T) {
+	for _, d := range deps(t, "rabbitmq") {
+		if d != module+"rabbitmq" && strings.Contains(strings.SplitN(d, "/", 2)[0], ".") {
+			t.Errorf("rabbitmq depends on %s", d)
+		}
+	}
+}
+
 // TestTargetDeps: apply/target is what a broker implements for apply, so
 // it knows only the model: internal/broker imports it, and must not reach
 // apply or plan through it.
@@ -109,7 +119,7 @@ func TestTargetDeps(t *testing.T) {
 			continue
 		}
 		switch d {
-		case module + "apply/target", module + "topology", module + "contract":
+		case module + "apply/target", module + "topology", module + "contract", module + "rabbitmq":
 		default:
 			t.Errorf("apply/target depends on %s", d)
 		}

@@ -238,7 +238,7 @@ type listingCall struct {
 // /api/queues, /api/bindings and /api/policies, made at once. Up to
 // RabbitMQ 4.2 they cost the broker less than the vhost's definitions
 // export (at 45,000 objects about 1-1.2 s together, against 3.1-5.2 s for
-// the export on 3.10.8 and 4.0.5; see exportSince), and a user tagged
+// the export on 3.10.8 and 4.0.5; see readsExport), and a user tagged
 // monitoring, who may not export definitions, may read them. Exclusive
 // queues are left out, as an export does.
 func (c *Client) vhostListings(ctx context.Context, vhost string) vhostDoc {

@@ -8,23 +8,21 @@ import (
 	"slices"
 
 	"github.com/rmqtopo/rmqtopo/internal/definitions"
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// exportSince is the first RabbitMQ release whose vhost definitions export
-// a read takes queues, bindings and policies from. On 4.3.6 the export of
+// readsExport reports whether a read of a broker of version takes a
+// vhost's definitions (queues, bindings and policies) from its export:
+// where the release's profile says the export is its fastest read
+// (rabbitmq.Profile.ExportReadFastest, from 4.3.0). On 4.3.6 the export of
 // a vhost of 5,000 queues and 35,000 bindings takes 0.64 s, where the
 // bindings listing alone takes 2.6-2.9 s; on 3.10.8 the export takes
 // 3.1 s and the four listings together 1.2 s. docs/benchmarks.md has the
 // figures, 4.0.5's too.
-const exportSince = "4.3.0"
-
-// readsExport reports whether a read of a broker of version takes a
-// vhost's definitions from its export (see exportSince).
 func readsExport(version string) bool {
-	v, err := topology.ParseVersion(version)
-	since, _ := topology.ParseVersion(exportSince)
-	return err == nil && !v.Less(since)
+	p, _ := rabbitmq.ProfileOf(version)
+	return p.ExportReadFastest()
 }
 
 // vhostDoc reads vhost's definitions from a broker of version: from its

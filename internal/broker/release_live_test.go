@@ -12,6 +12,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -45,7 +46,7 @@ func TestDeliveryLimitChangeInPlace(t *testing.T) {
 		brokertest.PublishConfirmed(t, conn, "", "work", amqp.Publishing{Body: []byte(fmt.Sprint(i)), DeliveryMode: amqp.Persistent})
 	}
 	steps := []string{"1"}
-	if !v.Less(topology.DefaultDeliveryLimitSince) {
+	if rabbitmq.ProfileFor(v).DefaultDeliveryLimit() > 0 {
 		steps = []string{"50", "1"}
 	}
 	for _, limit := range steps {

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply"
-	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/shapetest"
 	"github.com/rmqtopo/rmqtopo/plan"
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -133,9 +133,8 @@ func scaleShapes(b *testing.B, bk *brokertest.Broker) []scaleShape {
 	for _, f := range strings.Split(envOr("RMQTOPO_BENCH_SCALE_SHAPES", "classic,quorum"), ",") {
 		typ, layout, _ := strings.Cut(strings.TrimSpace(f), "/")
 		if layout == "native" {
-			v, _ := topology.ParseVersion(bk.Version(b))
-			if since, _ := topology.ParseVersion(contract.NativeSince); v.Less(since) {
-				fmt.Fprintf(os.Stderr, "BenchmarkPolicyScale %s: skipped (RabbitMQ %s; native needs %s)\n", f, v, contract.NativeSince)
+			if p, _ := rabbitmq.ProfileOf(bk.Version(b)); !p.NativeDelayedRetry() {
+				fmt.Fprintf(os.Stderr, "BenchmarkPolicyScale %s: skipped (RabbitMQ %s; native needs %s)\n", f, bk.Version(b), rabbitmq.First(rabbitmq.Profile.NativeDelayedRetry))
 				continue
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/internal/waitguard"
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 )
 
 // EnvRabbitMQ selects the RabbitMQ release series of the nodes the tests
@@ -28,7 +29,7 @@ const EnvRootCache = "RMQTOPO_ROOT_CACHE"
 
 // DefaultRelease is the series tests run on when EnvRabbitMQ is unset: the
 // newest supported.
-const DefaultRelease = "4.3"
+var DefaultRelease = Releases[len(Releases)-1].Series
 
 // Release is a RabbitMQ release series the harness can start, and where its
 // server comes from.
@@ -42,11 +43,17 @@ type Release struct {
 	Suite string
 }
 
-// Releases are the series the harness starts, oldest first.
-var Releases = []Release{
-	{Series: "3.10"},
-	{Series: "4.0", Suite: "trixie"},
-	{Series: "4.3", Suite: "sid"},
+// Releases are the series the harness starts, oldest first: the tested
+// releases of the release profiles (rabbitmq.TestedReleases), which
+// `rabbitnode releases` prints for the Makefile and .ci/run.
+var Releases = testedReleases()
+
+func testedReleases() []Release {
+	var out []Release
+	for _, t := range rabbitmq.TestedReleases() {
+		out = append(out, Release{Series: t.Series(), Suite: t.Debian})
+	}
+	return out
 }
 
 // ReleaseFromEnv returns the release EnvRabbitMQ selects.

@@ -36,6 +36,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -85,8 +86,8 @@ type Case struct {
 	Desired []byte
 	// Plan is the expected plan text, with the vhost as Vhost.
 	Plan string
-	// Plan40 is the expected plan text on a 4.0+ broker; "" where it is
-	// Plan.
+	// Plan40 is the expected plan text on a broker that gives a quorum
+	// queue a delivery limit by default (4.0+); "" where it is Plan.
 	Plan40  string
 	archive *txtar.Archive
 }
@@ -161,7 +162,7 @@ func parseFlags(s string) (Flags, error) {
 
 // PlanOn is the expected plan text on a broker of version v.
 func (c Case) PlanOn(v topology.Version) string {
-	if c.Plan40 != "" && v.AtLeast(4, 0) {
+	if c.Plan40 != "" && rabbitmq.ProfileFor(v).DefaultDeliveryLimit() > 0 {
 		return c.Plan40
 	}
 	return c.Plan

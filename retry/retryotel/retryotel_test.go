@@ -25,10 +25,10 @@ import (
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/waitguard"
 	"github.com/rmqtopo/rmqtopo/ops"
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 	"github.com/rmqtopo/rmqtopo/retry"
 	"github.com/rmqtopo/rmqtopo/retry/retryotel"
 	"github.com/rmqtopo/rmqtopo/spec"
-	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 func TestMain(m *testing.M) { brokertest.Main(m) }
@@ -443,8 +443,8 @@ func TestHandleCarriesTrace(t *testing.T) {
 // context still keeps its attempts in one trace.
 func TestTraceThroughNativeModified(t *testing.T) {
 	b := brokertest.Get(t)
-	if v, err := topology.ParseVersion(b.Version(t)); err != nil || v.Less(nativeSince(t)) {
-		t.Skipf("RabbitMQ %s: the native layout needs %s", b.Version(t), contract.NativeSince)
+	if p, err := rabbitmq.ProfileOf(b.Version(t)); err != nil || !p.NativeDelayedRetry() {
+		t.Skipf("RabbitMQ %s: the native layout needs %s", b.Version(t), rabbitmq.First(rabbitmq.Profile.NativeDelayedRetry))
 	}
 	e := newEnv(t, "    type: quorum\n    layout: native\n    retry: {delays: [100ms, 300ms]}\n")
 	exp := tracetest.NewInMemoryExporter()
@@ -496,10 +496,3 @@ func summaries(spans map[string][]sdktrace.ReadOnlySpan) map[string][]attempt {
 	return got
 }
 
-func nativeSince(t *testing.T) topology.Version {
-	v, err := topology.ParseVersion(contract.NativeSince)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}

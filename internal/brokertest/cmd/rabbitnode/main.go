@@ -8,6 +8,11 @@
 //	rabbitnode stop --dir DIR [--keep-data]
 //	rabbitnode status --dir DIR
 //	rabbitnode root [--rabbitmq SERIES]
+//	rabbitnode releases [--newest]
+//
+// releases prints the series the suite runs on (brokertest.Releases, from
+// the release profiles), oldest first, or only the newest, the default:
+// the Makefile and .ci/run read it.
 //
 // --rabbitmq picks the RabbitMQ release series, 3.10 (the host's package),
 // 4.0 or 4.3 (each in a private root, built once and cached); default
@@ -69,6 +74,10 @@ func main() {
 		usage()
 	}
 	cmd, args := os.Args[1], os.Args[2:]
+	if cmd == "releases" {
+		releases(args)
+		return
+	}
 	fl := flag.NewFlagSet("rabbitnode "+cmd, flag.ExitOnError)
 	dir := fl.String("dir", "", "directory holding the node (required)")
 	defaultPorts := fl.Bool("default-ports", false, "start: name rmqtopo-demo@localhost, AMQP 5680, management 15680, distribution 25680")
@@ -116,8 +125,26 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: rabbitnode start --dir DIR [--rabbitmq SERIES] [--default-ports] [--name NAME] [--stats-interval D]\n"+
-		"       rabbitnode stop --dir DIR [--keep-data]\n       rabbitnode status --dir DIR\n       rabbitnode root [--rabbitmq SERIES]")
+		"       rabbitnode stop --dir DIR [--keep-data]\n       rabbitnode status --dir DIR\n       rabbitnode root [--rabbitmq SERIES]\n"+
+		"       rabbitnode releases [--newest]")
 	os.Exit(2)
+}
+
+// releases prints the series the suite runs on, one a line, oldest first
+// (brokertest.Releases, from the release profiles); --newest prints the
+// default, the newest. The Makefile and .ci/run read it.
+func releases(args []string) {
+	fl := flag.NewFlagSet("rabbitnode releases", flag.ExitOnError)
+	newest := fl.Bool("newest", false, "print only the newest series, the default of make test")
+	_ = fl.Parse(args)
+	if fl.NArg() != 0 {
+		usage()
+	}
+	for _, r := range brokertest.Releases {
+		if !*newest || r.Series == brokertest.DefaultRelease {
+			fmt.Println(r.Series)
+		}
+	}
 }
 
 func fatal(err error) {
