@@ -495,4 +495,3 @@ func summaries(spans map[string][]sdktrace.ReadOnlySpan) map[string][]attempt {
 	}
 	return got
 }
-
