@@ -28,4 +28,10 @@ const (
 	// held dead-letters and forwarded none of them within --held-margin.
 	// It ranks after 5 and before 6 (docs/exit-codes.md says why).
 	ExitDeadLettersStuck = status.ExitDeadLettersStuck
+	// ExitUpgradeRefused: upgrade preview found what the target release
+	// refuses (verdicts of severity error).
+	ExitUpgradeRefused = 8
+	// ExitUpgradeWarnings: upgrade preview --detailed-exitcode found only
+	// what the target ignores or does differently.
+	ExitUpgradeWarnings = 9
 )

@@ -1,0 +1,98 @@
+package upgrade
+
+import "github.com/rmqtopo/rmqtopo/topology"
+
+// Behaviour is a change of what RabbitMQ does that the preview judges and
+// topology.VersionTable does not hold (it holds keys and arguments): one
+// row per feature, with the first release that has the change and the
+// source that shows it. A release profile can take these rows over as
+// they are.
+type Behaviour struct {
+	Feature string
+	// Since is the first release with the change; Until, when known, the
+	// first without it again (none yet).
+	Since, Until topology.Version
+	Cite         string
+}
+
+// Features of the Behaviours table.
+const (
+	// GlobalQoS: basic.qos with global=true is refused (the deprecated
+	// feature global_qos, denied by default).
+	GlobalQoS = "global_qos"
+	// NackNotCounted: a basic.nack (or AMQP 1.0 released) with requeue no
+	// longer counts toward a quorum queue's delivery limit; basic.reject
+	// still does.
+	NackNotCounted = "nack_not_counted"
+	// ClassicConsumerTimeout: classic queues no longer evaluate consumer
+	// timeouts (policy, argument or the global consumer_timeout).
+	ClassicConsumerTimeout = "classic_consumer_timeout_gone"
+	// DefaultDeliveryLimit: a quorum queue without a delivery limit gets 20.
+	DefaultDeliveryLimit = "default_delivery_limit"
+	// ClientDeath: x-death headers a client publishes are ignored.
+	ClientDeath = "client_x_death_ignored"
+	// Mirroring: classic queue mirroring (ha-* policies) is gone.
+	Mirroring = "classic_queue_mirroring"
+)
+
+func rel(major, minor int) topology.Version { return topology.Version{Major: major, Minor: minor} }
+
+// Behaviours is the table; the two rows topology already knows read it
+// from there.
+var Behaviours = []Behaviour{
+	{Feature: GlobalQoS, Since: rel(4, 3), Cite: "release-notes/4.3.0.md (global_qos: permitted_by_default to denied_by_default); probed on 4.3.6 by TestPreviewAgainstTarget"},
+	{Feature: NackNotCounted, Since: rel(4, 3), Cite: "release-notes/4.3.0.md (#13885: the delivery limit counts delivery-count, not acquired-count); rabbitmq-server #15387; probed on 4.3.6 by TestPreviewAgainstTarget"},
+	{Feature: ClassicConsumerTimeout, Since: rel(4, 3), Cite: "release-notes/4.3.0.md (Consumer Timeouts are No Longer Evaluated for Classic Queues and Streams)"},
+	{Feature: DefaultDeliveryLimit, Since: topology.DefaultDeliveryLimitSince, Cite: "rabbit_quorum_queue.erl at v4.0.0 (DEFAULT_DELIVERY_LIMIT); release-notes/4.0.1.md"},
+	{Feature: ClientDeath, Since: topology.ClientDeathIgnoredSince, Cite: "release-notes/4.0.1.md (AMQP 0.9.1 x-death header)"},
+	{Feature: Mirroring, Since: rel(4, 0), Cite: "release-notes/4.0.1.md (classic queue mirroring removed)"},
+}
+
+// Changes reports whether moving from source to target crosses the
+// start of feature's change: source before it, target on or after it.
+func Changes(feature string, source, target topology.Version) bool {
+	b, ok := behaviour(feature)
+	return ok && Has(b, target) && !Has(b, source)
+}
+
+// HasAt reports whether release v has feature's change.
+func HasAt(feature string, v topology.Version) bool {
+	b, ok := behaviour(feature)
+	return ok && Has(b, v)
+}
+
+// Has reports whether release v has b's change; an unknown release has
+// none.
+func Has(b Behaviour, v topology.Version) bool {
+	return v.Known() && !v.Less(b.Since) && (!b.Until.Known() || v.Less(b.Until))
+}
+
+func behaviour(feature string) (Behaviour, bool) {
+	for _, b := range Behaviours {
+		if b.Feature == feature {
+			return b, true
+		}
+	}
+	return Behaviour{}, false
+}
+
+// Hops are RabbitMQ's supported in-place (rolling) upgrades, series to
+// series: no minor release may be skipped, except 3.13 to 4.0, 4.1 or
+// 4.2; 4.3 only from 4.2. Patch releases may be skipped within a series.
+// rabbitmq.com/docs/upgrade (version upgradability) and
+// rabbitmq.com/docs/rolling-upgrade; release-notes/4.3.0.md ("supports
+// upgrades from 4.2.x").
+var Hops = map[string][]string{
+	"3.8":  {"3.9"},
+	"3.9":  {"3.10"},
+	"3.10": {"3.11"},
+	"3.11": {"3.12"},
+	"3.12": {"3.13"},
+	"3.13": {"4.0", "4.1", "4.2"},
+	"4.0":  {"4.1"},
+	"4.1":  {"4.2"},
+	"4.2":  {"4.3"},
+}
+
+// CiteRoute is where the route rules come from.
+const CiteRoute = "rabbitmq.com/docs/upgrade and /docs/blue-green-upgrade: rolling upgrades along the hops only; blue-green the only route from 3.12 and older to 4.x, from 3.13 with Khepri, and with mirrored classic queues"
