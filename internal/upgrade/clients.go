@@ -5,19 +5,25 @@ import (
 	"slices"
 )
 
-// channels: global QoS, which 4.3 refuses.
+// channels: global QoS, which 4.3 takes as a prefetch per consumer.
 func (j *judge) channels() {
-	if !HasAt(GlobalQoS, j.target) {
+	if !Changes(GlobalQoS, j.s.Version, j.target) {
 		return
 	}
 	b, _ := behaviour(GlobalQoS)
+	if !HasAt(GlobalPrefetchShown, j.s.Version) {
+		sb, _ := behaviour(GlobalPrefetchShown)
+		j.add(CodeGlobalQoSUnseen, "vhost", j.s.Vhost, "global_prefetch_count", nil,
+			fmt.Sprintf("RabbitMQ %s does not show global_prefetch_count in GET /api/channels: the preview cannot tell which of the vhost's %d channel(s) use basic.qos global=true, which RabbitMQ %s takes as a prefetch per consumer", j.s.Version, len(j.s.Channels), j.target),
+			"check the clients for basic.qos with global=true (a channel-wide prefetch)", sb.Cite+"; "+b.Cite)
+	}
 	for _, c := range j.s.Channels {
 		if c.GlobalPrefetch == 0 {
 			continue
 		}
 		j.add(CodeGlobalQoS, "channel", c.Name, "global_prefetch_count", int64(c.GlobalPrefetch),
-			fmt.Sprintf("user %s set basic.qos global=true (prefetch %d); RabbitMQ %s refuses it and closes the channel", c.User, c.GlobalPrefetch, j.target),
-			"set the prefetch per consumer (global=false) in the client; or deprecated_features.permit.global_qos = true on every node", b.Cite)
+			fmt.Sprintf("user %s set basic.qos global=true (prefetch %d for the whole channel); RabbitMQ %s denies global QoS by default and applies %d to each consumer instead: a channel of N consumers may hold N times as many unacknowledged messages", c.User, c.GlobalPrefetch, j.target, c.GlobalPrefetch),
+			"set the prefetch per consumer (global=false) in the client, sized for one consumer; or deprecated_features.permit.global_qos = true on every node", b.Cite)
 	}
 }
 

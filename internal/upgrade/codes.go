@@ -38,6 +38,7 @@ const (
 	CodeClientDeath       = "UP110"
 	CodeDeprecatedInUse   = "UP111"
 	CodeDeprecatedUnknown = "UP112"
+	CodeGlobalQoSUnseen   = "UP113"
 )
 
 // CodeInfo is the registry's entry of a code (docs/upgrades.md lists
@@ -59,10 +60,11 @@ var Codes = []CodeInfo{
 	{CodeDefaultLimit, SeverityWarning, Different, "4.0+: a quorum queue without a delivery limit gets 20; the 21st delivery dead-letters or drops the message"},
 	{CodeNackNotCounted, SeverityWarning, Different, "4.3+: basic.nack with requeue no longer counts toward a quorum queue's delivery limit (basic.reject does)"},
 	{CodeConsumerTimeout, SeverityWarning, Ignored, "4.3+: classic queues apply no consumer timeout (policy, argument or consumer_timeout)"},
-	{CodeGlobalQoS, SeverityError, Refused, "4.3+: a channel with global QoS (basic.qos global=true), which the target refuses"},
+	{CodeGlobalQoS, SeverityWarning, Different, "4.3+: a channel with global QoS (basic.qos global=true), which the target takes as a prefetch per consumer"},
 	{CodeClientDeath, SeverityWarning, Ignored, "4.0+: x-death headers clients publish are ignored (dead-letter counts and cycles start over)"},
 	{CodeDeprecatedInUse, SeverityWarning, Deprecated, "a deprecated feature the broker reports in use"},
 	{CodeDeprecatedUnknown, SeverityWarning, Deprecated, "the source cannot say which deprecated features are in use (no /api/deprecated-features/used before 3.13)"},
+	{CodeGlobalQoSUnseen, SeverityWarning, Different, "4.3+: the source (4.0 on) does not show which channels use global QoS"},
 }
 
 // LookupCode returns the registry's entry of code.

@@ -17,9 +17,12 @@ type Behaviour struct {
 
 // Features of the Behaviours table.
 const (
-	// GlobalQoS: basic.qos with global=true is refused (the deprecated
-	// feature global_qos, denied by default).
+	// GlobalQoS: basic.qos with global=true is taken as global=false, a
+	// prefetch per consumer (the deprecated feature global_qos, denied by
+	// default): accepted, not refused.
 	GlobalQoS = "global_qos"
+	// GlobalPrefetchShown: GET /api/channels shows global_prefetch_count.
+	GlobalPrefetchShown = "global_prefetch_shown"
 	// NackNotCounted: a basic.nack (or AMQP 1.0 released) with requeue no
 	// longer counts toward a quorum queue's delivery limit; basic.reject
 	// still does.
@@ -40,7 +43,11 @@ func rel(major, minor int) topology.Version { return topology.Version{Major: maj
 // Behaviours is the table; the two rows topology already knows read it
 // from there.
 var Behaviours = []Behaviour{
-	{Feature: GlobalQoS, Since: rel(4, 3), Cite: "release-notes/4.3.0.md (global_qos: permitted_by_default to denied_by_default); probed on 4.3.6 by TestPreviewAgainstTarget"},
+	// The notes say denied; the source turns the method into
+	// global=false rather than closing the channel, and a live 4.3.6
+	// answers qos_ok and shows the channel's prefetch_count as the value.
+	{Feature: GlobalQoS, Since: rel(4, 3), Cite: "release-notes/4.3.0.md (global_qos: permitted_by_default to denied_by_default); deps/rabbit/src/rabbit_channel.erl at v4.3.0 (handle_method basic.qos global=true: not permitted -> global = false); probed on 4.3.6 by TestPreviewAgainstTarget"},
+	{Feature: GlobalPrefetchShown, Until: rel(4, 0), Cite: "deps/rabbit/src/rabbit_channel.erl: STATISTICS_KEYS has global_prefetch_count at v3.13.0, not at v4.0.5; live 4.0.5 and 4.3.6 show no such field"},
 	{Feature: NackNotCounted, Since: rel(4, 3), Cite: "release-notes/4.3.0.md (#13885: the delivery limit counts delivery-count, not acquired-count); rabbitmq-server #15387; probed on 4.3.6 by TestPreviewAgainstTarget"},
 	{Feature: ClassicConsumerTimeout, Since: rel(4, 3), Cite: "release-notes/4.3.0.md (Consumer Timeouts are No Longer Evaluated for Classic Queues and Streams)"},
 	{Feature: DefaultDeliveryLimit, Since: topology.DefaultDeliveryLimitSince, Cite: "rabbit_quorum_queue.erl at v4.0.0 (DEFAULT_DELIVERY_LIMIT); release-notes/4.0.1.md"},

@@ -143,8 +143,11 @@ func readConsumers(ctx context.Context, c *broker.Client, ve string, s *upgrade.
 }
 
 // readDeprecated: 3.13 and later answer GET /api/deprecated-features/used;
-// earlier releases answer 404.
+// 3.10.8 answers it 406 (seen live), so earlier releases are not asked.
 func readDeprecated(ctx context.Context, c *broker.Client, s *upgrade.Snapshot) error {
+	if s.Version.Known() && !s.Version.AtLeast(3, 13) {
+		return nil
+	}
 	var fs []struct {
 		Name string `json:"name"`
 	}
