@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/rmqtopo/rmqtopo/internal/brokertest"
+	"github.com/rmqtopo/rmqtopo/internal/upgrade"
+)
+
+// previewSources are the source releases whose preview each target
+// release checks: make test RABBITMQ=4.3 runs 3.10→4.3 and 4.0→4.3,
+// RABBITMQ=4.0 runs 3.10→4.0.
+var previewSources = map[string][]string{"4.0": {"3.10"}, "4.3": {"3.10", "4.0"}}
+
+// previewQueue is one queue the test declares on the source, and the
+// target, with the verdict code it must get ("" for a clean one).
+type previewQueue struct {
+	name string
+	body map[string]any
+	code string
+}
+
+func previewQueues() []previewQueue {
+	q := func(name, typ string, durable bool, args map[string]any, code string) previewQueue {
+		a := map[string]any{"x-queue-type": typ}
+		for k, v := range args {
+			a[k] = v
+		}
+		return previewQueue{name, map[string]any{"durable": durable, "arguments": a}, code}
+	}
+	return []previewQueue{
+		q("clean.classic", "classic", true, nil, ""),
+		q("clean.quorum.dl", "quorum", true, map[string]any{"x-delivery-limit": 1, "x-dead-letter-exchange": "amq.fanout"}, upgrade.CodeNackNotCounted),
+		q("transient", "classic", false, nil, upgrade.CodeTransientQueue),
+		q("v1", "classic", true, map[string]any{"x-queue-version": 1}, upgrade.CodeArgumentRefused),
+		q("locator", "classic", true, map[string]any{"x-queue-master-locator": "min-masters"}, upgrade.CodeArgumentRefused),
+		q("lazy", "classic", true, map[string]any{"x-queue-mode": "lazy"}, upgrade.CodeArgumentIgnored),
+		q("nolimit", "quorum", true, nil, upgrade.CodeDefaultLimit),
+		q("timeout", "classic", true, nil, upgrade.CodeConsumerTimeout),
+	}
+}
+
+// previewPolicies: name → definition; the ha- one only where the source
+// takes it (before 4.0).
+var previewPolicies = map[string]map[string]any{
+	"ha":  {"ha-mode": "all"},
+	"qml": {"queue-master-locator": "min-masters"},
+}
+
+// TestPreviewAgainstTarget runs the preview of a source broker's vhost
+// against the target release and asks a live target broker about every
+// object: each verdict must be the target's own answer, 0 disagreements.
+func TestPreviewAgainstTarget(t *testing.T) {
+	target := os.Getenv(brokertest.EnvRabbitMQ)
+	if target == "" {
+		target = brokertest.DefaultRelease
+	}
+	sources := previewSources[target]
+	if len(sources) == 0 {
+		t.Skipf("RabbitMQ %s is the target of no release pair (3.10→4.0, 3.10→4.3, 4.0→4.3)", target)
+	}
+	ctx := context.Background()
+	nodes := startPreviewNodes(t, ctx, append([]string{target}, sources...))
+	for i, src := range sources {
+		t.Run(src+"→"+target, func(t *testing.T) {
+			checkPreviewPair(t, nodes[i+1], nodes[0], target)
+		})
+	}
+}
+
+// startPreviewNodes starts one node per series, side by side.
+func startPreviewNodes(t *testing.T, ctx context.Context, series []string) []*brokertest.Node {
+	nodes := make([]*brokertest.Node, len(series))
+	errs := make([]error, len(series))
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	for i, s := range series {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes[i], errs[i] = brokertest.StartNode(ctx, brokertest.NodeConfig{
+				Name:    fmt.Sprintf("preview%d-%s-%d@localhost", i, strings.ReplaceAll(s, ".", ""), os.Getpid()),
+				BaseDir: dir, Series: s, StatsInterval: brokertest.TestStatsInterval})
+		}()
+	}
+	wg.Wait()
+	for i, n := range nodes {
+		if n != nil {
+			t.Cleanup(n.Kill)
+		}
+		if errs[i] != nil {
+			t.Fatalf("starting RabbitMQ %s: %v", series[i], errs[i])
+		}
+	}
+	return nodes
+}
+
+// checkPreviewPair declares the objects on src, previews them against
+// target's release and compares each verdict with dst's own answer.
+func checkPreviewPair(t *testing.T, src, dst *brokertest.Node, target string) {
+	srcRefused := declareAll(t, src)
+	conn, err := amqp.Dial(src.AMQPURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, _ := conn.Channel()
+	if err := ch.Qos(10, 0, true); err != nil {
+		t.Fatalf("source refused global QoS: %v", err)
+	}
+	if _, err := ch.Consume("timeout", "held", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitGlobalQoS(t, src, strings.HasPrefix(t.Name(), "TestPreviewAgainstTarget/3."))
+	out, stderr, code := runCLI(t, "upgrade", "preview", "--to", target, "--url", src.MgmtURL(), "--format", "json")
+	if code != ExitUpgradeRefused {
+		t.Fatalf("exit %d, want %d (refusals); stderr: %s\n%s", code, ExitUpgradeRefused, stderr, out)
+	}
+	var rep struct {
+		Verdicts []upgrade.Verdict `json:"verdicts"`
+		Route    upgrade.Route     `json:"route"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	vs := rep.Verdicts
+	dstRefused := declareAll(t, dst)
+	var disagree []string
+	agree := func(what string, verdict, broker bool) {
+		if verdict != broker {
+			disagree = append(disagree, fmt.Sprintf("%s: verdict %v, target %s says %v", what, verdict, target, broker))
+		}
+	}
+	for _, q := range previewQueues() {
+		obj := "queue " + q.name
+		agree(obj+" refused", refusedCode(vs, obj), dstRefused[obj])
+		if q.code == upgrade.CodeArgumentIgnored || q.code == upgrade.CodeTransientQueue {
+			// Accepted by the target: what it does with them is the
+			// version table's probes' (TestKeyTableAgainstBroker).
+			agree(obj+" has "+q.code, hasCode(vs, obj, q.code), true)
+		}
+		if q.code == "" {
+			agree(obj+" clean", len(codesFor(vs, obj)) == 0, true)
+		}
+		if !dstRefused[obj] && strings.HasPrefix(q.name, "nolimit") {
+			agree(obj+" default delivery limit", hasCode(vs, obj, upgrade.CodeDefaultLimit),
+				deliveryLimit(t, dst, q.name) == 20 && deliveryLimit(t, src, q.name) != 20)
+		}
+	}
+	for name := range previewPolicies {
+		obj := "policy " + name
+		if !srcRefused[obj] {
+			agree(obj+" refused", refusedCode(vs, obj), dstRefused[obj])
+		}
+	}
+	sg, sp := qosShown(t, src)
+	dg, dp := qosShown(t, dst)
+	globalVerdict := slices.ContainsFunc(vs, func(v upgrade.Verdict) bool {
+		return v.Code == upgrade.CodeGlobalQoS || v.Code == upgrade.CodeGlobalQoSUnseen
+	})
+	agree(fmt.Sprintf("global QoS different (source shows global %d prefetch %d, target %d %d)", sg, sp, dg, dp), globalVerdict, sg != dg || sp != dp)
+	agree("global QoS unseen on the source", hasCode(vs, "vhost /", upgrade.CodeGlobalQoSUnseen), sg < 0 && sp != dp)
+	sn, dn := nacksCounted(t, src, "clean.quorum.dl"), nacksCounted(t, dst, "clean.quorum.dl")
+	sd, dd := clientDeathRead(t, src), clientDeathRead(t, dst)
+	t.Logf("asked live: global QoS shown as global %d prefetch %d (source), %d %d (target); nacks counted %v/%v; client x-death read %v/%v",
+		sg, sp, dg, dp, sn, dn, sd, dd)
+	agree("nack not counted (different)", hasCode(vs, "queue clean.quorum.dl", upgrade.CodeNackNotCounted), sn != dn)
+	agree("client x-death ignored", hasCode(vs, "vhost /", upgrade.CodeClientDeath), sd && !dd)
+	if target == "4.3" {
+		// 4.0 checks consumer timeouts once a minute: only 4.3's answer
+		// (none) is quick to ask.
+		applied := classicTimeoutApplied(t, dst)
+		t.Logf("asked live: a 1 s consumer-timeout policy closed a classic queue's consumer on the target: %v", applied)
+		agree("classic consumer timeout ignored", hasCode(vs, "queue timeout", upgrade.CodeConsumerTimeout), !applied)
+	}
+	if rep.Route.Kind != "blue-green" && strings.Contains(t.Name(), "/3.10") {
+		disagree = append(disagree, "route from 3.10: "+rep.Route.Kind)
+	}
+	t.Logf("%d verdicts; disagreements: %d", len(vs), len(disagree))
+	for _, d := range disagree {
+		t.Error(d)
+	}
+}
+
+// waitGlobalQoS waits until the source's management API shows the
+// channel's global prefetch (statistics lag).
+func waitGlobalQoS(t *testing.T, n *brokertest.Node, globalShown bool) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var cs []struct {
+			Global int `json:"global_prefetch_count"`
+		}
+		var consumers []any
+		mgmt(t, n, http.MethodGet, "/api/vhosts/%2F/channels", nil, &cs)
+		mgmt(t, n, http.MethodGet, "/api/consumers/%2F", nil, &consumers)
+		if len(cs) > 0 && (cs[0].Global > 0 || !globalShown) && len(consumers) > 0 {
+			return
+		}
+	}
+	t.Fatal("the source's management API shows no channel with a global prefetch within 30 s")
+}
