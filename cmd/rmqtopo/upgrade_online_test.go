@@ -106,6 +106,20 @@ func startPreviewNodes(t *testing.T, ctx context.Context, series []string) []*br
 	return nodes
 }
 
+// previewCheck gathers the disagreements between the preview's verdicts
+// and a target broker's own answers.
+type previewCheck struct {
+	target   string
+	vs       []upgrade.Verdict
+	disagree []string
+}
+
+func (c *previewCheck) agree(what string, verdict, broker bool) {
+	if verdict != broker {
+		c.disagree = append(c.disagree, fmt.Sprintf("%s: verdict %v, target %s says %v", what, verdict, c.target, broker))
+	}
+}
+
 // checkPreviewPair declares the objects on src, previews them against
 // target's release and compares each verdict with dst's own answer.
 func checkPreviewPair(t *testing.T, src, dst *brokertest.Node, target string) {
@@ -134,62 +148,68 @@ func checkPreviewPair(t *testing.T, src, dst *brokertest.Node, target string) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	vs := rep.Verdicts
-	dstRefused := declareAll(t, dst)
-	var disagree []string
-	agree := func(what string, verdict, broker bool) {
-		if verdict != broker {
-			disagree = append(disagree, fmt.Sprintf("%s: verdict %v, target %s says %v", what, verdict, target, broker))
-		}
+	c := &previewCheck{target: target, vs: rep.Verdicts}
+	c.declarations(t, srcRefused, declareAll(t, dst), src, dst)
+	c.behaviours(t, src, dst)
+	if rep.Route.Kind != "blue-green" && strings.Contains(t.Name(), "/3.10") {
+		c.disagree = append(c.disagree, "route from 3.10: "+rep.Route.Kind)
 	}
+	t.Logf("%d verdicts; disagreements: %d", len(c.vs), len(c.disagree))
+	for _, d := range c.disagree {
+		t.Error(d)
+	}
+}
+
+// declarations: what the target refuses, the verdicts of clean objects,
+// and the default delivery limit.
+func (c *previewCheck) declarations(t *testing.T, srcRefused, dstRefused map[string]bool, src, dst *brokertest.Node) {
 	for _, q := range previewQueues() {
 		obj := "queue " + q.name
-		agree(obj+" refused", refusedCode(vs, obj), dstRefused[obj])
+		c.agree(obj+" refused", refusedCode(c.vs, obj), dstRefused[obj])
 		if q.code == upgrade.CodeArgumentIgnored || q.code == upgrade.CodeTransientQueue {
 			// Accepted by the target: what it does with them is the
 			// version table's probes' (TestKeyTableAgainstBroker).
-			agree(obj+" has "+q.code, hasCode(vs, obj, q.code), true)
+			c.agree(obj+" has "+q.code, hasCode(c.vs, obj, q.code), true)
 		}
 		if q.code == "" {
-			agree(obj+" clean", len(codesFor(vs, obj)) == 0, true)
+			c.agree(obj+" clean", len(codesFor(c.vs, obj)) == 0, true)
 		}
-		if !dstRefused[obj] && strings.HasPrefix(q.name, "nolimit") {
-			agree(obj+" default delivery limit", hasCode(vs, obj, upgrade.CodeDefaultLimit),
+		if !dstRefused[obj] && q.name == "nolimit" {
+			c.agree(obj+" default delivery limit", hasCode(c.vs, obj, upgrade.CodeDefaultLimit),
 				deliveryLimit(t, dst, q.name) == 20 && deliveryLimit(t, src, q.name) != 20)
 		}
 	}
 	for name := range previewPolicies {
 		obj := "policy " + name
 		if !srcRefused[obj] {
-			agree(obj+" refused", refusedCode(vs, obj), dstRefused[obj])
+			c.agree(obj+" refused", refusedCode(c.vs, obj), dstRefused[obj])
 		}
 	}
+}
+
+// behaviours asks both brokers what they do: global QoS, nacks, client
+// x-death, and (4.3) classic consumer timeouts.
+func (c *previewCheck) behaviours(t *testing.T, src, dst *brokertest.Node) {
 	sg, sp := qosShown(t, src)
 	dg, dp := qosShown(t, dst)
-	globalVerdict := slices.ContainsFunc(vs, func(v upgrade.Verdict) bool {
-		return v.Code == upgrade.CodeGlobalQoS || v.Code == upgrade.CodeGlobalQoSUnseen
-	})
-	agree(fmt.Sprintf("global QoS different (source shows global %d prefetch %d, target %d %d)", sg, sp, dg, dp), globalVerdict, sg != dg || sp != dp)
-	agree("global QoS unseen on the source", hasCode(vs, "vhost /", upgrade.CodeGlobalQoSUnseen), sg < 0 && sp != dp)
+	sq, dq := qosPerConsumer(t, src), qosPerConsumer(t, dst)
 	sn, dn := nacksCounted(t, src, "clean.quorum.dl"), nacksCounted(t, dst, "clean.quorum.dl")
 	sd, dd := clientDeathRead(t, src), clientDeathRead(t, dst)
-	t.Logf("asked live: global QoS shown as global %d prefetch %d (source), %d %d (target); nacks counted %v/%v; client x-death read %v/%v",
-		sg, sp, dg, dp, sn, dn, sd, dd)
-	agree("nack not counted (different)", hasCode(vs, "queue clean.quorum.dl", upgrade.CodeNackNotCounted), sn != dn)
-	agree("client x-death ignored", hasCode(vs, "vhost /", upgrade.CodeClientDeath), sd && !dd)
-	if target == "4.3" {
+	t.Logf("asked live: global QoS shown as global %d prefetch %d (source), %d %d (target), per consumer %v/%v; nacks counted %v/%v; client x-death read %v/%v",
+		sg, sp, dg, dp, sq, dq, sn, dn, sd, dd)
+	globalVerdict := slices.ContainsFunc(c.vs, func(v upgrade.Verdict) bool {
+		return v.Code == upgrade.CodeGlobalQoS || v.Code == upgrade.CodeGlobalQoSUnseen
+	})
+	c.agree(fmt.Sprintf("global QoS different (per consumer: source %v, target %v)", sq, dq), globalVerdict, sq != dq)
+	c.agree("global QoS unseen on the source", hasCode(c.vs, "vhost /", upgrade.CodeGlobalQoSUnseen), sg < 0 && sq != dq)
+	c.agree("nack not counted (different)", hasCode(c.vs, "queue clean.quorum.dl", upgrade.CodeNackNotCounted), sn != dn)
+	c.agree("client x-death ignored", hasCode(c.vs, "vhost /", upgrade.CodeClientDeath), sd && !dd)
+	if c.target == "4.3" {
 		// 4.0 checks consumer timeouts once a minute: only 4.3's answer
 		// (none) is quick to ask.
 		applied := classicTimeoutApplied(t, dst)
 		t.Logf("asked live: a 1 s consumer-timeout policy closed a classic queue's consumer on the target: %v", applied)
-		agree("classic consumer timeout ignored", hasCode(vs, "queue timeout", upgrade.CodeConsumerTimeout), !applied)
-	}
-	if rep.Route.Kind != "blue-green" && strings.Contains(t.Name(), "/3.10") {
-		disagree = append(disagree, "route from 3.10: "+rep.Route.Kind)
-	}
-	t.Logf("%d verdicts; disagreements: %d", len(vs), len(disagree))
-	for _, d := range disagree {
-		t.Error(d)
+		c.agree("classic consumer timeout ignored", hasCode(c.vs, "queue timeout", upgrade.CodeConsumerTimeout), !applied)
 	}
 }
 

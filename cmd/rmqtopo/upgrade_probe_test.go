@@ -97,6 +97,41 @@ func qosShown(t *testing.T, n *brokertest.Node) (global, prefetch int) {
 	return 0, 0
 }
 
+// qosPerConsumer: a channel with basic.qos global=true, prefetch 1, and
+// two consumers on a classic queue of 4 messages; true if the broker
+// delivers 2 unacknowledged messages (a prefetch per consumer), false if 1
+// (one for the whole channel).
+func qosPerConsumer(t *testing.T, n *brokertest.Node) bool {
+	mgmt(t, n, http.MethodPut, qpath("qos.probe"), map[string]any{"durable": true}, nil)
+	mgmt(t, n, http.MethodDelete, qpath("qos.probe")+"/contents", nil, nil)
+	conn, err := amqp.Dial(n.AMQPURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for range 4 {
+		brokertest.PublishConfirmed(t, conn, "", "qos.probe", amqp.Publishing{Body: []byte("q")})
+	}
+	ch, _ := conn.Channel()
+	if err := ch.Qos(1, 0, true); err != nil {
+		t.Fatalf("basic.qos global=true: %v", err)
+	}
+	got := make(chan amqp.Delivery, 4)
+	for range 2 {
+		ds, err := ch.Consume("qos.probe", "", false, false, false, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for d := range ds {
+				got <- d
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	return len(got) > 1
+}
+
 // deliveryLimit is the queue's delivery_limit as GET /api/queues shows it
 // once its statistics have come (4.0.5 and 4.3.6: 20 for a quorum queue
 // declared without one); -2 when the broker shows none (3.10.8).

@@ -3,6 +3,8 @@ package upgrade
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -168,6 +170,21 @@ func TestCodesRegistered(t *testing.T) {
 	for _, c := range Codes {
 		if c.Meaning == "" || !strings.HasPrefix(c.Code, "UP1") {
 			t.Errorf("code %+v", c)
+		}
+	}
+}
+
+// Every code has its row in docs/upgrades.md, with its severity and
+// effect.
+func TestCodesDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/upgrades.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range Codes {
+		row := fmt.Sprintf("| `%s` | %s | %s |", c.Code, c.Severity, c.Effect)
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/upgrades.md has no row %q", row)
 		}
 	}
 }
