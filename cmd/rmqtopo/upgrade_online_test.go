@@ -207,8 +207,11 @@ func (c *previewCheck) behaviours(t *testing.T, src, dst *brokertest.Node) {
 	if c.target == "4.3" {
 		// 4.0 checks consumer timeouts once a minute: only 4.3's answer
 		// (none) is quick to ask.
-		applied := classicTimeoutApplied(t, dst)
-		t.Logf("asked live: a 1 s consumer-timeout policy closed a classic queue's consumer on the target: %v", applied)
+		if !timeoutApplied(t, dst, "timeout.control", "quorum") {
+			t.Fatal("the control failed: 4.3 did not time out a quorum queue's consumer, so the probe cannot tell")
+		}
+		applied := timeoutApplied(t, dst, "timeout", "classic")
+		t.Logf("asked live: a 1 s consumer-timeout policy cancelled a quorum queue's consumer (the control), and a classic queue's: %v", applied)
 		c.agree("classic consumer timeout ignored", hasCode(c.vs, "queue timeout", upgrade.CodeConsumerTimeout), !applied)
 	}
 }

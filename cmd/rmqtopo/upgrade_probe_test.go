@@ -220,25 +220,30 @@ func clientDeathRead(t *testing.T, n *brokertest.Node) bool {
 	return false
 }
 
-// classicTimeoutApplied: a consumer-timeout policy of 1 s on a classic
-// queue, a consumer that never acks; true if the broker closes its
-// channel within 5 s.
-func classicTimeoutApplied(t *testing.T, n *brokertest.Node) bool {
-	mgmt(t, n, http.MethodPut, "/api/policies/%2F/ct", map[string]any{"pattern": `^timeout$`, "apply-to": "queues",
-		"definition": map[string]any{"consumer-timeout": 1000}}, nil)
+// timeoutApplied: a consumer-timeout policy of 1 s on queue (declared
+// of type typ), a consumer that never acks; true if the broker cancels
+// the consumer or closes its channel within 5 s. 4.3.6 cancels a quorum
+// queue's consumer after about 1 s and leaves a classic queue's alone.
+func timeoutApplied(t *testing.T, n *brokertest.Node, queue, typ string) bool {
+	mgmt(t, n, http.MethodPut, qpath(queue), map[string]any{"durable": true, "arguments": map[string]any{"x-queue-type": typ}}, nil)
+	mgmt(t, n, http.MethodPut, "/api/policies/%2F/ct-"+queue, map[string]any{"pattern": "^" + queue + "$", "apply-to": "queues",
+		"priority": 10, "definition": map[string]any{"consumer-timeout": 1000}}, nil)
 	conn, err := amqp.Dial(n.AMQPURL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	brokertest.PublishConfirmed(t, conn, "", "timeout", amqp.Publishing{Body: []byte("held")})
+	brokertest.PublishConfirmed(t, conn, "", queue, amqp.Publishing{Body: []byte("held")})
 	ch, _ := conn.Channel()
 	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
-	if _, err := ch.Consume("timeout", "", false, false, false, false, nil); err != nil {
+	cancelled := ch.NotifyCancel(make(chan string, 1))
+	if _, err := ch.Consume(queue, "", false, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-closed:
+		return true
+	case <-cancelled:
 		return true
 	case <-time.After(5 * time.Second):
 		return false
