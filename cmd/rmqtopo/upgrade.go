@@ -10,9 +10,11 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// upgradeCmd groups the commands of a move to another RabbitMQ release.
+// upgradeCmd groups the commands of a move to another RabbitMQ release,
+// listed in a group of their own as dlqCmd's are (their longer names
+// would widen the main column).
 type upgradeCmd struct {
-	Preview upgradePreviewCmd `cmd:"" help:"Judge a live vhost against a target RabbitMQ release: what it refuses, ignores or does differently, and the route there."`
+	Preview upgradePreviewCmd `cmd:"" group:"Upgrades:" help:"Judge a live vhost against a target RabbitMQ release: what it refuses, ignores or does differently, and the route there."`
 }
 
 type upgradePreviewCmd struct {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
@@ -231,4 +232,41 @@ func waitGlobalQoS(t *testing.T, n *brokertest.Node, globalShown bool) {
 		}
 	}
 	t.Fatal("the source's management API shows no channel with a global prefetch within 30 s")
+}
+
+// TestPreviewExitCodes: on the run's own broker, a vhost whose only
+// finding is an argument the target ignores exits 0, and 9 with
+// --detailed-exitcode; a policy the target refuses exits 8 either way.
+// The text names the code, the value and the route.
+func TestPreviewExitCodes(t *testing.T) {
+	b := brokertest.Get(t)
+	vhost := b.NewVhost(t)
+	conn := b.Dial(t, vhost)
+	declareArgs(t, conn, "lazy", amqp.Table{"x-queue-type": "classic", "x-queue-mode": "lazy"})
+	base := args(b, "upgrade", "preview", "--to", "4.3", "--vhost", vhost)
+	out, stderr, code := runCLI(t, base...)
+	if code != 0 || !strings.Contains(out, "UP103") || !strings.Contains(out, "x-queue-mode=lazy") || !strings.Contains(out, "Route: ") {
+		t.Fatalf("exit %d, want 0 and UP103 x-queue-mode=lazy and a route; stderr %s\n%s", code, stderr, out)
+	}
+	if _, stderr, code = runCLI(t, append(base, "--detailed-exitcode")...); code != ExitUpgradeWarnings {
+		t.Fatalf("--detailed-exitcode: exit %d, want %d; stderr %s", code, ExitUpgradeWarnings, stderr)
+	}
+	// queue-master-locator: 3.10 and 4.0 take the key, 4.3 by default
+	// refuses it (UP102), so a 4.3 broker cannot hold it: there the pair
+	// test's refusals stand for exit 8.
+	c := b.Mgmt(t)
+	res, err := c.PutPolicy(vhost, "qml", rabbithole.Policy{Pattern: "^qml$", ApplyTo: "queues",
+		Definition: rabbithole.PolicyDefinition{"queue-master-locator": "min-masters"}})
+	if err != nil {
+		if strings.HasPrefix(b.Version(t), "4.3") {
+			t.Logf("4.3 refuses the queue-master-locator policy, as UP102 says: %v", err)
+			return
+		}
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	out, stderr, code = runCLI(t, base...)
+	if code != ExitUpgradeRefused || !strings.Contains(out, "UP102") {
+		t.Fatalf("exit %d, want %d and UP102; stderr %s\n%s", code, ExitUpgradeRefused, stderr, out)
+	}
 }
