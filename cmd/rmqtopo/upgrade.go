@@ -7,7 +7,6 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/internal/upgrade"
 	"github.com/rmqtopo/rmqtopo/internal/upgrade/live"
-	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 // upgradeCmd groups the commands of a move to another RabbitMQ release,
@@ -19,7 +18,7 @@ type upgradeCmd struct {
 
 type upgradePreviewCmd struct {
 	Files            []string  `arg:"" optional:"" name:"FILE" help:"Spec files: judge their vhosts (all of each vhost, not only the spec's objects)."`
-	To               string    `name:"to" required:"" placeholder:"RELEASE" help:"The target release: 4.0, 4.3 or MAJOR.MINOR.PATCH."`
+	To               string    `name:"to" required:"" placeholder:"RELEASE" help:"The target release: MAJOR.MINOR.PATCH, or a series (4.0, 4.3) for its newest patch rmqtopo knows (4.0.5, 4.3.6)."`
 	Vhost            string    `name:"vhost" help:"The vhost to judge when no spec file is given." default:"/"`
 	Format           string    `short:"f" help:"Output format: text or json." enum:"text,json" default:"text"`
 	DetailedExitCode bool      `name:"detailed-exitcode" help:"Exit 9 when the target only ignores or changes something (warnings); refusals exit 8 with or without it."`
@@ -30,7 +29,7 @@ type upgradePreviewCmd struct {
 // ExitUpgradeRefused, warnings ExitUpgradeWarnings with
 // --detailed-exitcode.
 func (c *upgradePreviewCmd) Run(e *env) error {
-	target, err := topology.ParseVersion(c.To)
+	target, err := upgrade.Target(c.To)
 	if err != nil {
 		return input(fmt.Errorf("--to: %w", err))
 	}

@@ -59,6 +59,10 @@ var previewPolicies = map[string]map[string]any{
 	"qml": {"queue-master-locator": "min-masters"},
 }
 
+// previewBindings: queue → the key of its binding to the topic exchange
+// topic.x; three # are refused from 4.3.5 (UP114), two are not.
+var previewBindings = map[string]string{"clean.classic": "a.#.#.#", "timeout": "#.b.#"}
+
 // TestPreviewAgainstTarget runs the preview of a source broker's vhost
 // against the target release and asks a live target broker about every
 // object: each verdict must be the target's own answer, 0 disagreements.
@@ -179,6 +183,10 @@ func (c *previewCheck) declarations(t *testing.T, srcRefused, dstRefused map[str
 			c.agree(obj+" default delivery limit", hasCode(c.vs, obj, upgrade.CodeDefaultLimit),
 				deliveryLimit(t, dst, q.name) == 20 && deliveryLimit(t, src, q.name) != 20)
 		}
+	}
+	for queue := range previewBindings {
+		obj := "binding topic.x -> queue " + queue
+		c.agree(obj+" refused", refusedCode(c.vs, obj), dstRefused[obj])
 	}
 	for name := range previewPolicies {
 		obj := "policy " + name

@@ -60,6 +60,12 @@ func declareAll(t *testing.T, n *brokertest.Node) map[string]bool {
 			refused["policy "+name] = true
 		}
 	}
+	mgmt(t, n, http.MethodPut, "/api/exchanges/%2F/topic.x", map[string]any{"type": "topic", "durable": true}, nil)
+	for queue, key := range previewBindings {
+		if st := mgmt(t, n, http.MethodPost, "/api/bindings/%2F/e/topic.x/q/"+queue, map[string]any{"routing_key": key}, nil); st >= 300 {
+			refused["binding topic.x -> queue "+queue] = true
+		}
+	}
 	return refused
 }
 

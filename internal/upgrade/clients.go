@@ -3,7 +3,28 @@ package upgrade
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
+
+// bindings: topic binding keys with more than two # wildcards.
+func (j *judge) bindings() {
+	if !HasAt(TopicHashes, j.target) || HasAt(TopicHashes, j.s.Version) {
+		return
+	}
+	topic := map[string]bool{}
+	for _, x := range j.s.Exchanges {
+		topic[x.Name] = x.Type == "topic"
+	}
+	b, _ := behaviour(TopicHashes)
+	for _, bd := range j.s.Bindings {
+		if !topic[bd.Source] || hashes(bd.RoutingKey) <= 2 {
+			continue
+		}
+		j.add(CodeTopicHashes, "binding", fmt.Sprintf("%s -> %s %s", bd.Source, bd.DestinationType, bd.Destination), "routing_key", bd.RoutingKey,
+			fmt.Sprintf("RabbitMQ %s refuses a topic binding key with more than two # wildcards", j.target),
+			"rewrite the key with one # as its last segment (a.# matches what a.#.# does)", b.Cite)
+	}
+}
 
 // channels: global QoS, which 4.3 takes as a prefetch per consumer.
 func (j *judge) channels() {
@@ -96,4 +117,15 @@ func short(names []string) string {
 		return fmt.Sprint(names)
 	}
 	return fmt.Sprintf("%v and %d more", names[:3], len(names)-3)
+}
+
+// hashes counts the # segments of a topic binding key.
+func hashes(key string) int {
+	n := 0
+	for _, seg := range strings.Split(key, ".") {
+		if seg == "#" {
+			n++
+		}
+	}
+	return n
 }

@@ -39,6 +39,7 @@ const (
 	CodeDeprecatedInUse   = "UP111"
 	CodeDeprecatedUnknown = "UP112"
 	CodeGlobalQoSUnseen   = "UP113"
+	CodeTopicHashes       = "UP114"
 )
 
 // CodeInfo is the registry's entry of a code (docs/upgrades.md lists
@@ -65,6 +66,7 @@ var Codes = []CodeInfo{
 	{CodeDeprecatedInUse, SeverityWarning, Deprecated, "a deprecated feature the broker reports in use"},
 	{CodeDeprecatedUnknown, SeverityWarning, Deprecated, "the source cannot say which deprecated features are in use (no /api/deprecated-features/used before 3.13)"},
 	{CodeGlobalQoSUnseen, SeverityWarning, Different, "4.3+: the source (4.0 on) does not show which channels use global QoS"},
+	{CodeTopicHashes, SeverityError, Refused, "4.3.5+: a topic binding key with more than two # wildcards, which the target refuses to bind"},
 }
 
 // LookupCode returns the registry's entry of code.

@@ -68,6 +68,7 @@ func Judge(s Snapshot, target topology.Version) Report {
 	for _, p := range s.Policies {
 		j.policy(p)
 	}
+	j.bindings()
 	j.channels()
 	j.consumerTimeouts()
 	j.clientDeath()

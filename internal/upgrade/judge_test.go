@@ -39,7 +39,13 @@ func fake310() Snapshot {
 			{Name: "ha", Pattern: "^ha", Definition: map[string]any{"ha-mode": "all"}},
 			{Name: "clean", Pattern: "^clean", Definition: map[string]any{"max-length": float64(10)}},
 		},
-		Channels: []Channel{{Name: "c1", User: "guest", GlobalPrefetch: 10}, {Name: "c2", User: "guest"}},
+		Channels:  []Channel{{Name: "c1", User: "guest", GlobalPrefetch: 10}, {Name: "c2", User: "guest"}},
+		Exchanges: []Exchange{{Name: "t", Type: "topic"}, {Name: "d", Type: "direct"}},
+		Bindings: []Binding{
+			{Source: "t", Destination: "clean.classic", DestinationType: "queue", RoutingKey: "a.#.#.#"},
+			{Source: "t", Destination: "clean.classic", DestinationType: "queue", RoutingKey: "#.b.#"},
+			{Source: "d", Destination: "clean.classic", DestinationType: "queue", RoutingKey: "#.#.#"},
+		},
 	}
 }
 
@@ -77,9 +83,14 @@ func TestJudge(t *testing.T) {
 			"UP109 channel c1 global_prefetch_count",
 			"UP110 vhost / x-death",
 			"UP112 vhost / ",
+			"UP114 binding t -> queue clean.classic routing_key",
 		}},
 	} {
-		r := Judge(fake310(), v(tc.target))
+		target, err := Target(tc.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := Judge(fake310(), target)
 		if diff := cmp.Diff(tc.want, codesOf(r)); diff != "" {
 			t.Errorf("3.10 → %s verdicts (-want +got):\n%s", tc.target, diff)
 		}
@@ -138,12 +149,12 @@ func TestRoute(t *testing.T) {
 }
 
 func TestRender(t *testing.T) {
-	r := Judge(fake310(), v("4.3"))
+	r := Judge(fake310(), v("4.3.6"))
 	var text, js bytes.Buffer
 	if err := Text(&text, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"UP101  error", "x-queue-version=1", "Route: blue-green", "3 error(s), 9 warning(s)"} {
+	for _, want := range []string{"UP101  error", "x-queue-version=1", "Route: blue-green", "4 error(s), 9 warning(s)"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
@@ -160,7 +171,7 @@ func TestRender(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Source != "3.10.8" || back.Errors != 3 || len(back.Verdicts) != 12 || back.Route.Kind != "blue-green" {
+	if back.Source != "3.10.8" || back.Errors != 4 || len(back.Verdicts) != 13 || back.Route.Kind != "blue-green" {
 		t.Errorf("json: %+v", back)
 	}
 }
@@ -185,6 +196,16 @@ func TestCodesDocumented(t *testing.T) {
 		row := fmt.Sprintf("| `%s` | %s | %s |", c.Code, c.Severity, c.Effect)
 		if !strings.Contains(string(doc), row) {
 			t.Errorf("docs/upgrades.md has no row %q", row)
+		}
+	}
+}
+
+// A series names its newest known patch; a patch stays as given.
+func TestTarget(t *testing.T) {
+	for in, want := range map[string]string{"4.3": "4.3.6", "4.0": "4.0.5", "4.3.2": "4.3.2", "4.2": "4.2.0"} {
+		got, err := Target(in)
+		if err != nil || got.String() != want {
+			t.Errorf("Target(%q) = %v, %v; want %s", in, got, err, want)
 		}
 	}
 }

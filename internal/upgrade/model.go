@@ -12,6 +12,7 @@ type Snapshot struct {
 	Queues    []Queue
 	Policies  []Policy
 	Exchanges []Exchange
+	Bindings  []Binding
 	// Deprecated are the deprecated features in use
 	// (GET /api/deprecated-features/used); DeprecatedKnown is false where
 	// the broker has no such endpoint (before 3.13).
@@ -50,6 +51,11 @@ type Policy struct {
 type Exchange struct {
 	Name string
 	Type string
+}
+
+// Binding is one binding of the vhost whose source is an exchange.
+type Binding struct {
+	Source, Destination, DestinationType, RoutingKey string
 }
 
 // Channel is one channel of the vhost (GET /api/channels).

@@ -1,6 +1,10 @@
 package upgrade
 
-import "github.com/rmqtopo/rmqtopo/topology"
+import (
+	"strings"
+
+	"github.com/rmqtopo/rmqtopo/topology"
+)
 
 // Behaviour is a change of what RabbitMQ does that the preview judges and
 // topology.VersionTable does not hold (it holds keys and arguments): one
@@ -34,6 +38,8 @@ const (
 	DefaultDeliveryLimit = "default_delivery_limit"
 	// ClientDeath: x-death headers a client publishes are ignored.
 	ClientDeath = "client_x_death_ignored"
+	// TopicHashes: a topic binding key may hold at most two # segments.
+	TopicHashes = "topic_binding_key_hashes"
 	// Mirroring: classic queue mirroring (ha-* policies) is gone.
 	Mirroring = "classic_queue_mirroring"
 )
@@ -52,6 +58,7 @@ var Behaviours = []Behaviour{
 	{Feature: ClassicConsumerTimeout, Since: rel(4, 3), Cite: "release-notes/4.3.0.md (Consumer Timeouts are No Longer Evaluated for Classic Queues and Streams)"},
 	{Feature: DefaultDeliveryLimit, Since: topology.DefaultDeliveryLimitSince, Cite: "rabbit_quorum_queue.erl at v4.0.0 (DEFAULT_DELIVERY_LIMIT); release-notes/4.0.1.md"},
 	{Feature: ClientDeath, Since: topology.ClientDeathIgnoredSince, Cite: "release-notes/4.0.1.md (AMQP 0.9.1 x-death header)"},
+	{Feature: TopicHashes, Since: topology.Version{Major: 4, Minor: 3, Patch: 5}, Cite: "release-notes/4.3.5.md (#17039: at most two # wildcards in a topic binding key); probed on 4.3.6 by TestPreviewAgainstTarget"},
 	{Feature: Mirroring, Since: rel(4, 0), Cite: "release-notes/4.0.1.md (classic queue mirroring removed)"},
 }
 
@@ -99,6 +106,24 @@ var Hops = map[string][]string{
 	"4.0":  {"4.1"},
 	"4.1":  {"4.2"},
 	"4.2":  {"4.3"},
+}
+
+// NewestPatch is the newest patch release of each series rmqtopo knows
+// (the ones its suite runs): a target named by its series alone ("4.3")
+// is judged as that patch, the one an upgrade would install.
+var NewestPatch = map[string]int{"3.10": 8, "4.0": 5, "4.3": 6}
+
+// Target is the release a --to value names: MAJOR.MINOR.PATCH as given,
+// MAJOR.MINOR as the newest patch of the series rmqtopo knows.
+func Target(s string) (topology.Version, error) {
+	v, err := topology.ParseVersion(s)
+	if err != nil {
+		return v, err
+	}
+	if strings.Count(strings.TrimSpace(s), ".") == 1 {
+		v.Patch = NewestPatch[series(v)]
+	}
+	return v, nil
 }
 
 // CiteRoute is where the route rules come from.

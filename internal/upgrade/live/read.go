@@ -29,6 +29,7 @@ func Read(ctx context.Context, c *broker.Client, vhost string) (upgrade.Snapshot
 		func() error { return readPolicies(ctx, c, "/api/policies/"+ve, false, &s) },
 		func() error { return readPolicies(ctx, c, "/api/operator-policies/"+ve, true, &s) },
 		func() error { return readExchanges(ctx, c, ve, &s) },
+		func() error { return readBindings(ctx, c, ve, &s) },
 		func() error { return readChannels(ctx, c, ve, &s) },
 		func() error { return readConsumers(ctx, c, ve, &s) },
 		func() error { return readDeprecated(ctx, c, &s) },
@@ -96,6 +97,25 @@ func readExchanges(ctx context.Context, c *broker.Client, ve string, s *upgrade.
 	}
 	for _, x := range xs {
 		s.Exchanges = append(s.Exchanges, upgrade.Exchange{Name: x.Name, Type: x.Type})
+	}
+	return nil
+}
+
+func readBindings(ctx context.Context, c *broker.Client, ve string, s *upgrade.Snapshot) error {
+	var bs []struct {
+		Source          string `json:"source"`
+		Destination     string `json:"destination"`
+		DestinationType string `json:"destination_type"`
+		RoutingKey      string `json:"routing_key"`
+	}
+	if err := get(ctx, c, "/api/bindings/"+ve, &bs); err != nil {
+		return err
+	}
+	for _, b := range bs {
+		if b.Source != "" {
+			s.Bindings = append(s.Bindings, upgrade.Binding{Source: b.Source, Destination: b.Destination,
+				DestinationType: b.DestinationType, RoutingKey: b.RoutingKey})
+		}
 	}
 	return nil
 }
