@@ -17,7 +17,7 @@ import (
 
 // cli is the command tree. Each command lives in the file of its name
 // (validate.go, render.go, plan.go, apply.go, show.go, status.go, dlq.go,
-// move.go, import.go); conn.go holds the flags that reach a broker.
+// move.go, import.go, upgrade.go); conn.go holds the flags that reach a broker.
 type cli struct {
 	Validate validateCmd `cmd:"" help:"Check spec files and report every problem at once."`
 	Render   renderCmd   `cmd:"" help:"Render spec files offline: definitions, mermaid, dot, schedule, k8s or terraform."`
@@ -28,6 +28,7 @@ type cli struct {
 	DLQ      dlqCmd      `cmd:"" name:"dlq" help:"Inspect, replay and sweep dead-letter queues."`
 	Move     moveCmd     `cmd:"" help:"Move a queue's messages, headers and all, into another queue (a renamed queue's)."`
 	Import   importCmd   `cmd:"" help:"Write a spec for what already exists in one vhost of a broker or definitions file."`
+	Upgrade  upgradeCmd  `cmd:"" help:"Move to another RabbitMQ release: preview what it changes."`
 
 	Version     versionFlag `help:"Print the version and VCS revision, then exit."`
 	Color       string      `help:"Colour output: auto (on a TTY, unless NO_COLOR is set), always or never." enum:"auto,always,never" default:"auto"`

@@ -34,6 +34,8 @@ func TestLayering(t *testing.T) {
 		// What render draws of status and the dlq commands is plain data,
 		// kept apart from the packages that read the broker to make it.
 		{"internal/statusdata", []string{module + "internal/broker", "net"}},
+		// The upgrade preview judges and renders without the broker.
+		{"internal/upgrade", []string{module + "internal/broker", "net", "net/http"}},
 		{"internal/opsdata", []string{module + "internal/broker", "net", "github.com/rabbitmq/amqp091-go"}},
 		// apply executes plans; it never re-diffs against a spec.
 		{"apply", []string{module + "spec", module + "internal/broker"}},

@@ -28,4 +28,10 @@ const (
 	// dead-letters and forwarded none of them within --held-margin. It
 	// ranks after 5 and before 6 (docs/exit-codes.md says why).
 	DeadLettersStuck = 7
+	// UpgradeRefused: upgrade preview found what the target release
+	// refuses (verdicts of severity error).
+	UpgradeRefused = 8
+	// UpgradeWarnings: upgrade preview --detailed-exitcode found only what
+	// the target ignores or does differently.
+	UpgradeWarnings = 9
 )

@@ -15,7 +15,7 @@ func TestTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[int]bool{}
-	for _, c := range []int{Failure, Changes, DLQNotEmpty, Refused, Missing, Drift, DeadLettersStuck} {
+	for _, c := range []int{Failure, Changes, DLQNotEmpty, Refused, Missing, Drift, DeadLettersStuck, UpgradeRefused, UpgradeWarnings} {
 		if seen[c] {
 			t.Errorf("code %d means two things", c)
 		}
