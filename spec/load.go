@@ -749,7 +749,7 @@ func (d *decoder) binding(n *yaml.Node, path string) Binding {
 }
 
 // queueKeys are the keys of a queue, sorted.
-var queueKeys = []string{"arguments", "auto_delete", "bindings", "delivery_limit", "dlq", "durable",
+var queueKeys = []string{"arguments", "auto_delete", "bindings", "delivery_limit", "dlq", "dlq_name", "durable",
 	"immediate_retries", "layout", "max_length", "message_ttl", "migrate", "name", "parking_lot",
 	"preset", "preset_options", "raw", "retry", "return_queue", "type"}
 
@@ -835,6 +835,9 @@ func (d *decoder) queueRetryField(q *Queue, k string, v *yaml.Node, p string) bo
 		q.Layout = d.layout(v, p)
 	case "dlq":
 		d.boolean(v, p, &q.DLQ)
+	case "dlq_name":
+		q.dlqNameAt = at(v, p)
+		d.name(v, p, &q.DLQName)
 	case "migrate":
 		d.boolean(v, p, &q.Migrate)
 	case "parking_lot":

@@ -149,7 +149,11 @@ type Queue struct {
 	ImmediateRetries int
 	Layout           Layout
 	DLQ              bool
-	ParkingLot       bool
+	// DLQName names the DLQ when it is not contract.DeadLetterQueue(Name):
+	// a DLQ made by hand under another name (invoice.create.failed), kept
+	// by name when the queue is adopted. "" for the default; see DLQOf.
+	DLQName    string
+	ParkingLot bool
 	// ReturnQueue creates contract.ReturnQueue(Name), where delayed
 	// retries come back ahead of the work queue's backlog (returnq.go).
 	ReturnQueue   bool
@@ -174,7 +178,7 @@ type Queue struct {
 	// its user choose; unset ones take the library's defaults.
 	PresetOptions PresetOptions
 
-	at, nameAt, deliveryLimitAt, retryAt, layoutAt, argumentsAt, presetOptionsAt pos
+	at, nameAt, deliveryLimitAt, retryAt, layoutAt, argumentsAt, presetOptionsAt, dlqNameAt pos
 	// set records the keys written, for the checks of raw queues.
 	set keySet
 	// res is the layout and return queue Resolve chose for the broker;

@@ -210,6 +210,41 @@ func TestValidationMessages(t *testing.T) {
 			want: []string{"3:11 queues[0].name"}, contains: []string{`queue "a.dlq" (generated for queue "a" as its DLQ) collides with the queue declared at queues[1]`},
 		},
 		{
+			name: "dlq_name colliding with a declared queue",
+			spec: "version: 1\nqueues:\n  - name: a\n    dlq_name: b\n  - name: b\n    dlq: false\n",
+			want: []string{"4:15 queues[0].dlq_name"}, contains: []string{`queue "b" (generated for queue "a" as its DLQ) collides with the queue declared at queues[1]`},
+		},
+		{
+			name: "dlq_name colliding with another queue's wait queue",
+			spec: "version: 1\nqueues:\n  - name: a\n    layout: per-attempt\n    retry: {delays: [3s]}\n  - name: b\n    dlq_name: a.wait.1.3s\n",
+			want: []string{"7:15 queues[1].dlq_name"}, contains: []string{`queue "a.wait.1.3s" (generated for queue "b" as its DLQ) collides with`},
+		},
+		{
+			name: "dlq_name not a valid queue name",
+			spec: "version: 1\nqueues:\n  - name: a\n    dlq_name: amq.failed\n",
+			want: []string{"4:15 queues[0].dlq_name"}, contains: []string{`prefix "amq."`},
+		},
+		{
+			name: "dlq_name empty",
+			spec: "version: 1\nqueues:\n  - name: a\n    dlq_name: \"\"\n",
+			want: []string{"4:15 queues[0].dlq_name"}, contains: []string{"name must not be empty"},
+		},
+		{
+			name: "dlq_name without a DLQ",
+			spec: "version: 1\nqueues:\n  - name: a\n    dlq: false\n    dlq_name: a.failed\n",
+			want: []string{"5:15 queues[0].dlq_name"}, contains: []string{"dlq_name needs a DLQ"},
+		},
+		{
+			name: "dlq_name on a preset",
+			spec: "version: 1\nqueues:\n  - name: a\n    preset: outbox\n    retry: {delays: [1s]}\n    dlq_name: a.failed\n",
+			want: []string{"6:15 queues[0].dlq_name"}, contains: []string{"does not apply to a queue with preset outbox"},
+		},
+		{
+			name: "dlq_name on a raw queue",
+			spec: "version: 1\nqueues:\n  - name: a\n    raw: true\n    dlq_name: a.failed\n",
+			want: []string{"5:15 queues[0].dlq_name"}, contains: []string{"dlq_name does not apply to a raw queue"},
+		},
+		{
 			name: "delivery_limit on a classic queue",
 			spec: "version: 1\nqueues:\n  - name: a\n    delivery_limit: 3\n",
 			want: []string{"4:21 queues[0].delivery_limit"}, contains: []string{"needs a quorum queue"},

@@ -169,8 +169,27 @@ func (l *live) base(q topology.Queue) spec.Queue {
 // return queue (presets may not): verify decides whether it is one.
 func (l *live) withReturnQueue(q topology.Queue) spec.Queue {
 	sq := l.base(q)
+	l.namedDLQ(&sq)
 	_, sq.ReturnQueue = l.queues[contract.ReturnQueue(q.Name)]
 	return sq
+}
+
+// namedDLQ finds, for rmqtopo's own layouts, a DLQ under another name
+// (dlq_name): the one queue the fanout Q.dlx feeds, when Q.dlq is not
+// there. Verify decides whether it is one.
+func (l *live) namedDLQ(sq *spec.Queue) {
+	if sq.DLQ {
+		return
+	}
+	var to []string
+	for _, b := range l.bySource[contract.DeadLetterExchange(sq.Name)] {
+		if b.DestinationType == topology.DestQueue {
+			to = append(to, b.Destination)
+		}
+	}
+	if len(to) == 1 {
+		sq.DLQ, sq.DLQName = true, to[0]
+	}
 }
 
 // ttl is the TTL a wait queue is declared with (its x-message-ttl).
@@ -244,6 +263,7 @@ func nativeLayout(l *live, q topology.Queue) *candidate {
 		return nil
 	}
 	sq := l.base(q)
+	l.namedDLQ(&sq)
 	sq.Layout, sq.DeliveryLimit = spec.LayoutNative, 0
 	delays := n.Delays
 	for len(delays) > 0 && delays[0] == 0 {

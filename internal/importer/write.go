@@ -194,6 +194,9 @@ func queueNode(o *queueObj) *yaml.Node {
 	if !q.DLQ {
 		add(n, "dlq", scalar(false))
 	}
+	if q.DLQName != "" {
+		add(n, "dlq_name", scalar(q.DLQName))
+	}
 	if q.ParkingLot {
 		add(n, "parking_lot", scalar(true))
 	}
