@@ -64,13 +64,13 @@ func (r *runner) doExchange(ctx context.Context, c plan.Change) error {
 }
 
 // doQueue guards every queue delete with if-empty unless destruction was
-// allowed.
+// allowed, and a retired queue's always: it is deleted only once empty.
 func (r *runner) doQueue(ctx context.Context, c plan.Change) error {
 	before, after := queueOf(c.Before), queueOf(c.After)
 	if before == nil {
 		before = &topology.Queue{Vhost: c.Address.Vhost, Name: c.Address.Name}
 	}
-	ifEmpty := !r.opts.AllowDestroy
+	ifEmpty := !r.opts.AllowDestroy || c.Why() == plan.WhyRetired
 	switch c.Action {
 	case plan.Migrate:
 		return r.doMigrate(ctx, c)

@@ -77,6 +77,7 @@ type ChangeJSON struct {
 	Conflict   []string         `json:"conflict,omitempty"`
 	LeftBehind bool             `json:"left_behind,omitempty"`
 	Draining   bool             `json:"draining,omitempty"`
+	Retired    bool             `json:"retired,omitempty"`
 	Pinned     []string         `json:"pinned,omitempty"`
 	InPolicy   []string         `json:"in_policy,omitempty"`
 }
@@ -106,7 +107,7 @@ func (c Change) JSON() ChangeJSON {
 		j.Reason, j.Messages, j.Consumers, j.Owner = reasonsText(d.Reasons), d.Messages, d.Consumers, d.Owner
 		j.Conflict, j.Pinned, j.InPolicy = d.Conflict, d.Pinned, d.InPolicy
 		j.Resumes, j.MayDelete = d.Why == WhyResumes, d.Why == WhyMayDelete
-		j.LeftBehind, j.Draining = d.Why == WhyLeftBehind, d.Why == WhyDraining
+		j.LeftBehind, j.Draining, j.Retired = d.Why == WhyLeftBehind, d.Why == WhyDraining, d.Why == WhyRetired
 	}
 	return j
 }
@@ -152,7 +153,7 @@ func (c *Change) UnmarshalJSON(data []byte) error {
 	for _, w := range []struct {
 		set bool
 		why Why
-	}{{j.Resumes, WhyResumes}, {j.MayDelete, WhyMayDelete}, {j.LeftBehind, WhyLeftBehind}, {j.Draining, WhyDraining}} {
+	}{{j.Resumes, WhyResumes}, {j.MayDelete, WhyMayDelete}, {j.LeftBehind, WhyLeftBehind}, {j.Draining, WhyDraining}, {j.Retired, WhyRetired}} {
 		if w.set {
 			det.Why = w.why
 		}

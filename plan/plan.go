@@ -188,6 +188,11 @@ const (
 	// queue; Messages then holds the count still waiting, nil when
 	// unknown.
 	WhyDraining
+	// WhyRetired marks a queue the spec retires (spec.Retired): a NoOp
+	// that keeps it while it may hold messages, or a Delete once it is
+	// empty, which apply guards with if-empty whatever was allowed.
+	// Apply records it as the spec's own either way.
+	WhyRetired
 )
 
 // Plan is the ordered set of changes for one or more vhosts.

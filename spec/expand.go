@@ -332,6 +332,7 @@ func (b *builder) build() {
 	b.buildQueues(skip)
 	b.ladder()
 	b.checkPolicies()
+	b.checkRetired()
 }
 
 // buildExchanges adds the spec's exchanges, then their bindings, so a

@@ -751,7 +751,7 @@ func (d *decoder) binding(n *yaml.Node, path string) Binding {
 // queueKeys are the keys of a queue, sorted.
 var queueKeys = []string{"arguments", "auto_delete", "bindings", "delivery_limit", "dlq", "dlq_name", "durable",
 	"immediate_retries", "layout", "max_length", "message_ttl", "migrate", "name", "parking_lot",
-	"preset", "preset_options", "raw", "retry", "return_queue", "type"}
+	"preset", "preset_options", "raw", "retire", "retry", "return_queue", "type"}
 
 func (d *decoder) queue(n *yaml.Node, path string, s *Spec) Queue {
 	q := Queue{Type: TypeClassic, DLQ: true, Durable: true, at: at(n, path), nameAt: at(n, path)}
@@ -840,6 +840,12 @@ func (d *decoder) queueRetryField(q *Queue, k string, v *yaml.Node, p string) bo
 		d.name(v, p, &q.DLQName)
 	case "migrate":
 		d.boolean(v, p, &q.Migrate)
+	case "retire":
+		d.list(v, p, func(_ int, n *yaml.Node, np string) {
+			var name string
+			d.name(n, np, &name)
+			q.Retire, q.retireAt = append(q.Retire, name), append(q.retireAt, at(n, np))
+		})
 	case "parking_lot":
 		d.boolean(v, p, &q.ParkingLot)
 	case "return_queue":

@@ -171,6 +171,13 @@ type Queue struct {
 	// Arguments are extra x-arguments of the queue; on a queue that is not
 	// raw they may not set what rmqtopo sets itself.
 	Arguments map[string]any
+	// Retire names hand-made queues this queue's retry topology takes the
+	// place of (a TTL retry queue that dead-letters back into it): the
+	// spec adopts them only to retire them. Apply records them as the
+	// spec's own, the plan names them while they hold messages (they go
+	// on dead-lettering back at their time), and --prune deletes each
+	// once it is empty; see Retired.
+	Retire []string
 	// Migrate turns a replace of the queue (and of the queues generated
 	// for it) into a message-preserving migration; see plan.Migration.
 	Migrate bool
@@ -179,6 +186,8 @@ type Queue struct {
 	PresetOptions PresetOptions
 
 	at, nameAt, deliveryLimitAt, retryAt, layoutAt, argumentsAt, presetOptionsAt, dlqNameAt pos
+	// retireAt records where each name of Retire is written.
+	retireAt []pos
 	// set records the keys written, for the checks of raw queues.
 	set keySet
 	// res is the layout and return queue Resolve chose for the broker;

@@ -245,6 +245,26 @@ func TestValidationMessages(t *testing.T) {
 			want: []string{"5:15 queues[0].dlq_name"}, contains: []string{"dlq_name does not apply to a raw queue"},
 		},
 		{
+			name: "retire a queue the spec declares",
+			spec: "version: 1\nqueues:\n  - name: a\n    retire: [a.retry, b]\n  - name: b\n    dlq: false\n",
+			want: []string{"4:23 queues[0].retire[1]"}, contains: []string{`queue "b" is retired by queue "a", but the spec keeps it: it is the queue declared at queues[1]`},
+		},
+		{
+			name: "retire a queue the spec generates",
+			spec: "version: 1\nqueues:\n  - name: a\n    retire: [a.dlq]\n",
+			want: []string{"4:14 queues[0].retire[0]"}, contains: []string{`queue "a.dlq" is retired by queue "a", but the spec keeps it: it is the queue generated for queue "a" as its DLQ`},
+		},
+		{
+			name: "retire twice, and amq.",
+			spec: "version: 1\nqueues:\n  - name: a\n    retire: [r, amq.r]\n  - name: b\n    retire: [r]\n",
+			want: []string{"4:17 queues[0].retire[1]", "6:14 queues[1].retire[0]"}, contains: []string{`prefix "amq."`, `queue "r" is retired by queue "a" and by queue "b"`},
+		},
+		{
+			name: "retire on a raw queue",
+			spec: "version: 1\nqueues:\n  - name: a\n    raw: true\n    retire: [r]\n",
+			want: []string{"5:13 queues[0].retire"}, contains: []string{"retire does not apply to a raw queue"},
+		},
+		{
 			name: "delivery_limit on a classic queue",
 			spec: "version: 1\nqueues:\n  - name: a\n    delivery_limit: 3\n",
 			want: []string{"4:21 queues[0].delivery_limit"}, contains: []string{"needs a quorum queue"},
