@@ -14,7 +14,10 @@ func (b *builder) checkRetired() {
 	seen := map[string]string{}
 	for _, q := range b.s.Queues {
 		for i, name := range q.Retire {
-			o := origin{at: q.retireAt[i], what: fmt.Sprintf("retired by queue %q", q.Name)}
+			o := origin{at: q.nameAt, what: fmt.Sprintf("retired by queue %q", q.Name)}
+			if i < len(q.retireAt) { // a spec built in code has no positions
+				o.at = q.retireAt[i]
+			}
 			if !b.checkName("queue", name, false, o) {
 				continue
 			}

@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -68,9 +69,13 @@ func (m *model) yaml(source string) []byte {
 }
 
 func (m *model) header(source string) string {
-	lines := []string{
-		fmt.Sprintf("Imported by rmqtopo import from %s, vhost %q.", source, m.l.vhost),
-		"Planning this spec against the same source shows no changes.",
+	lines := []string{fmt.Sprintf("Imported by rmqtopo import from %s, vhost %q.", source, m.l.vhost)}
+	if n := m.adoptedCount(); n > 0 {
+		lines = append(lines, fmt.Sprintf("It adopts %s: planned against the same source it", english.Count(n, "hand-made retry scheme", "hand-made retry schemes")),
+			"gives them rmqtopo's retry topology and retires their TTL queues (see the queues' comments);",
+			"every other object plans no change.")
+	} else {
+		lines = append(lines, "Planning this spec against the same source shows no changes.")
 	}
 	if m.unrecorded() {
 		lines = append(lines, "", "The vhost holds what rmqtopo applies, but the source has no ownership record (a RabbitMQ",
@@ -196,6 +201,12 @@ func queueNode(o *queueObj) *yaml.Node {
 	}
 	if q.DLQName != "" {
 		add(n, "dlq_name", scalar(q.DLQName))
+	}
+	if len(q.Retire) > 0 {
+		add(n, "retire", scalar(q.Retire))
+	}
+	if q.Migrate {
+		add(n, "migrate", scalar(true))
 	}
 	if q.ParkingLot {
 		add(n, "parking_lot", scalar(true))
