@@ -171,5 +171,14 @@ func (r *runner) doMigrate(ctx context.Context, c plan.Change) error {
 	if !ok {
 		return errCannotMigrate
 	}
+	if w := c.WaitFor(); len(w) > 0 {
+		d, ok := r.t.(target.Drainer)
+		if !ok {
+			return fmt.Errorf("queues %v dead-letter into queue %q by name, and this target cannot wait for them to drain before migrating it", w, c.Address.Name)
+		}
+		if err := d.WaitDrained(ctx, c.Address.Vhost, c.Address.Name, w); err != nil {
+			return err
+		}
+	}
 	return m.MigrateQueue(ctx, *after)
 }

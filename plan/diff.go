@@ -94,6 +94,7 @@ func DiffTopology(live, desired topology.Topology, opts Options) Plan {
 	d.diffExchanges(live, desired)
 	d.diffQueues(live, desired)
 	d.migrate(inflight)
+	d.waitForRetired(live)
 	// Bindings come after exchanges and queues because a replace of either
 	// decides what happens to the bindings touching it.
 	d.diffBindings(live, desired)

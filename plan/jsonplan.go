@@ -80,6 +80,7 @@ type ChangeJSON struct {
 	Retired    bool             `json:"retired,omitempty"`
 	Pinned     []string         `json:"pinned,omitempty"`
 	InPolicy   []string         `json:"in_policy,omitempty"`
+	WaitFor    []string         `json:"wait_for,omitempty"`
 }
 
 // jsonEncoders reuse a buffer and an encoder per change written, rather
@@ -105,7 +106,7 @@ func (c Change) JSON() ChangeJSON {
 	j := ChangeJSON{Action: c.Action, Address: c.Address, Before: c.Before, After: c.After}
 	if d := c.Details; d != nil {
 		j.Reason, j.Messages, j.Consumers, j.Owner = reasonsText(d.Reasons), d.Messages, d.Consumers, d.Owner
-		j.Conflict, j.Pinned, j.InPolicy = d.Conflict, d.Pinned, d.InPolicy
+		j.Conflict, j.Pinned, j.InPolicy, j.WaitFor = d.Conflict, d.Pinned, d.InPolicy, d.WaitFor
 		j.Resumes, j.MayDelete = d.Why == WhyResumes, d.Why == WhyMayDelete
 		j.LeftBehind, j.Draining, j.Retired = d.Why == WhyLeftBehind, d.Why == WhyDraining, d.Why == WhyRetired
 	}
@@ -149,7 +150,7 @@ func (c *Change) UnmarshalJSON(data []byte) error {
 	jsonDecoders.Put(d)
 	*c = Change{Action: j.Action, Address: j.Address, Before: j.Before, After: j.After}
 	det := Details{Reasons: reasonsOf(j.Reason), Messages: j.Messages, Consumers: j.Consumers, Owner: j.Owner,
-		Conflict: j.Conflict, Pinned: j.Pinned, InPolicy: j.InPolicy}
+		Conflict: j.Conflict, Pinned: j.Pinned, InPolicy: j.InPolicy, WaitFor: j.WaitFor}
 	for _, w := range []struct {
 		set bool
 		why Why

@@ -66,3 +66,31 @@ func retiredDiagnostic(c Change) Diagnostic {
 	}
 	return d
 }
+
+// waitForRetired notes, on each migration of a queue Q, the retired queues
+// that dead-letter into Q by name through the default exchange
+// (x-dead-letter-exchange "" and x-dead-letter-routing-key Q). Apply lets
+// them drain first: a message they dead-letter between the migration's
+// last count of Q and its delete would be lost with Q, and during the
+// short time Q does not exist it would be unroutable. Through an
+// exchange they need nothing: the migration hands Q's bindings to the
+// temporary queue.
+func (d *differ) waitForRetired(live topology.Topology) {
+	if len(d.opts.Retire) == 0 {
+		return
+	}
+	into := map[topology.Address][]string{}
+	for _, q := range live.Queues {
+		dlx, ok := q.Arguments["x-dead-letter-exchange"].(string)
+		rk, hasKey := q.Arguments["x-dead-letter-routing-key"].(string)
+		if d.opts.Retire[q.Addr()] && ok && dlx == "" && hasKey {
+			a := topology.Address{Kind: topology.KindQueue, Vhost: q.Vhost, Name: rk}
+			into[a] = append(into[a], q.Name)
+		}
+	}
+	for i := range d.changes {
+		if c := &d.changes[i]; c.Action == Migrate && len(into[c.Address]) > 0 {
+			c.EditDetails().WaitFor = into[c.Address]
+		}
+	}
+}

@@ -1,8 +1,12 @@
 package plan_test
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/rmqtopo/rmqtopo/cmd/rmqtopo/flagwords"
 	"github.com/rmqtopo/rmqtopo/plan"
@@ -80,4 +84,43 @@ func TestRetiredQueue(t *testing.T) {
 			t.Errorf("a retired queue another spec claims is planned: %+v", c)
 		}
 	}
+}
+
+// TestRetiredQueueDrainsBeforeMigration: a migration of a queue into which
+// a retired queue dead-letters by name (default exchange) waits for it
+// (WaitFor, kept in the JSON plan); one through an exchange, or a queue
+// the spec does not retire, does not.
+func TestRetiredQueueDrainsBeforeMigration(t *testing.T) {
+	byName := func(name, into string) topology.Queue {
+		return queue(name, topology.Args{"x-message-ttl": int64(5000), "x-dead-letter-exchange": "", "x-dead-letter-routing-key": into})
+	}
+	live := topology.Topology{Vhosts: []string{"/"}, Queues: []topology.Queue{
+		queue("work", topology.Args{"x-dead-letter-exchange": ""}), byName("work.retry", "work"), byName("stray", "work"),
+		queue("work.x", topology.Args{"x-message-ttl": int64(5000), "x-dead-letter-exchange": "back"}),
+	}}
+	desired := topology.Topology{Vhosts: []string{"/"}, Queues: []topology.Queue{queue("work", nil)}}
+	retire := map[topology.Address]bool{byName("work.retry", "work").Addr(): true, queue("work.x", nil).Addr(): true}
+	work := queue("work", nil).Addr()
+	p := plan.DiffTopology(live, desired, plan.Options{Retire: retire, Migrate: plan.Migration{All: true}})
+	for _, c := range p.Changes {
+		if c.Address != work {
+			continue
+		}
+		if c.Action != plan.Migrate {
+			t.Fatalf("work: %v, want migrate", c.Action)
+		}
+		if diff := cmp.Diff([]string{"work.retry"}, c.WaitFor()); diff != "" {
+			t.Errorf("WaitFor (-want +got):\n%s", diff)
+		}
+		data, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back plan.Change
+		if err := json.Unmarshal(data, &back); err != nil || !slices.Equal(back.WaitFor(), c.WaitFor()) {
+			t.Errorf("read back from %s: %v, %v", data, back.WaitFor(), err)
+		}
+		return
+	}
+	t.Fatalf("no change of work: %+v", p.Changes)
 }
