@@ -138,7 +138,7 @@ func Apply(ctx context.Context, t target.Target, p plan.Plan, opts Options) (Res
 		runErr = r.phases(ctx, steps[n:])
 	}
 	res.Elapsed = time.Since(start)
-	final := finalOf(intent, res.Records, r.done)
+	final := finalOf(p, intent, res.Records, r.done)
 	keepUnfinishedMigrations(steps, r.done, final)
 	if err := writeRecords(ctx, t, final, intent); err != nil && runErr == nil {
 		runErr = err

@@ -406,3 +406,30 @@ func TestApplyNothingToDo(t *testing.T) {
 		t.Fatalf("err = %v, calls = %q, changes = %d", err, f.calls, res.Changes())
 	}
 }
+
+// TestApplyRetiredQueue (issue 43 point 1): a queue the spec retires is
+// recorded as the spec's own, kept or not, and its delete is guarded by
+// if-empty even when destruction is allowed; once deleted it leaves the
+// record.
+func TestApplyRetiredQueue(t *testing.T) {
+	retired := func(c plan.Change) plan.Change { c.EditDetails().Why = plan.WhyRetired; return c }
+	kept := plan.Plan{Changes: []plan.Change{retired(change(plan.NoOp, qu("old.retry"), nil))}}
+	f := &fake{}
+	if _, err := apply.Apply(context.Background(), f, kept, apply.Options{Records: records()}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"put-owned v [queue:old.retry]"}, f.calls); diff != "" {
+		t.Errorf("a kept retired queue: calls (-want +got):\n%s", diff)
+	}
+	gone := plan.Plan{Changes: []plan.Change{retired(withMsgs(del(qu("old.retry")), zero()))}}
+	for _, allow := range []bool{false, true} {
+		f := &fake{}
+		if _, err := apply.Apply(context.Background(), f, gone, apply.Options{AllowDestroy: allow, Records: records(qu("old.retry").Addr())}); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"delete-queue old.retry if-empty=true", "put-owned v []"}
+		if diff := cmp.Diff(want, f.calls); diff != "" {
+			t.Errorf("AllowDestroy=%t: calls (-want +got):\n%s", allow, diff)
+		}
+	}
+}

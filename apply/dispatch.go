@@ -64,13 +64,13 @@ func (r *runner) doExchange(ctx context.Context, c plan.Change) error {
 }
 
 // doQueue guards every queue delete with if-empty unless destruction was
-// allowed.
+// allowed, and a retired queue's always: it is deleted only once empty.
 func (r *runner) doQueue(ctx context.Context, c plan.Change) error {
 	before, after := queueOf(c.Before), queueOf(c.After)
 	if before == nil {
 		before = &topology.Queue{Vhost: c.Address.Vhost, Name: c.Address.Name}
 	}
-	ifEmpty := !r.opts.AllowDestroy
+	ifEmpty := !r.opts.AllowDestroy || c.Why() == plan.WhyRetired
 	switch c.Action {
 	case plan.Migrate:
 		return r.doMigrate(ctx, c)
@@ -170,6 +170,15 @@ func (r *runner) doMigrate(ctx context.Context, c plan.Change) error {
 	m, ok := r.t.(target.Migrator)
 	if !ok {
 		return errCannotMigrate
+	}
+	if w := c.WaitFor(); len(w) > 0 {
+		d, ok := r.t.(target.Drainer)
+		if !ok {
+			return fmt.Errorf("queues %v dead-letter into queue %q by name, and this target cannot wait for them to drain before migrating it", w, c.Address.Name)
+		}
+		if err := d.WaitDrained(ctx, c.Address.Vhost, c.Address.Name, w); err != nil {
+			return err
+		}
 	}
 	return m.MigrateQueue(ctx, *after)
 }

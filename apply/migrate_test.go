@@ -3,6 +3,7 @@ package apply_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,5 +75,43 @@ func TestApplyMigrateNeedsAMigrator(t *testing.T) {
 	_, err := apply.Apply(context.Background(), &fake{}, plan.Plan{Changes: []plan.Change{migrate(qu("orders"))}}, apply.Options{Records: records()})
 	if err == nil || !strings.Contains(err.Error(), `migrate queue "orders" in vhost "v": this target cannot migrate queues`) {
 		t.Errorf("Apply = %v", err)
+	}
+}
+
+// drainer is the migrator that can wait for queues to drain.
+type drainer struct {
+	*migrator
+	err error
+}
+
+func (d *drainer) WaitDrained(ctx context.Context, vhost, into string, names []string) error {
+	if err := d.call(ctx, "wait-drained "+into+" "+strings.Join(names, ",")); err != nil {
+		return err
+	}
+	return d.err
+}
+
+// TestApplyMigrateWaitsForRetired: a migration whose queue retired queues
+// dead-letter into by name first waits for them to drain; when they do
+// not, the queue is not migrated, and a target that cannot wait refuses.
+func TestApplyMigrateWaitsForRetired(t *testing.T) {
+	c := migrate(qu("work"))
+	c.EditDetails().WaitFor = []string{"work.retry"}
+	p := plan.Plan{Changes: []plan.Change{c}}
+	d := &drainer{migrator: &migrator{fake: &fake{}}}
+	if _, err := apply.Apply(context.Background(), d, p, apply.Options{Records: records()}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"put-owned v [queue:work queue:work.rmqtopo-migrate]", "wait-drained work work.retry", "migrate-queue work", "put-owned v [queue:work]"}
+	if diff := cmp.Diff(want, d.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	d = &drainer{migrator: &migrator{fake: &fake{}}, err: errNotEmpty}
+	if _, err := apply.Apply(context.Background(), d, p, apply.Options{Records: records()}); err == nil || slices.Contains(d.calls, "migrate-queue work") {
+		t.Errorf("a retired queue that did not drain: err %v, calls %q", err, d.calls)
+	}
+	m := &migrator{fake: &fake{}}
+	if _, err := apply.Apply(context.Background(), m, p, apply.Options{Records: records()}); err == nil || slices.Contains(m.calls, "migrate-queue work") {
+		t.Errorf("a target that cannot wait: err %v, calls %q", err, m.calls)
 	}
 }

@@ -23,6 +23,7 @@ func intentOf(p plan.Plan, steps []plan.Change, have map[string]topology.Record)
 		next.Claims = plan.Claims(p, v)
 		out[v] = next
 	}
+	adoptRetired(p, out)
 	for _, c := range steps {
 		r, ok := out[c.Address.Vhost]
 		if !ok || c.Address.Kind == topology.KindVhost {
@@ -43,13 +44,14 @@ func intentOf(p plan.Plan, steps []plan.Change, have map[string]topology.Record)
 
 // finalOf is the record after the apply: what was owned, plus what this
 // apply created, minus what it deleted. Claims are those of the intent.
-func finalOf(intent, had map[string]topology.Record, done []plan.Change) map[string]topology.Record {
+func finalOf(p plan.Plan, intent, had map[string]topology.Record, done []plan.Change) map[string]topology.Record {
 	out := map[string]topology.Record{}
 	for v, r := range had {
 		next := r.Clone()
 		next.Claims = intent[v].Claims
 		out[v] = next
 	}
+	adoptRetired(p, out)
 	for _, c := range done {
 		r, ok := out[c.Address.Vhost]
 		if !ok {
@@ -160,6 +162,19 @@ func keepUnfinishedMigrations(steps, done []plan.Change, records map[string]topo
 	for _, c := range steps {
 		if r, ok := records[c.Address.Vhost]; ok && c.Action == plan.Migrate && !finished[c.Address] {
 			r.Owned[migrationQueue(c)] = true
+		}
+	}
+}
+
+// adoptRetired records as owned, in the records of out, every queue the
+// plan retires (plan.WhyRetired): a hand-made queue the spec adopted to
+// retire becomes the spec's, as if rmqtopo had made it, so that a later
+// plan of this spec deletes it once empty and no other spec's does. A
+// retired queue this apply deletes is dropped again by finalOf's deletes.
+func adoptRetired(p plan.Plan, out map[string]topology.Record) {
+	for _, c := range p.Changes {
+		if r, ok := out[c.Address.Vhost]; ok && c.Why() == plan.WhyRetired {
+			r.Owned[c.Address] = true
 		}
 	}
 }

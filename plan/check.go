@@ -33,6 +33,7 @@ const (
 	CodeSpecConflict             = "RT007"
 	CodeOwnershipUnknown         = "RT008"
 	CodeQueueLeftBehind          = "RT013"
+	CodeQueueRetired             = "RT014"
 	// Policy codes start at RT020; see policycheck.go.
 	CodePolicyShadowed        = "RT020"
 	CodeManagedPolicyShadowed = "RT021"
@@ -74,6 +75,9 @@ type Remedy struct {
 	Migrate bool
 	// Prune: pruning (Choices.Prune) removes the queue.
 	Prune bool
+	// PruneOnceEmpty: pruning removes the queue once it is empty, and
+	// not before.
+	PruneOnceEmpty bool
 }
 
 // CheckOptions are what the user has accepted, and what the checks judge
@@ -210,6 +214,8 @@ func checkChanges(p Plan, opts *checking) []Diagnostic {
 			ds = append(ds, d)
 		case c.Why() == WhyLeftBehind:
 			ds = append(ds, leftBehind(c))
+		case c.Why() == WhyRetired && c.Action == NoOp:
+			ds = append(ds, retiredDiagnostic(c))
 		case c.Action == Migrate || c.Action == NoOp:
 			if d, ok := checkMigration(c); ok {
 				ds = append(ds, d)

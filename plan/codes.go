@@ -59,6 +59,7 @@ var Codes = []CodeInfo{
 	{Code: CodeUnsupported, Severity: SeverityError, Refused: true, Meaning: "a queue type or argument the judged version or the queue's type lacks"},
 	{Code: CodeAccess, Severity: SeverityError, Refused: true, Meaning: "a change the user's tags or permissions do not allow"},
 	{Code: CodeQueueLeftBehind, Severity: SeverityWarning, Meaning: "a queue this spec owned left the spec and is kept (not pruned)"},
+	{Code: CodeQueueRetired, Severity: SeverityInfo, Meaning: "retired: a hand-made queue the spec retires is kept while it may hold messages; delete it with prune once empty"},
 	{Code: CodePolicyShadowed, Severity: SeverityWarning, Meaning: "a user policy matches queues whose rmqtopo policy wins: its keys do not apply to them"},
 	{Code: CodeManagedPolicyShadowed, Severity: SeverityError, AllowDestroy: true, Meaning: "a user policy wins over (or ties with) rmqtopo's policy of queues: their dead-lettering and limits do not apply"},
 	{Code: CodeOperatorPolicyCaps, Severity: SeverityInfo, Meaning: "an operator policy caps a limit below rmqtopo's policy"},

@@ -16,6 +16,9 @@ type Options struct {
 	Prune bool
 	// Migrate chooses the queue replaces that become migrations.
 	Migrate Migration
+	// Retire holds queues the spec retires (adopted to be deleted once
+	// empty); see retiredQueue.
+	Retire map[topology.Address]bool
 	// Owned holds the objects this spec may delete: rmqtopo created them
 	// for it, as its ownership record says, and no other spec claims them.
 	Owned map[topology.Address]bool
@@ -91,6 +94,7 @@ func DiffTopology(live, desired topology.Topology, opts Options) Plan {
 	d.diffExchanges(live, desired)
 	d.diffQueues(live, desired)
 	d.migrate(inflight)
+	d.waitForRetired(live)
 	// Bindings come after exchanges and queues because a replace of either
 	// decides what happens to the bindings touching it.
 	d.diffBindings(live, desired)
@@ -307,7 +311,10 @@ func (d *differ) diffQueues(live, desired topology.Topology) {
 		d.desiredQueue(a, q, was, ok)
 	}
 	for _, a := range sortedKeysExcept(liveBy, func(a topology.Address) bool { return wanted[a] }) {
-		if d.deletable(a) {
+		switch {
+		case d.retirable(a):
+			d.retiredQueue(a, liveBy[a])
+		case d.deletable(a):
 			d.undesiredQueue(a, liveBy[a])
 		}
 	}

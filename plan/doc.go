@@ -74,6 +74,8 @@
 //	RT012  error                         (with CheckOptions.Access) a change the user may not make
 //	RT013  warning                       a queue this spec owned left the spec and is kept (no
 //	                                     --prune): its exact message count, and how to remove it
+//	RT014  info                          retired: a hand-made queue the spec retires is kept while
+//	                                     it may hold messages; pruned once empty (retire.go)
 //	RT020  warning                       a user policy matches queues whose rmqtopo policy wins:
 //	                                     its keys do not apply to them
 //	RT021  error (warning when allowed)  a user policy wins over (or ties with) rmqtopo's policy

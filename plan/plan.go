@@ -109,6 +109,11 @@ type Details struct {
 	// made, the arguments the spec now declares that the queue lacks:
 	// its own policy carries them instead (legacy.go).
 	InPolicy []string
+	// WaitFor lists, on a Migrate, the retired queues (spec.Retired) that
+	// dead-letter into the queue by its name through the default
+	// exchange: no binding can hand them to the temporary queue, so apply
+	// lets them drain into the old queue before migrating it (retire.go).
+	WaitFor []string
 }
 
 // EditDetails returns c's Details for setting them, made if c has none.
@@ -155,6 +160,9 @@ func (c Change) Conflict() []string { return c.details().Conflict }
 // Pinned is Details.Pinned, or nil without Details.
 func (c Change) Pinned() []string { return c.details().Pinned }
 
+// WaitFor is Details.WaitFor, or nil without Details.
+func (c Change) WaitFor() []string { return c.details().WaitFor }
+
 // InPolicy is Details.InPolicy, or nil without Details.
 func (c Change) InPolicy() []string { return c.details().InPolicy }
 
@@ -184,6 +192,11 @@ const (
 	// queue; Messages then holds the count still waiting, nil when
 	// unknown.
 	WhyDraining
+	// WhyRetired marks a queue the spec retires (spec.Retired): a NoOp
+	// that keeps it while it may hold messages, or a Delete once it is
+	// empty, which apply guards with if-empty whatever was allowed.
+	// Apply records it as the spec's own either way.
+	WhyRetired
 )
 
 // Plan is the ordered set of changes for one or more vhosts: plain data,

@@ -59,6 +59,12 @@ const (
 	// ReasonMigrationOrphan: the temporary queue of a migration of queue
 	// Subject, which left the spec.
 	ReasonMigrationOrphan
+	// ReasonRetired: a queue the spec retires, kept; Count messages when
+	// Want is "counted", its count unknown otherwise; Text is set when
+	// the plan prunes (it is kept for holding messages).
+	ReasonRetired
+	// ReasonRetiredGone: a retired queue, empty, deleted.
+	ReasonRetiredGone
 	// ReasonNativeInArguments: a native queue kept in the shape of an
 	// earlier rmqtopo, its schedule in its arguments (nativefold.go).
 	ReasonNativeInArguments
@@ -115,6 +121,14 @@ func (r Reason) String() string {
 		return fmt.Sprintf("kept with retired delay ladder %s while its level queues drain; deleted by a later apply once they are empty", r.Subject)
 	case ReasonNativeInArguments:
 		return "native queue made by an earlier rmqtopo, its schedule in its arguments: a schedule change replaces it; with migrate: true that change migrates it to the in-place shape, where later schedule changes touch no message"
+	case ReasonRetired:
+		held := "its message count unknown"
+		if r.Want == "counted" {
+			held = "it holds " + english.Count(r.Count, "message", "messages")
+		}
+		return "retired: a pruning apply deletes it once empty (" + held + ")"
+	case ReasonRetiredGone:
+		return "retired, empty"
 	case ReasonMigrationOrphan:
 		return fmt.Sprintf("temporary queue of a migration of queue %q, which is not in the spec; left as it is", r.Subject)
 	}

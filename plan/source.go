@@ -34,6 +34,9 @@ type Choices struct {
 	Prune bool
 	// Migrate chooses the queue replaces that become migrations.
 	Migrate Migration
+	// Retire holds the hand-made queues the spec retires (spec.Retired):
+	// they are the spec's to delete, once empty and with Prune.
+	Retire map[topology.Address]bool
 	// Expand, when set, makes the desired topology from the state Make
 	// read (the spec's layout auto depends on the broker's version and
 	// on what is live); the desired topology given to Make then only
@@ -105,6 +108,7 @@ func Diff(st *topology.State, desired topology.Topology, ch Choices) Plan {
 	return DiffTopology(st.Topology, desired, Options{
 		Prune:       ch.Prune,
 		Migrate:     ch.Migrate,
+		Retire:      ch.Retire,
 		Owned:       own.Deletable,
 		Owner:       own.Owner,
 		Others:      own.Others,

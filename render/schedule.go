@@ -53,7 +53,7 @@ func Schedule(w io.Writer, files []*spec.File, color bool) error {
 				if native && next == q.Name {
 					next += " (deferred)"
 				}
-				if next == contract.DeadLetterQueue(q.Name) {
+				if q.DLQ && next == spec.DLQOf(q) {
 					next = st.red("DLQ " + next)
 				}
 				// After a jittered delay every total is an upper bound.

@@ -332,6 +332,7 @@ func (b *builder) build() {
 	b.buildQueues(skip)
 	b.ladder()
 	b.checkPolicies()
+	b.checkRetired()
 }
 
 // buildExchanges adds the spec's exchanges, then their bindings, so a
@@ -437,6 +438,7 @@ func (b *builder) checkQueue(q Queue) {
 		}
 	}
 	b.checkReturnQueue(q)
+	b.checkDLQName(q)
 	if n := q.ImmediateRetries + q.Retry.count(); n > MaxRetries {
 		b.errorf(q.retryAt, "%d retries in all; at most %d", n, MaxRetries)
 	}
@@ -472,7 +474,11 @@ func (b *builder) workQueueArgs(q Queue) map[string]any {
 
 func (b *builder) deadEnds(q Queue) {
 	if q.DLQ {
-		b.addQueue(topology.Queue{Name: contract.DeadLetterQueue(q.Name), Arguments: deadEndArgs(q.Type)}, b.generated(q, "DLQ"))
+		o := b.generated(q, "DLQ")
+		if q.DLQName != "" {
+			o.at = q.dlqNameAt // a bad or colliding name is the dlq_name's
+		}
+		b.addQueue(topology.Queue{Name: DLQOf(q), Arguments: deadEndArgs(q.Type)}, o)
 	}
 	if q.ParkingLot {
 		b.addQueue(topology.Queue{Name: contract.ParkingLotQueue(q.Name), Arguments: deadEndArgs(q.Type)}, b.generated(q, "parking lot"))
@@ -499,7 +505,7 @@ func (b *builder) native(q Queue) {
 	dlx := contract.DeadLetterExchange(q.Name)
 	if q.DLQ {
 		b.addExchange(topology.Exchange{Name: dlx, Type: "fanout", Durable: true}, b.generated(q, "dead-letter exchange"))
-		b.bind(dlx, topology.DestQueue, contract.DeadLetterQueue(q.Name), "", nil)
+		b.bind(dlx, topology.DestQueue, DLQOf(q), "", nil)
 	}
 	// No alternate exchange: a copy past the last binding must come back to
 	// its (mandatory) publisher as a return, which is how the service learns

@@ -22,7 +22,7 @@ func Migrations(files ...*File) map[topology.Address]bool {
 				continue
 			}
 			add(q.Name)
-			add(contract.DeadLetterQueue(q.Name))
+			add(DLQOf(q))
 			add(contract.ParkingLotQueue(q.Name))
 			add(ReturnTo(q))
 			if q.Preset != PresetNone || s.layoutOf(q) != LayoutPerAttempt {

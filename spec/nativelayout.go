@@ -26,7 +26,7 @@ func (b *builder) nativeLayout(q Queue) {
 	if q.DLQ {
 		dlx := contract.DeadLetterExchange(q.Name)
 		b.addExchange(topology.Exchange{Name: dlx, Type: "fanout", Durable: true}, b.generated(q, "dead-letter exchange"))
-		b.bind(dlx, topology.DestQueue, contract.DeadLetterQueue(q.Name), "", nil)
+		b.bind(dlx, topology.DestQueue, DLQOf(q), "", nil)
 	}
 	b.deadEnds(q)
 	if !nativeInPlace(q) {

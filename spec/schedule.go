@@ -127,7 +127,7 @@ func (s *Spec) deadEnd(q Queue) string {
 	if !q.DLQ {
 		return "discarded"
 	}
-	return contract.DeadLetterQueue(q.Name)
+	return DLQOf(q)
 }
 
 // LayoutOf is the layout q's retries take (never auto): what Resolve

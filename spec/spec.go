@@ -187,7 +187,11 @@ type Queue struct {
 	ImmediateRetries int
 	Layout           Layout
 	DLQ              bool
-	ParkingLot       bool
+	// DLQName names the DLQ when it is not contract.DeadLetterQueue(Name):
+	// a DLQ made by hand under another name (invoice.create.failed), kept
+	// by name when the queue is adopted. "" for the default; see DLQOf.
+	DLQName    string
+	ParkingLot bool
 	// ReturnQueue creates contract.ReturnQueue(Name), where delayed
 	// retries come back ahead of the work queue's backlog (returnq.go).
 	ReturnQueue   bool
@@ -205,6 +209,13 @@ type Queue struct {
 	// Arguments are extra x-arguments of the queue; on a queue that is not
 	// raw they may not set what rmqtopo sets itself.
 	Arguments map[string]any
+	// Retire names hand-made queues this queue's retry topology takes the
+	// place of (a TTL retry queue that dead-letters back into it): the
+	// spec adopts them only to retire them. Apply records them as the
+	// spec's own, the plan names them while they hold messages (they go
+	// on dead-lettering back at their time), and --prune deletes each
+	// once it is empty; see Retired.
+	Retire []string
 	// Migrate turns a replace of the queue (and of the queues generated
 	// for it) into a message-preserving migration; see plan.Migration.
 	Migrate bool
@@ -212,7 +223,9 @@ type Queue struct {
 	// its user choose; unset ones take the library's defaults.
 	PresetOptions PresetOptions
 
-	at, nameAt, deliveryLimitAt, retryAt, layoutAt, argumentsAt, presetOptionsAt pos
+	at, nameAt, deliveryLimitAt, retryAt, layoutAt, argumentsAt, presetOptionsAt, dlqNameAt pos
+	// retireAt records where each name of Retire is written.
+	retireAt []pos
 	// set records the keys written, for the checks of raw queues.
 	set keySet
 	// res is the layout and return queue Resolve chose for the broker;

@@ -210,6 +210,61 @@ func TestValidationMessages(t *testing.T) {
 			want: []string{"3:11 queues[0].name"}, contains: []string{`queue "a.dlq" (generated for queue "a" as its DLQ) collides with the queue declared at queues[1]`},
 		},
 		{
+			name: "dlq_name colliding with a declared queue",
+			spec: "version: 1\nqueues:\n  - name: a\n    dlq_name: b\n  - name: b\n    dlq: false\n",
+			want: []string{"4:15 queues[0].dlq_name"}, contains: []string{`queue "b" (generated for queue "a" as its DLQ) collides with the queue declared at queues[1]`},
+		},
+		{
+			name: "dlq_name colliding with another queue's wait queue",
+			spec: "version: 1\nqueues:\n  - name: a\n    layout: per-attempt\n    retry: {delays: [3s]}\n  - name: b\n    dlq_name: a.wait.1.3s\n",
+			want: []string{"7:15 queues[1].dlq_name"}, contains: []string{`queue "a.wait.1.3s" (generated for queue "b" as its DLQ) collides with`},
+		},
+		{
+			name: "dlq_name not a valid queue name",
+			spec: "version: 1\nqueues:\n  - name: a\n    dlq_name: amq.failed\n",
+			want: []string{"4:15 queues[0].dlq_name"}, contains: []string{`prefix "amq."`},
+		},
+		{
+			name: "dlq_name empty",
+			spec: "version: 1\nqueues:\n  - name: a\n    dlq_name: \"\"\n",
+			want: []string{"4:15 queues[0].dlq_name"}, contains: []string{"name must not be empty"},
+		},
+		{
+			name: "dlq_name without a DLQ",
+			spec: "version: 1\nqueues:\n  - name: a\n    dlq: false\n    dlq_name: a.failed\n",
+			want: []string{"5:15 queues[0].dlq_name"}, contains: []string{"dlq_name needs a DLQ"},
+		},
+		{
+			name: "dlq_name on a preset",
+			spec: "version: 1\nqueues:\n  - name: a\n    preset: outbox\n    retry: {delays: [1s]}\n    dlq_name: a.failed\n",
+			want: []string{"6:15 queues[0].dlq_name"}, contains: []string{"does not apply to a queue with preset outbox"},
+		},
+		{
+			name: "dlq_name on a raw queue",
+			spec: "version: 1\nqueues:\n  - name: a\n    raw: true\n    dlq_name: a.failed\n",
+			want: []string{"5:15 queues[0].dlq_name"}, contains: []string{"dlq_name does not apply to a raw queue"},
+		},
+		{
+			name: "retire a queue the spec declares",
+			spec: "version: 1\nqueues:\n  - name: a\n    retire: [a.retry, b]\n  - name: b\n    dlq: false\n",
+			want: []string{"4:23 queues[0].retire[1]"}, contains: []string{`queue "b" is retired by queue "a", but the spec keeps it: it is the queue declared at queues[1]`},
+		},
+		{
+			name: "retire a queue the spec generates",
+			spec: "version: 1\nqueues:\n  - name: a\n    retire: [a.dlq]\n",
+			want: []string{"4:14 queues[0].retire[0]"}, contains: []string{`queue "a.dlq" is retired by queue "a", but the spec keeps it: it is the queue generated for queue "a" as its DLQ`},
+		},
+		{
+			name: "retire twice, and amq.",
+			spec: "version: 1\nqueues:\n  - name: a\n    retire: [r, amq.r]\n  - name: b\n    retire: [r]\n",
+			want: []string{"4:17 queues[0].retire[1]", "6:14 queues[1].retire[0]"}, contains: []string{`prefix "amq."`, `queue "r" is retired by queue "a" and by queue "b"`},
+		},
+		{
+			name: "retire on a raw queue",
+			spec: "version: 1\nqueues:\n  - name: a\n    raw: true\n    retire: [r]\n",
+			want: []string{"5:13 queues[0].retire"}, contains: []string{"retire does not apply to a raw queue"},
+		},
+		{
 			name: "delivery_limit on a classic queue",
 			spec: "version: 1\nqueues:\n  - name: a\n    delivery_limit: 3\n",
 			want: []string{"4:21 queues[0].delivery_limit"}, contains: []string{"needs a quorum queue"},

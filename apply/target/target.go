@@ -71,6 +71,15 @@ type Migrator interface {
 	MigrateQueue(ctx context.Context, after topology.Queue) error
 }
 
+// Drainer is a Target that can wait for queues to drain: until each of
+// names in vhost holds nothing, ready or held back, or until that has
+// taken longer than the queue's own TTL allows, when the error wraps
+// ErrNotEmpty. Apply waits so for the retired queues that dead-letter into
+// a queue by name before migrating it (plan.Details.WaitFor).
+type Drainer interface {
+	WaitDrained(ctx context.Context, vhost, into string, names []string) error
+}
+
 // Locker takes a vhost's apply lock, held for as long as the Locker lives.
 // Lock fails at once with an error wrapping ErrLocked while another apply
 // holds it, and with one wrapping ErrVhostNotFound when the vhost does not

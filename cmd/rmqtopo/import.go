@@ -57,8 +57,13 @@ func (c *importCmd) Run(e *env) (err error) {
 	if res.Name != "" {
 		named = fmt.Sprintf(" (spec %q, as the vhost's ownership record names it)", res.Name)
 	}
-	fmt.Fprintf(e.stderr, "Wrote %s%s: %s with retry topology recognised, %s not imported.\n", c.Out, named,
-		english.Count(res.Recognised, "queue", "queues"), english.Count(len(res.Skipped), "object", "objects"))
+	adopted := ""
+	if res.Adopted > 0 {
+		adopted = fmt.Sprintf(", %s adopted (plan it: it changes the vhost, and names the queues it retires)",
+			english.Count(res.Adopted, "hand-made retry scheme", "hand-made retry schemes"))
+	}
+	fmt.Fprintf(e.stderr, "Wrote %s%s: %s with retry topology recognised%s, %s not imported.\n", c.Out, named,
+		english.Count(res.Recognised, "queue", "queues"), adopted, english.Count(len(res.Skipped), "object", "objects"))
 	return nil
 }
 

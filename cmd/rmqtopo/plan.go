@@ -169,7 +169,8 @@ func queueAddress(vhost, name string) topology.Address {
 // choices are the plan choices of the flags and the spec: --prune,
 // --migrate for every queue, migrate: true per queue.
 func choices(files []*spec.File, prune, migrateAll bool) plan.Choices {
-	return plan.Choices{Specs: spec.Names(files), Prune: prune, Migrate: plan.Migration{All: migrateAll, Queues: spec.Migrations(files...)}}
+	return plan.Choices{Specs: spec.Names(files), Prune: prune, Migrate: plan.Migration{All: migrateAll, Queues: spec.Migrations(files...)},
+		Retire: spec.Retired(files...)}
 }
 
 // review runs plan.Review with client as the live broker (nil for none)

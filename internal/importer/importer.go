@@ -67,8 +67,12 @@ type Result struct {
 	File *spec.File
 	// Skipped lists what the spec leaves out, sorted.
 	Skipped []Skipped
-	// Recognised counts the queues written with retry topology.
+	// Recognised counts the queues written with retry topology that
+	// reproduces theirs.
 	Recognised int
+	// Adopted counts the queues whose hand-made retry scheme the spec
+	// adopts (handmade.go): planned, it changes the vhost.
+	Adopted int
 	// Name is the spec's name as written: the spec of the vhost's one
 	// ownership record, "" when it has none or several.
 	Name string
@@ -123,17 +127,22 @@ func (m *model) result(data []byte, f *spec.File) (*Result, error) {
 		_, live := m.l.exchanges[e.Name]
 		return !live && contract.IsLevelsMarker(e.Name)
 	})
+	// An adopted hand-made scheme changes the vhost: its objects and
+	// those of its expansion are the plan's to show, not this check's.
+	scope := m.adoptedScope()
+	want, got = without(want, scope), without(got, scope)
 	if !reflect.DeepEqual(normal(want), normal(got)) {
 		return nil, fmt.Errorf("the written spec does not reproduce vhost %q: %s", m.l.vhost, firstDifference(want, got))
 	}
 	sk := m.sortedSkipped()
-	n := 0
+	adopted := m.adoptedCount()
+	n := -adopted
 	for _, q := range m.queues {
 		if q.cand != nil {
 			n++
 		}
 	}
-	return &Result{YAML: data, File: f, Skipped: sk, Recognised: n, Name: m.name(), Specs: m.specs, Unrecorded: m.unrecorded()}, nil
+	return &Result{YAML: data, File: f, Skipped: sk, Recognised: n, Adopted: adopted, Name: m.name(), Specs: m.specs, Unrecorded: m.unrecorded()}, nil
 }
 
 // recordedSpecs are the distinct specs that records name in vhost, sorted.
@@ -155,7 +164,7 @@ func (m *model) unrecorded() bool {
 		return false
 	}
 	for _, o := range m.queues {
-		if o.cand != nil {
+		if o.cand != nil && !o.cand.adopt {
 			return true
 		}
 	}
@@ -227,6 +236,61 @@ func addrs(t topology.Topology) map[topology.Address]any {
 	}
 	for _, p := range t.Policies {
 		out[p.Addr()] = p
+	}
+	return out
+}
+
+// adoptedCount counts the queues whose hand-made scheme the spec adopts.
+func (m *model) adoptedCount() int {
+	n := 0
+	for _, o := range m.queues {
+		if o.cand != nil && o.cand.adopt {
+			n++
+		}
+	}
+	return n
+}
+
+// adoptedScope is every object an adopted hand-made scheme concerns: its
+// work queue, what it takes over, and what its expansion declares.
+func (m *model) adoptedScope() map[topology.Address]bool {
+	out := map[topology.Address]bool{}
+	for _, o := range m.queues {
+		if o.cand == nil || !o.cand.adopt {
+			continue
+		}
+		out[o.q.Addr()] = true
+		for a := range o.cand.generated {
+			out[a] = true
+		}
+		for a := range addrs(m.l.expand(o.cand.q)) {
+			out[a] = true
+		}
+	}
+	for a := range out {
+		if a.Kind == topology.KindQueue { // the policy a kept shape gives it (plan.KeepLegacy)
+			out[topology.Address{Kind: topology.KindPolicy, Vhost: a.Vhost, Name: contract.QueuePolicy(a.Name)}] = true
+		}
+	}
+	return out
+}
+
+// without is t less the objects at the addresses of skip.
+func without(t topology.Topology, skip map[topology.Address]bool) topology.Topology {
+	if len(skip) == 0 {
+		return t
+	}
+	return topology.Topology{Vhosts: t.Vhosts, Exchanges: keep(t.Exchanges, skip), Queues: keep(t.Queues, skip),
+		Bindings: keep(t.Bindings, skip), Policies: keep(t.Policies, skip)}
+}
+
+// keep is xs less the objects at the addresses of skip.
+func keep[T interface{ Addr() topology.Address }](xs []T, skip map[topology.Address]bool) []T {
+	var out []T
+	for _, x := range xs {
+		if !skip[x.Addr()] {
+			out = append(out, x)
+		}
 	}
 	return out
 }

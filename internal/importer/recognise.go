@@ -35,6 +35,11 @@ type live struct {
 	// ladder is the vhost's delay ladder, nil for none; the model sets it
 	// to nil when a spec with it would not reproduce the vhost.
 	ladder *ladder
+	// returns holds, for each queue, the hand-made TTL queues that
+	// dead-letter back into it (handmade.go).
+	returns map[string][]string
+	// retiredBy is the work queue that retires each hand-made TTL queue.
+	retiredBy map[string]string
 }
 
 func index(t topology.Topology, vhost string, release topology.Version) *live {
@@ -82,6 +87,7 @@ func index(t topology.Topology, vhost string, release topology.Version) *live {
 	}
 	l.waitQueueType = l.sharedWaitQueueType()
 	l.ladder = l.findLadder()
+	l.findReturns()
 	return l
 }
 
@@ -105,8 +111,12 @@ type candidate struct {
 	what string // for the comment: "rmqtopo retry topology" or "goqueue preset"
 	note string // an extra comment line, e.g. where delays were guessed
 	// generated holds every object the candidate's expansion declares
-	// beside its work queue.
+	// beside its work queue; for an adopted hand-made scheme, the live
+	// objects it takes over instead (its DLQ, the queues it retires).
 	generated map[topology.Address]bool
+	// adopt marks a hand-made retry scheme (handmade.go): the spec
+	// changes the vhost rather than reproduce it.
+	adopt bool
 }
 
 // recognisers guess, from names alone, which retry topology a queue may
@@ -114,7 +124,7 @@ type candidate struct {
 // levels queue also holds everything native guesses for it (its retry
 // exchange and immediate retries, without the delayed ones); the others
 // need their own generated objects to exist.
-var recognisers = []func(*live, topology.Queue) *candidate{nativeLayout, levels, native, goqueue, outbox, spring}
+var recognisers = []func(*live, topology.Queue) *candidate{nativeLayout, levels, native, goqueue, outbox, spring, handMade}
 
 // recognise returns the first candidate for q whose expansion the live
 // topology holds exactly, or nil and why none is: what the first guess
@@ -133,6 +143,9 @@ func (l *live) recognise(q topology.Queue) (*candidate, string) {
 		c := r(l, q)
 		if c == nil {
 			continue
+		}
+		if c.adopt {
+			return c, "" // nothing to verify: the spec changes the vhost
 		}
 		miss := l.verify(c, q)
 		if miss == "" {
@@ -169,8 +182,27 @@ func (l *live) base(q topology.Queue) spec.Queue {
 // return queue (presets may not): verify decides whether it is one.
 func (l *live) withReturnQueue(q topology.Queue) spec.Queue {
 	sq := l.base(q)
+	l.namedDLQ(&sq)
 	_, sq.ReturnQueue = l.queues[contract.ReturnQueue(q.Name)]
 	return sq
+}
+
+// namedDLQ finds, for rmqtopo's own layouts, a DLQ under another name
+// (dlq_name): the one queue the fanout Q.dlx feeds, when Q.dlq is not
+// there. Verify decides whether it is one.
+func (l *live) namedDLQ(sq *spec.Queue) {
+	if sq.DLQ {
+		return
+	}
+	var to []string
+	for _, b := range l.bySource[contract.DeadLetterExchange(sq.Name)] {
+		if b.DestinationType == topology.DestQueue {
+			to = append(to, b.Destination)
+		}
+	}
+	if len(to) == 1 {
+		sq.DLQ, sq.DLQName = true, to[0]
+	}
 }
 
 // ttl is the TTL a wait queue is declared with (its x-message-ttl).
@@ -244,6 +276,7 @@ func nativeLayout(l *live, q topology.Queue) *candidate {
 		return nil
 	}
 	sq := l.base(q)
+	l.namedDLQ(&sq)
 	sq.Layout, sq.DeliveryLimit = spec.LayoutNative, 0
 	delays := n.Delays
 	for len(delays) > 0 && delays[0] == 0 {

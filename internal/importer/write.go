@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/internal/english"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -68,9 +69,13 @@ func (m *model) yaml(source string) []byte {
 }
 
 func (m *model) header(source string) string {
-	lines := []string{
-		fmt.Sprintf("Imported by rmqtopo import from %s, vhost %q.", source, m.l.vhost),
-		"Planning this spec against the same source shows no changes.",
+	lines := []string{fmt.Sprintf("Imported by rmqtopo import from %s, vhost %q.", source, m.l.vhost)}
+	if n := m.adoptedCount(); n > 0 {
+		lines = append(lines, fmt.Sprintf("It adopts %s: planned against the same source it", english.Count(n, "hand-made retry scheme", "hand-made retry schemes")),
+			"gives them rmqtopo's retry topology and retires their TTL queues (see the queues' comments);",
+			"every other object plans no change.")
+	} else {
+		lines = append(lines, "Planning this spec against the same source shows no changes.")
 	}
 	if m.unrecorded() {
 		lines = append(lines, "", "The vhost holds what rmqtopo applies, but the source has no ownership record (a RabbitMQ",
@@ -181,7 +186,7 @@ func queueNode(o *queueObj) *yaml.Node {
 	if q.Retry.Kind != "" {
 		add(n, "retry", retryNode(q.Retry))
 	}
-	addQueueKeys(n, q, "layout", "dlq", "parking_lot", "return_queue", "message_ttl", "max_length", "delivery_limit")
+	addQueueKeys(n, q, "layout", "dlq", "dlq_name", "retire", "migrate", "parking_lot", "return_queue", "message_ttl", "max_length", "delivery_limit")
 	if len(q.Arguments) > 0 {
 		add(n, "arguments", scalar(map[string]any(topology.NormalizeArgs(q.Arguments))))
 	}

@@ -127,7 +127,7 @@ func (b *builder) workQueue(f *spec.File, q spec.Queue) WorkQueueStatus {
 	}
 	rows = append(rows, returnRows(q)...)
 	if q.DLQ {
-		rows = append(rows, QueueStatus{Name: contract.DeadLetterQueue(q.Name), Role: RoleDLQ})
+		rows = append(rows, QueueStatus{Name: spec.DLQOf(q), Role: RoleDLQ})
 	}
 	if q.ParkingLot {
 		rows = append(rows, QueueStatus{Name: contract.ParkingLotQueue(q.Name), Role: RoleParkingLot})

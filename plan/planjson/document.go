@@ -120,8 +120,10 @@ type Change struct {
 	Conflict   []string         `json:"conflict,omitempty"`
 	LeftBehind bool             `json:"left_behind,omitempty"`
 	Draining   bool             `json:"draining,omitempty"`
+	Retired    bool             `json:"retired,omitempty"`
 	Pinned     []string         `json:"pinned,omitempty"`
 	InPolicy   []string         `json:"in_policy,omitempty"`
+	WaitFor    []string         `json:"wait_for,omitempty"`
 }
 
 // ChangeOf is c as JSON shows it.
@@ -129,9 +131,9 @@ func ChangeOf(c plan.Change) Change {
 	j := Change{Action: c.Action, Address: c.Address, Before: (*Object)(c.Before), After: (*Object)(c.After)}
 	if d := c.Details; d != nil {
 		j.Reason, j.Messages, j.Consumers, j.Owner = c.Reason(), d.Messages, d.Consumers, d.Owner
-		j.Conflict, j.Pinned, j.InPolicy = d.Conflict, d.Pinned, d.InPolicy
+		j.Conflict, j.Pinned, j.InPolicy, j.WaitFor = d.Conflict, d.Pinned, d.InPolicy, d.WaitFor
 		j.Resumes, j.MayDelete = d.Why == plan.WhyResumes, d.Why == plan.WhyMayDelete
-		j.LeftBehind, j.Draining = d.Why == plan.WhyLeftBehind, d.Why == plan.WhyDraining
+		j.LeftBehind, j.Draining, j.Retired = d.Why == plan.WhyLeftBehind, d.Why == plan.WhyDraining, d.Why == plan.WhyRetired
 	}
 	return j
 }
@@ -142,20 +144,20 @@ func ChangeOf(c plan.Change) Change {
 func (j Change) Plan() plan.Change {
 	c := plan.Change{Action: j.Action, Address: j.Address, Before: (*plan.Object)(j.Before), After: (*plan.Object)(j.After)}
 	det := plan.Details{Messages: j.Messages, Consumers: j.Consumers, Owner: j.Owner,
-		Conflict: j.Conflict, Pinned: j.Pinned, InPolicy: j.InPolicy}
+		Conflict: j.Conflict, Pinned: j.Pinned, InPolicy: j.InPolicy, WaitFor: j.WaitFor}
 	if j.Reason != "" {
 		det.Reasons = []plan.Reason{{Kind: plan.ReasonText, Text: j.Reason}}
 	}
 	for _, w := range []struct {
 		set bool
 		why plan.Why
-	}{{j.Resumes, plan.WhyResumes}, {j.MayDelete, plan.WhyMayDelete}, {j.LeftBehind, plan.WhyLeftBehind}, {j.Draining, plan.WhyDraining}} {
+	}{{j.Resumes, plan.WhyResumes}, {j.MayDelete, plan.WhyMayDelete}, {j.LeftBehind, plan.WhyLeftBehind}, {j.Draining, plan.WhyDraining}, {j.Retired, plan.WhyRetired}} {
 		if w.set {
 			det.Why = w.why
 		}
 	}
 	if det.Why != plan.WhyNone || det.Reasons != nil || det.Messages != nil || det.Consumers != nil || det.Owner != "" ||
-		det.Conflict != nil || det.Pinned != nil || det.InPolicy != nil {
+		det.Conflict != nil || det.Pinned != nil || det.InPolicy != nil || det.WaitFor != nil {
 		c.Details = &det
 	}
 	return c

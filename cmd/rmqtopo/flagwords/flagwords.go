@@ -16,6 +16,8 @@ func Remedy(r plan.Remedy) string {
 		return "; drain it, or rmqtopo apply --prune --allow-destroy SPEC removes it with them"
 	case r.Prune:
 		return "; rmqtopo apply --prune SPEC removes it"
+	case r.PruneOnceEmpty:
+		return "; delete with --prune once empty (rmqtopo apply --prune SPEC deletes it then, never before)"
 	case r.Accepted:
 		return " (accepted with --allow-destroy)"
 	case r.StopConsumers:
