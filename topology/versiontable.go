@@ -418,7 +418,21 @@ var (
 	// that clients publish. release-notes/4.0.1.md ("AMQP 0.9.1 x-death
 	// header").
 	ClientDeathIgnoredSince = rel(4, 0, 0)
+	// QuorumPrioritiesSince: a quorum queue delivers a message of a
+	// priority above 4 ahead of its backlog, with no queue argument (4.0:
+	// two levels, two high for one normal, rabbit_fifo_q.erl at v4.0.5;
+	// 4.3: 32 strict levels, a message without one at 4, rabbit_fifo.erl
+	// and rabbit_fifo_pq.erl at v4.3.0; release-notes/4.0.1.md #10637,
+	// 4.3.0.md #13885). Every release refuses x-max-priority on a quorum
+	// queue; 3.x quorum queues deliver in order whatever the priority.
+	// Probed live on 3.10.8, 4.0.5 and 4.3.6 (docs/versions.md).
+	QuorumPrioritiesSince = rel(4, 0, 0)
 )
+
+// QuorumPriorities reports whether a quorum queue on release v delivers a
+// high-priority message ahead of its backlog; false for an unknown
+// release, which must be judged the cautious way.
+func QuorumPriorities(v Version) bool { return v.Known() && !v.Less(QuorumPrioritiesSince) }
 
 // DefaultDeliveryLimit is the delivery limit a quorum queue gets from
 // 4.0 on when neither an argument nor a policy sets one.
