@@ -174,8 +174,11 @@ type backlogRun struct {
 	layout      string
 	handlers    int
 	returnQueue bool
-	n           int
-	delays      []string
+	// plain consumes with a loop of the service's own (New, Handle) that
+	// reads only the work queue, not with retry.Consume.
+	plain  bool
+	n      int
+	delays []string
 
 	late  [][]time.Duration // per retry level, sorted
 	drain time.Duration     // until every first attempt was handled
@@ -187,7 +190,11 @@ func (r *backlogRun) name() string {
 	if r.returnQueue {
 		design = "return-queue"
 	}
-	return fmt.Sprintf("%s/handlers-%d/%s", r.layout, r.handlers, design)
+	name := fmt.Sprintf("%s/handlers-%d/%s", r.layout, r.handlers, design)
+	if r.plain {
+		name += "/plain-consumer"
+	}
+	return name
 }
 
 func (r *backlogRun) delay(k int) time.Duration {
@@ -201,7 +208,7 @@ func (r *backlogRun) run(b *testing.B) {
 	t := topo{layout: r.layout, queueType: "quorum", delays: r.delays, returnQueue: r.returnQueue}
 	e := newEnv(b, t, nil)
 	e.prefill(b, r.n, amqp.Persistent)
-	opts := []retry.ConsumeOption{retry.WithLogger(discardLogger()), retry.WithPrefetch(r.handlers)}
+	opts := []retry.Option{retry.WithLogger(discardLogger())}
 	if r.layout == "levels" {
 		ds := make([]time.Duration, len(r.delays))
 		for i := range ds {
@@ -245,9 +252,7 @@ func (r *backlogRun) run(b *testing.B) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
-	go func() {
-		stopped <- retry.Consume(ctx, retry.DialURL(e.b.AMQPURLFor(e.vhost), amqp.Config{}), workQueue, h, opts...)
-	}()
+	go func() { stopped <- r.consume(ctx, e, h, opts) }()
 	select {
 	case <-done:
 	case <-time.After(15 * time.Minute):
@@ -276,6 +281,19 @@ func (r *backlogRun) run(b *testing.B) {
 	for _, l := range r.late {
 		slices.Sort(l)
 	}
+}
+
+// consume runs the run's consumer of the work queue with h until ctx is
+// cancelled: retry.Consume, or with plain a loop of the service's own.
+func (r *backlogRun) consume(ctx context.Context, e *env, h retry.Handler, opts []retry.Option) error {
+	if r.plain {
+		return plainConsume(ctx, e, h, r.handlers, opts)
+	}
+	copts := []retry.ConsumeOption{retry.WithPrefetch(r.handlers)}
+	for _, o := range opts {
+		copts = append(copts, o)
+	}
+	return retry.Consume(ctx, retry.DialURL(e.b.AMQPURLFor(e.vhost), amqp.Config{}), workQueue, h, copts...)
 }
 
 // dump appends, when $RMQTOPO_BENCH_LATE_CSV names a file, one line per
