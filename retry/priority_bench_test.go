@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,14 +33,7 @@ import (
 // 1.2 × delay + 100 ms. On a release without quorum priorities (3.x) the
 // priority run is the back of the queue, behind the backlog.
 func BenchmarkBacklogPriority(b *testing.B) {
-	n := 10_000
-	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_BENCH_BACKLOG")); err == nil && v > 0 {
-		n = v
-	}
-	delays := []string{"1s", "2s"}
-	if v := os.Getenv("RMQTOPO_BENCH_RETURN_DELAYS"); v != "" {
-		delays = strings.Split(v, ",")
-	}
+	n, delays := backlogSettings()
 	handlers := []int{1}
 	if os.Getenv("RMQTOPO_BENCH_HANDLERS") != "" {
 		handlers = benchHandlers()

@@ -37,14 +37,7 @@ import (
 // 0.2 × delay + 100 ms), with the floor's p99 beside it, and the drain and
 // done times against today's of the same run.
 func BenchmarkBacklogReturn(b *testing.B) {
-	n := 10_000
-	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_BENCH_BACKLOG")); err == nil && v > 0 {
-		n = v
-	}
-	delays := []string{"1s", "2s"}
-	if v := os.Getenv("RMQTOPO_BENCH_RETURN_DELAYS"); v != "" {
-		delays = strings.Split(v, ",")
-	}
+	n, delays := backlogSettings()
 	layouts := []string{"shared"}
 	if v := os.Getenv("RMQTOPO_BENCH_LAYOUTS"); v != "" {
 		layouts = strings.Split(v, ",")
@@ -76,6 +69,21 @@ func BenchmarkBacklogReturn(b *testing.B) {
 			verdict(runs, percentile(floor, 0.99))
 		}
 	}
+}
+
+// backlogSettings are the backlog (10,000, or $RMQTOPO_BENCH_BACKLOG) and
+// the retry delays (1s,2s, or $RMQTOPO_BENCH_RETURN_DELAYS) of the backlog
+// benchmarks.
+func backlogSettings() (n int, delays []string) {
+	n = 10_000
+	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_BENCH_BACKLOG")); err == nil && v > 0 {
+		n = v
+	}
+	delays = []string{"1s", "2s"}
+	if v := os.Getenv("RMQTOPO_BENCH_RETURN_DELAYS"); v != "" {
+		delays = strings.Split(v, ",")
+	}
+	return n, delays
 }
 
 // benchHandlers is 1 and 8, or the comma-separated numbers in
