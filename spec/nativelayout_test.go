@@ -343,3 +343,32 @@ func policyOf(t topology.Topology, vhost, name string) (topology.Policy, bool) {
 	}
 	return topology.Policy{}, false
 }
+
+// TestResolveKeepsLiveReturnQueue: on 4.0+, where a new quorum queue gets
+// no return queue, a live one keeps its own (removing it would strand the
+// retries on their way to it) and the plan's RT107 line says what another
+// consumer sees and how to move.
+func TestResolveKeepsLiveReturnQueue(t *testing.T) {
+	const src = `version: 1
+vhost: v
+queues:
+  - {name: s, type: quorum, retry: {delays: [1s]}}
+`
+	old := mustParse(t, "live.yaml", src)
+	v3, _ := topology.ParseVersion("3.13.7")
+	Resolve([]*File{old}, Target{RabbitMQ: v3})
+	live := Expand(old)
+	f := mustParse(t, "a.yaml", src)
+	v4, _ := topology.ParseVersion("4.0.5")
+	kept := Resolve([]*File{f}, Target{RabbitMQ: v4, Live: &live})
+	if ReturnTo(f.Spec.Queues[0]) != "s.return" {
+		t.Errorf("the live return queue is not kept")
+	}
+	if len(kept) != 1 || !kept[0].ReturnQueue || !strings.Contains(kept[0].String(), "keeps its live return queue s.return") ||
+		!strings.Contains(kept[0].String(), "return_queue: false brings them ahead of the backlog") {
+		t.Errorf("kept %+v; want s, told what it keeps and how to move", kept)
+	}
+	if got := names(Expand(f)); !got["s.return"] {
+		t.Errorf("expanded %v; want s.return kept", got)
+	}
+}

@@ -68,9 +68,9 @@ func (s *Spec) TravelOf(q Queue) Travel {
 // with quorum message priorities it moves on at the retry priority, ahead
 // of q's backlog; elsewhere to the back of q.
 func othersLate(q Queue) string {
-	where := "behind " + q.Name + "'s backlog"
+	where := "behind the backlog of " + q.Name
 	if q.res.priorities {
-		where = "ahead of " + q.Name + "'s backlog (message priority)"
+		where = "ahead of the backlog of " + q.Name + " (message priority)"
 	}
 	return fmt.Sprintf("a consumer that is not retry.Consume (another language, a loop of its own, a Delayer target read directly) gets each retry %s after its delay, %s; it can consume %s ahead of %s to get them on time",
 		contract.FormatDelay(contract.ReturnQueueHandover), where, ReturnTo(q), q.Name)
