@@ -26,7 +26,8 @@ import (
 // rest is BenchmarkBacklogReturn's: layout shared on quorum queues, one
 // in five messages always fails and is retried after each delay of
 // $RMQTOPO_BENCH_RETURN_DELAYS (1s,2s), $RMQTOPO_BENCH_HANDLERS (1)
-// handlers of 0.5 ms a message.
+// handlers of 0.5 ms a message; $RMQTOPO_BENCH_CONSUMERS=consume or plain
+// runs one kind of consumer only.
 //
 // Each pair prints p50 and p99 lateness of each delay, the priority's
 // ratio to the return queue's, and the goal: p99 arrival within
@@ -39,7 +40,14 @@ func BenchmarkBacklogPriority(b *testing.B) {
 		handlers = benchHandlers()
 	}
 	v, _ := topology.ParseVersion(brokertest.Get(b).Version(b))
-	for k, plain := range []bool{false, true} {
+	consumers := []bool{false, true}
+	switch os.Getenv("RMQTOPO_BENCH_CONSUMERS") {
+	case "consume":
+		consumers = []bool{false}
+	case "plain":
+		consumers = []bool{true}
+	}
+	for k, plain := range consumers {
 		for _, h := range handlers {
 			var runs [2]backlogRun
 			// Every other pair runs the return queue first, so that a
