@@ -78,6 +78,7 @@ var Codes = []CodeInfo{
 	{Code: CodeDefaultVerdict, Severity: SeverityWarning, Meaning: "the broker accepts a key, argument or transient queue only by a default operators can change, or only with a plugin the source cannot show"},
 	{Code: CodeKeptLayoutConflict, Severity: SeverityError, Meaning: "the spec asks of a live queue whose layout auto keeps what that layout cannot do (delivery_limit or a return queue on a native queue)"},
 	{Code: CodeRetryRoute, Severity: SeverityInfo, Meaning: "how the retries of a work queue the plan creates or whose route it changes travel, and whether RetryAfter is honoured there"},
+	{Code: CodeOthersLate, Severity: SeverityInfo, Meaning: "beside RT110, where a return queue holds the retries for retry.Consume: what a consumer that is not Consume sees of them"},
 }
 
 // LookupCode returns the registry's entry of code.

@@ -116,6 +116,8 @@
 //	                queue); the line says how to fix the spec
 //	RT110  info     how the retries of a work queue the plan creates (or whose route
 //	                it changes) travel, and whether RetryAfter is honoured there
+//	RT111  info     beside RT110, where a return queue holds the retries for
+//	                retry.Consume: what a consumer that is not Consume sees
 //
 // "Allowed" is CheckOptions.AllowDestroy (the caller's acceptance of destruction; the CLI names its flag). Blocking
 // returns the error-severity diagnostics, which must stop an apply.

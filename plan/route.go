@@ -12,11 +12,19 @@ import (
 // and whether the retry helper honours a handler's RetryAfter there.
 const CodeRetryRoute = "RT110"
 
+// CodeOthersLate (info): what a consumer that is not retry.Consume sees
+// of the retries of a work queue whose return queue holds them for
+// Consume, noted beside RT110.
+const CodeOthersLate = "RT111"
+
 // QueueRoute is how one work queue's retries travel (spec.Travel's line):
 // Check notes it (RT110) where the plan changes that queue's route.
 type QueueRoute struct {
 	Address topology.Address
 	Travel  string
+	// Others, when not empty, is spec.Travel's Others: what a consumer
+	// that is not retry.Consume sees (RT111).
+	Others string
 }
 
 // checkRoutes notes the route of each queue in routes whose retry route
@@ -28,8 +36,12 @@ func checkRoutes(p Plan, routes []QueueRoute) []Diagnostic {
 	touched := routeChanges(p)
 	var ds []Diagnostic
 	for _, r := range routes {
-		if touched[r.Address] {
-			ds = append(ds, Diagnostic{Code: CodeRetryRoute, Severity: SeverityInfo, Address: r.Address, Message: r.Address.String() + ": " + r.Travel})
+		if !touched[r.Address] {
+			continue
+		}
+		ds = append(ds, Diagnostic{Code: CodeRetryRoute, Severity: SeverityInfo, Address: r.Address, Message: r.Address.String() + ": " + r.Travel})
+		if r.Others != "" {
+			ds = append(ds, Diagnostic{Code: CodeOthersLate, Severity: SeverityInfo, Address: r.Address, Message: r.Address.String() + ": " + r.Others})
 		}
 	}
 	return ds

@@ -34,12 +34,22 @@ func TestCheckRoutes(t *testing.T) {
 	for _, name := range []string{"new", "replaced", "migrated", "same", "updated", "returns", "relaid", "rescheduled", "bound"} {
 		routes = append(routes, QueueRoute{Address: q(name), Travel: "retries travel: somewhere"})
 	}
-	got := map[string]bool{}
+	// A queue with a return queue says, beside its route, what another
+	// consumer sees (RT111), where its route is noted and only there.
+	routes[5].Others, routes[3].Others = "late for others", "late for others"
+	got, others := map[string]bool{}, map[string]bool{}
 	for _, d := range checkRoutes(p, routes) {
+		if d.Code == CodeOthersLate && d.Severity == SeverityInfo && d.Message == d.Address.String()+": late for others" {
+			others[d.Address.Name] = true
+			continue
+		}
 		if d.Code != CodeRetryRoute || d.Severity != SeverityInfo || d.Message != d.Address.String()+": retries travel: somewhere" {
 			t.Errorf("diagnostic %+v", d)
 		}
 		got[d.Address.Name] = true
+	}
+	if !others["returns"] || len(others) != 1 {
+		t.Errorf("RT111 for %v; want returns alone (same's route is not noted)", others)
 	}
 	for _, name := range []string{"new", "replaced", "migrated", "returns", "relaid", "rescheduled"} {
 		if !got[name] {

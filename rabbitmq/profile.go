@@ -47,6 +47,15 @@ type Traits struct {
 	// x-delayed-retry-* arguments and delayed-retry-* policy keys, which
 	// the native layout is built on.
 	NativeDelayedRetry bool
+	// QuorumPriorities: a quorum queue delivers a message of a priority
+	// above 4 ahead of its backlog, with no queue argument (4.0: two
+	// levels, two high for one normal, rabbit_fifo_q.erl at v4.0.5; 4.3:
+	// 32 strict levels, a message without one at 4, rabbit_fifo.erl and
+	// rabbit_fifo_pq.erl at v4.3.0; release-notes/4.0.1.md #10637,
+	// 4.3.0.md #13885). Every release refuses x-max-priority on a quorum
+	// queue; 3.x quorum queues deliver in order whatever the priority.
+	// Probed live on 3.10.8, 4.0.5 and 4.3.6 (docs/versions.md).
+	QuorumPriorities bool
 }
 
 // Tested is a release the test suite runs on, and where the test harness
@@ -84,13 +93,13 @@ var Table = []Entry{
 	{From: Version{Major: 3, Minor: 8}, Tested: &Tested{Version: Version{Major: 3, Minor: 10, Patch: 8}},
 		Cite: "the quorum queues of release-notes/3.8.0.md"},
 	{From: Version{Major: 4}, Tested: &Tested{Version: Version{Major: 4, Patch: 5}, Debian: "trixie"},
-		Traits: Traits{DefaultDeliveryLimit: BrokerDeliveryLimit, NegativeLimitIsNone: true, ClientDeathIgnored: true},
+		Traits: Traits{DefaultDeliveryLimit: BrokerDeliveryLimit, NegativeLimitIsNone: true, ClientDeathIgnored: true, QuorumPriorities: true},
 		Cite:   "rabbit_quorum_queue.erl at v4.0.0 (DEFAULT_DELIVERY_LIMIT, args_policy_lookup); release-notes/4.0.1.md (AMQP 0.9.1 x-death header); seen on 4.0.5"},
 	{From: Version{Major: 4, Minor: 3},
-		Traits: Traits{DefaultDeliveryLimit: BrokerDeliveryLimit, NegativeLimitIsNone: true, ClientDeathIgnored: true, NackUncounted: true, ExportReadFastest: true},
+		Traits: Traits{DefaultDeliveryLimit: BrokerDeliveryLimit, NegativeLimitIsNone: true, ClientDeathIgnored: true, NackUncounted: true, ExportReadFastest: true, QuorumPriorities: true},
 		Cite:   "rabbitmq-server #15387 (nack uncounted, x-acquired-count); the export and listings timed on 3.10.8, 4.0.5 and 4.3.6 (docs/benchmarks.md)"},
 	{From: Version{Major: 4, Minor: 3, Patch: 1}, Tested: &Tested{Version: Version{Major: 4, Minor: 3, Patch: 6}, Debian: "sid"},
-		Traits: Traits{DefaultDeliveryLimit: BrokerDeliveryLimit, NegativeLimitIsNone: true, ClientDeathIgnored: true, NackUncounted: true, ExportReadFastest: true, NativeDelayedRetry: true},
+		Traits: Traits{DefaultDeliveryLimit: BrokerDeliveryLimit, NegativeLimitIsNone: true, ClientDeathIgnored: true, NackUncounted: true, ExportReadFastest: true, NativeDelayedRetry: true, QuorumPriorities: true},
 		Cite:   "release-notes/4.3.1.md: the delayed-retry-* policy keys get their validator (rabbitmq-server #16395); 4.3.0 has the arguments only"},
 }
 
@@ -220,6 +229,10 @@ func (p Profile) ExportReadFastest() bool { return p.entry.ExportReadFastest }
 // NativeDelayedRetry: see Traits.
 func (p Profile) NativeDelayedRetry() bool { return p.entry.NativeDelayedRetry }
 
+// QuorumPriorities: see Traits. False for an unknown release, which must
+// be judged the cautious way.
+func (p Profile) QuorumPriorities() bool { return p.entry.QuorumPriorities }
+
 // Capability is one capability of a profile by the name of its accessor,
 // and its value.
 type Capability struct {
@@ -237,6 +250,7 @@ func (p Profile) Capabilities() []Capability {
 		{"NackUncounted", p.NackUncounted()},
 		{"ExportReadFastest", p.ExportReadFastest()},
 		{"NativeDelayedRetry", p.NativeDelayedRetry()},
+		{"QuorumPriorities", p.QuorumPriorities()},
 	}
 }
 

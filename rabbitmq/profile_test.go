@@ -14,7 +14,7 @@ func v(major, minor, patch int) Version { return Version{Major: major, Minor: mi
 // exportSince, AtLeast(4, 3), Major == 3).
 func TestProfileFor(t *testing.T) {
 	none := Traits{}
-	v40 := Traits{DefaultDeliveryLimit: 20, NegativeLimitIsNone: true, ClientDeathIgnored: true}
+	v40 := Traits{DefaultDeliveryLimit: 20, NegativeLimitIsNone: true, ClientDeathIgnored: true, QuorumPriorities: true}
 	v430 := v40
 	v430.NackUncounted, v430.ExportReadFastest = true, true
 	v431 := v430

@@ -131,6 +131,8 @@ func (rt exchangeRoute) retry(d *amqp.Delivery, cause error, now time.Time) deci
 	// A reason from an earlier trip to the DLQ (before a replay) does not
 	// belong to a retry.
 	delete(msg.Headers, contract.HeaderDeadLetterReason)
+	// Ahead of the backlog of a 4.0+ quorum queue, to every consumer.
+	msg.Priority = contract.RetryPriorityOf(msg.Priority)
 	key, delay, known := rt.retryKey(prev, cause)
 	return decision{move: moveRetry, exchange: contract.RetryExchange(rt.queue), key: key,
 		msg: msg, attempt: prev, next: next, cause: cause, delay: delay, delayKnown: known}

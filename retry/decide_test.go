@@ -106,6 +106,11 @@ func checkCopy(t *testing.T, got decision, attempt any, now time.Time) {
 	if got.move == moveRetry && hs[contract.HeaderDeadLetterReason] != nil {
 		t.Errorf("a retry copy keeps the stale reason %v", hs[contract.HeaderDeadLetterReason])
 	}
+	// A retry comes back ahead of a 4.0+ quorum queue's backlog; a DLQ
+	// copy keeps the message's own priority (0 here).
+	if want := map[move]uint8{moveRetry: contract.RetryPriority}[got.move]; got.msg.Priority != want {
+		t.Errorf("a %v copy's priority %d; want %d", got.move, got.msg.Priority, want)
+	}
 	if got.move == moveDeadLetter && hs[contract.HeaderDeadLetterReason] != got.reason {
 		t.Errorf("a DLQ copy's reason header %v; want %q", hs[contract.HeaderDeadLetterReason], got.reason)
 	}

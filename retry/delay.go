@@ -182,7 +182,9 @@ func (dl *Delayer) Ladder() contract.Ladder { return dl.ladder }
 // early). It returns once the broker confirmed the message. Headers and
 // properties are kept, except the broker's dead-lettering headers (a copied
 // x-death could make the broker drop the message as a cycle) and
-// Expiration, which would expire it early inside a level. destination must
+// Expiration, which would expire it early inside a level; its priority is
+// raised to contract.RetryPriority, so that it reaches any consumer of a
+// 4.0+ quorum queue ahead of the backlog when it is due. destination must
 // be a queue of the spec: the ladder's delivery exchange binds every one;
 // a message for another queue ends in the ladder's DLQ.
 func (dl *Delayer) Delay(ctx context.Context, destination string, msg amqp.Publishing, d time.Duration) error {
@@ -200,6 +202,7 @@ func (dl *Delayer) Delay(ctx context.Context, destination string, msg amqp.Publi
 		}
 	}
 	msg.Headers, msg.Expiration = h, ""
+	msg.Priority = contract.RetryPriorityOf(msg.Priority)
 	x := dl.ladder.EntryExchange()
 	res := dl.pub.publish(ctx, x, key, msg)
 	switch {

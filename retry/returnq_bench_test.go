@@ -37,14 +37,7 @@ import (
 // 0.2 × delay + 100 ms), with the floor's p99 beside it, and the drain and
 // done times against today's of the same run.
 func BenchmarkBacklogReturn(b *testing.B) {
-	n := 10_000
-	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_BENCH_BACKLOG")); err == nil && v > 0 {
-		n = v
-	}
-	delays := []string{"1s", "2s"}
-	if v := os.Getenv("RMQTOPO_BENCH_RETURN_DELAYS"); v != "" {
-		delays = strings.Split(v, ",")
-	}
+	n, delays := backlogSettings()
 	layouts := []string{"shared"}
 	if v := os.Getenv("RMQTOPO_BENCH_LAYOUTS"); v != "" {
 		layouts = strings.Split(v, ",")
@@ -76,6 +69,21 @@ func BenchmarkBacklogReturn(b *testing.B) {
 			verdict(runs, percentile(floor, 0.99))
 		}
 	}
+}
+
+// backlogSettings are the backlog (10,000, or $RMQTOPO_BENCH_BACKLOG) and
+// the retry delays (1s,2s, or $RMQTOPO_BENCH_RETURN_DELAYS) of the backlog
+// benchmarks.
+func backlogSettings() (n int, delays []string) {
+	n = 10_000
+	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_BENCH_BACKLOG")); err == nil && v > 0 {
+		n = v
+	}
+	delays = []string{"1s", "2s"}
+	if v := os.Getenv("RMQTOPO_BENCH_RETURN_DELAYS"); v != "" {
+		delays = strings.Split(v, ",")
+	}
+	return n, delays
 }
 
 // benchHandlers is 1 and 8, or the comma-separated numbers in
@@ -174,8 +182,11 @@ type backlogRun struct {
 	layout      string
 	handlers    int
 	returnQueue bool
-	n           int
-	delays      []string
+	// plain consumes with a loop of the service's own (New, Handle) that
+	// reads only the work queue, not with retry.Consume.
+	plain  bool
+	n      int
+	delays []string
 
 	late  [][]time.Duration // per retry level, sorted
 	drain time.Duration     // until every first attempt was handled
@@ -187,7 +198,11 @@ func (r *backlogRun) name() string {
 	if r.returnQueue {
 		design = "return-queue"
 	}
-	return fmt.Sprintf("%s/handlers-%d/%s", r.layout, r.handlers, design)
+	name := fmt.Sprintf("%s/handlers-%d/%s", r.layout, r.handlers, design)
+	if r.plain {
+		name += "/plain-consumer"
+	}
+	return name
 }
 
 func (r *backlogRun) delay(k int) time.Duration {
@@ -201,7 +216,7 @@ func (r *backlogRun) run(b *testing.B) {
 	t := topo{layout: r.layout, queueType: "quorum", delays: r.delays, returnQueue: r.returnQueue}
 	e := newEnv(b, t, nil)
 	e.prefill(b, r.n, amqp.Persistent)
-	opts := []retry.ConsumeOption{retry.WithLogger(discardLogger()), retry.WithPrefetch(r.handlers)}
+	opts := []retry.Option{retry.WithLogger(discardLogger())}
 	if r.layout == "levels" {
 		ds := make([]time.Duration, len(r.delays))
 		for i := range ds {
@@ -245,9 +260,7 @@ func (r *backlogRun) run(b *testing.B) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
-	go func() {
-		stopped <- retry.Consume(ctx, retry.DialURL(e.b.AMQPURLFor(e.vhost), amqp.Config{}), workQueue, h, opts...)
-	}()
+	go func() { stopped <- r.consume(ctx, e, h, opts) }()
 	select {
 	case <-done:
 	case <-time.After(15 * time.Minute):
@@ -276,6 +289,19 @@ func (r *backlogRun) run(b *testing.B) {
 	for _, l := range r.late {
 		slices.Sort(l)
 	}
+}
+
+// consume runs the run's consumer of the work queue with h until ctx is
+// cancelled: retry.Consume, or with plain a loop of the service's own.
+func (r *backlogRun) consume(ctx context.Context, e *env, h retry.Handler, opts []retry.Option) error {
+	if r.plain {
+		return plainConsume(ctx, e, h, r.handlers, opts)
+	}
+	copts := []retry.ConsumeOption{retry.WithPrefetch(r.handlers)}
+	for _, o := range opts {
+		copts = append(copts, o)
+	}
+	return retry.Consume(ctx, retry.DialURL(e.b.AMQPURLFor(e.vhost), amqp.Config{}), workQueue, h, copts...)
 }
 
 // dump appends, when $RMQTOPO_BENCH_LATE_CSV names a file, one line per

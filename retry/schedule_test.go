@@ -117,6 +117,8 @@ func TestSchedule(t *testing.T) {
 			}
 			wantProps := orig
 			wantProps.Headers = nil
+			// Its last attempt was a retry, raised to the retry priority.
+			wantProps.Priority = contract.RetryPriority
 			gotProps := amqp.Publishing{
 				ContentType: dl.ContentType, ContentEncoding: dl.ContentEncoding, DeliveryMode: dl.DeliveryMode,
 				Priority: dl.Priority, CorrelationId: dl.CorrelationId, ReplyTo: dl.ReplyTo, MessageId: dl.MessageId,

@@ -151,7 +151,8 @@ type Kept struct {
 // follow it) and returns the live queues that keep a layout auto would
 // not give them. Calling it again replaces the earlier choice.
 func Resolve(files []*File, t Target) []Kept {
-	native := rabbitmq.ProfileFor(t.RabbitMQ).NativeDelayedRetry()
+	profile := rabbitmq.ProfileFor(t.RabbitMQ)
+	native := judged{native: profile.NativeDelayedRetry(), priorities: profile.QuorumPriorities()}
 	live := indexLive(t.Live)
 	var kept []Kept
 	for _, f := range files {
@@ -171,25 +172,38 @@ func Resolve(files []*File, t Target) []Kept {
 	return kept
 }
 
+// judged is what the judged release offers a queue that is not live yet.
+type judged struct {
+	// native: the native layout (contract.NativeSince).
+	native bool
+	// priorities: a quorum queue delivers a retry published at
+	// contract.RetryPriority ahead of its backlog
+	// (rabbitmq.Profile.QuorumPriorities), so it needs no return queue.
+	priorities bool
+}
+
 // resolution is what Resolve chose for one queue.
 type resolution struct {
 	set         bool
 	layout      Layout
 	returnQueue bool
+	// priorities: q's retries come back ahead of its backlog by their
+	// message priority (a quorum queue on a release that has them).
+	priorities bool
 	// inPlace is the native layout's shape (see nativeInPlace): a live
 	// queue keeps the one it has.
 	inPlace bool
 }
 
-func (s *Spec) resolve(q Queue, native bool, live liveIndex) resolution {
+func (s *Spec) resolve(q Queue, j judged, live liveIndex) resolution {
 	_, returnSet := q.set.get(keyReturnQueue)
-	r := resolution{set: true, layout: s.writtenLayout(q), returnQueue: q.ReturnQueue}
+	r := resolution{set: true, layout: s.writtenLayout(q), returnQueue: q.ReturnQueue, priorities: j.priorities && q.Type == TypeQuorum}
 	shape, isLive := live.shape(s.Vhost, q.Name)
 	if r.layout == LayoutAuto {
 		switch {
 		case isLive:
 			r.layout = shape.layout
-		case native && nativeFits(q, returnSet):
+		case j.native && nativeFits(q, returnSet):
 			r.layout = LayoutNative
 		case q.Retry.Jitter == JitterFull:
 			// The one wait-queue layout that can draw a delay.
@@ -199,7 +213,11 @@ func (s *Spec) resolve(q Queue, native bool, live liveIndex) resolution {
 		}
 	}
 	if !returnSet && r.layout != LayoutNative {
-		r.returnQueue = shape.returnQueue || !isLive
+		// A new queue gets one where priorities cannot bring a retry
+		// ahead of the backlog; a live one keeps what it has, as a
+		// return queue removed would strand the retries on their way
+		// to it (keptFor explains).
+		r.returnQueue = shape.returnQueue || (!isLive && !r.priorities)
 	}
 	if r.layout == LayoutNative && !returnSet {
 		r.returnQueue = false
@@ -220,7 +238,7 @@ func nativeFits(q Queue, returnSet bool) bool {
 
 // keptFor reports q when it is live in a shape auto would not give it
 // new.
-func keptFor(s *Spec, q Queue, native bool, live liveIndex) (Kept, bool) {
+func keptFor(s *Spec, q Queue, native judged, live liveIndex) (Kept, bool) {
 	shape, isLive := live.shape(s.Vhost, q.Name)
 	if !isLive || s.writtenLayout(q) != LayoutAuto {
 		return Kept{}, false
@@ -336,6 +354,10 @@ func (k Kept) String() string {
 	}
 	if k.Auto == LayoutNative {
 		return fmt.Sprintf("queue %q keeps its live layout %s; to move it to native without losing a message, set layout: native and migrate: true", k.Queue, k.Live)
+	}
+	if k.ReturnQueue {
+		return fmt.Sprintf("queue %q keeps its live return queue %s: retry.Consume gets its retries on time, a consumer that is not retry.Consume %s late; return_queue: false brings them ahead of the backlog by message priority to every consumer (restart the helpers, wait for the longest delay, then prune %s)",
+			k.Queue, contract.ReturnQueue(k.Queue), contract.FormatDelay(contract.ReturnQueueHandover), contract.ReturnQueue(k.Queue))
 	}
 	return fmt.Sprintf("queue %q keeps its live layout %s without a return queue; return_queue: true brings its retries back on time behind a backlog", k.Queue, k.Live)
 }

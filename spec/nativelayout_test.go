@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rmqtopo/rmqtopo/contract"
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
@@ -144,10 +145,11 @@ queues:
 `
 
 // TestResolveAuto: auto gives a queue that is not live native from 4.3.1
-// on and a return queue below (or with the version unknown); a live queue
-// keeps its shape and is reported once; an explicit layout or
-// return_queue wins; unresolved, auto expands as shared without a return
-// queue, as before.
+// on; below, a quorum queue a return queue only where it has no message
+// priorities (before 4.0, or with the version unknown), a classic queue
+// always; a live queue keeps its shape and is reported once where a new
+// one would get another; an explicit layout or return_queue wins;
+// unresolved, auto expands as shared without a return queue, as before.
 func TestResolveAuto(t *testing.T) {
 	live := Expand(mustParse(t, "live.yaml", `version: 1
 vhost: v
@@ -157,8 +159,9 @@ queues:
 	for _, c := range []struct {
 		version string
 		native  bool
+		back    bool // a new quorum queue gets a return queue
 		kept    Layout
-	}{{"", false, LayoutShared}, {"4.3.0", false, LayoutShared}, {"4.3.1", true, LayoutNative}, {"4.3.6", true, LayoutNative}, {"3.10.8", false, LayoutShared}} {
+	}{{"", false, true, LayoutShared}, {"4.0.5", false, false, ""}, {"4.3.0", false, false, ""}, {"4.3.1", true, false, LayoutNative}, {"4.3.6", true, false, LayoutNative}, {"3.10.8", false, true, LayoutShared}} {
 		f := mustParse(t, "a.yaml", autoSpec)
 		if got := names(Expand(f)); got["new.return"] || got["old.return"] || !got["new.retry"] {
 			t.Fatalf("unresolved: %v; want today's layout, no return queue", got)
@@ -169,16 +172,19 @@ queues:
 		have := names(got)
 		nq, _ := got.Queue("v", "new")
 		err := errNotNative(nq.Arguments)
-		if (err == nil) != c.native || have["new.retry"] == c.native || have["new.return"] == c.native {
+		if (err == nil) != c.native || have["new.retry"] == c.native || have["new.return"] != c.back {
 			t.Errorf("%q: new has native %v (%v), retry exchange %v, return queue %v", c.version, err == nil, err, have["new.retry"], have["new.return"])
 		}
 		if !have["old.retry"] || have["old.return"] || have["off.return"] || !have["pinned.retry"] {
 			t.Errorf("%q: %v; old keeps shared without a return queue, off has none, pinned stays shared", c.version, have)
 		}
-		if !have["classic.retry"] || !have["classic.return"] || !have["pinned.return"] {
-			t.Errorf("%q: %v; classic is never native, and it and pinned are not live: each gets a return queue", c.version, have)
+		if !have["classic.retry"] || !have["classic.return"] || have["pinned.return"] != c.back {
+			t.Errorf("%q: %v; classic is never native and always gets a return queue, pinned one where a new quorum queue does", c.version, have)
 		}
-		want := []Kept{{Vhost: "v", Queue: "old", Live: LayoutShared, Auto: c.kept}}
+		var want []Kept
+		if c.kept != "" {
+			want = []Kept{{Vhost: "v", Queue: "old", Live: LayoutShared, Auto: c.kept}}
+		}
 		if diff := cmp.Diff(want, kept); diff != "" {
 			t.Errorf("%q: kept (-want +got):\n%s", c.version, diff)
 		}
@@ -207,9 +213,10 @@ queues:
 	for _, v := range []string{"3.13.7", "4.3.6"} {
 		ver, _ := topology.ParseVersion(v)
 		Resolve([]*File{f}, Target{RabbitMQ: ver, Live: &live})
+		prio := rabbitmq.ProfileFor(ver).QuorumPriorities()
 		want := map[string]resolution{
-			"n": {set: true, layout: LayoutNative}, "p": {set: true, layout: LayoutPerAttempt, returnQueue: true},
-			"l": {set: true, layout: LayoutLevels}, "s": {set: true, layout: LayoutShared, returnQueue: true},
+			"n": {set: true, layout: LayoutNative, priorities: prio}, "p": {set: true, layout: LayoutPerAttempt, returnQueue: true, priorities: prio},
+			"l": {set: true, layout: LayoutLevels, priorities: prio}, "s": {set: true, layout: LayoutShared, returnQueue: true, priorities: prio},
 		}
 		for _, q := range f.Spec.Queues {
 			if q.res != want[q.Name] {
@@ -265,8 +272,10 @@ queues:
 	live := Expand(f)
 	v3, _ := topology.ParseVersion("3.13.7")
 	kept := Resolve([]*File{f}, Target{RabbitMQ: v3, Live: &live})
-	if len(kept) != 1 || kept[0].Queue != "n" || kept[0].Live != LayoutNative || !strings.Contains(kept[0].String(), "layout: shared and migrate: true") {
-		t.Errorf("kept %+v; want n, live native, told to move back", kept)
+	// limit is kept too: made on 4.3.6 without a return queue, where a
+	// new queue on 3.13 gets one.
+	if len(kept) != 2 || kept[0].Queue != "limit" || kept[1].Queue != "n" || kept[1].Live != LayoutNative || !strings.Contains(kept[1].String(), "layout: shared and migrate: true") {
+		t.Errorf("kept %+v; want limit, and n, live native, told to move back", kept)
 	}
 }
 
@@ -334,4 +343,33 @@ func policyOf(t topology.Topology, vhost, name string) (topology.Policy, bool) {
 		}
 	}
 	return topology.Policy{}, false
+}
+
+// TestResolveKeepsLiveReturnQueue: on 4.0+, where a new quorum queue gets
+// no return queue, a live one keeps its own (removing it would strand the
+// retries on their way to it) and the plan's RT107 line says what another
+// consumer sees and how to move.
+func TestResolveKeepsLiveReturnQueue(t *testing.T) {
+	const src = `version: 1
+vhost: v
+queues:
+  - {name: s, type: quorum, retry: {delays: [1s]}}
+`
+	old := mustParse(t, "live.yaml", src)
+	v3, _ := topology.ParseVersion("3.13.7")
+	Resolve([]*File{old}, Target{RabbitMQ: v3})
+	live := Expand(old)
+	f := mustParse(t, "a.yaml", src)
+	v4, _ := topology.ParseVersion("4.0.5")
+	kept := Resolve([]*File{f}, Target{RabbitMQ: v4, Live: &live})
+	if ReturnTo(f.Spec.Queues[0]) != "s.return" {
+		t.Errorf("the live return queue is not kept")
+	}
+	if len(kept) != 1 || !kept[0].ReturnQueue || !strings.Contains(kept[0].String(), "keeps its live return queue s.return") ||
+		!strings.Contains(kept[0].String(), "return_queue: false brings them ahead of the backlog") {
+		t.Errorf("kept %+v; want s, told what it keeps and how to move", kept)
+	}
+	if got := names(Expand(f)); !got["s.return"] {
+		t.Errorf("expanded %v; want s.return kept", got)
+	}
 }

@@ -23,6 +23,10 @@ type Travel struct {
 	// Why, when not empty, says what sets the delay instead, or a limit
 	// of the one honoured.
 	Why string
+	// Others, when not empty, says what a consumer that is not
+	// retry.Consume sees of the retries: set where a return queue holds
+	// them for Consume (othersLate).
+	Others string
 }
 
 // Values of Travel.RetryAfter.
@@ -51,6 +55,29 @@ const waitQueueTTL = "a wait queue's TTL sets the delay; layout levels or native
 // TravelOf says how q's retries travel, for the layout it resolves to
 // (LayoutOf; call after Resolve to judge it for a broker).
 func (s *Spec) TravelOf(q Queue) Travel {
+	t := s.travelOf(q)
+	if t.RetryAfter != RetryAfterNotApplicable && ReturnTo(q) != q.Name {
+		t.Others = othersLate(q)
+	}
+	return t
+}
+
+// othersLate says what a consumer that is not retry.Consume sees of the
+// retries of q, whose return queue holds each for Consume up to
+// contract.ReturnQueueHandover before it moves on into q: on a release
+// with quorum message priorities it moves on at the retry priority, ahead
+// of q's backlog; elsewhere to the back of q.
+func othersLate(q Queue) string {
+	where := "behind the backlog of " + q.Name
+	if q.res.priorities {
+		where = "ahead of the backlog of " + q.Name + " (message priority)"
+	}
+	return fmt.Sprintf("a consumer that is not retry.Consume (another language, a loop of its own, a Delayer target read directly) gets each retry %s after its delay, %s; it can consume %s ahead of %s to get them on time",
+		contract.FormatDelay(contract.ReturnQueueHandover), where, ReturnTo(q), q.Name)
+}
+
+// travelOf is TravelOf but for Others.
+func (s *Spec) travelOf(q Queue) Travel {
 	delays := q.Retry.Delays()
 	switch {
 	case q.Preset != PresetNone:
@@ -81,10 +108,14 @@ func waitTravel(q Queue, delays []time.Duration, names string) Travel {
 }
 
 // backThrough names q's return queue, through which its delayed retries
-// come back, if it has one.
+// come back, if it has one; else, where the release has quorum message
+// priorities, says that they come back ahead of q's backlog by priority.
 func backThrough(q Queue) string {
 	if back := ReturnTo(q); back != q.Name {
 		return ", back through the return queue " + back
+	}
+	if q.res.priorities {
+		return fmt.Sprintf(", back into %s at message priority %d, ahead of its backlog to every consumer", q.Name, contract.RetryPriority)
 	}
 	return ""
 }

@@ -3,6 +3,8 @@ package spec
 import (
 	"strings"
 	"testing"
+
+	"github.com/rmqtopo/rmqtopo/topology"
 )
 
 const travelSpec = `version: 1
@@ -53,6 +55,45 @@ func TestTravelOf(t *testing.T) {
 		}
 		if got.Honoured() != (w.honoured == RetryAfterHonoured) {
 			t.Errorf("%s: Honoured() = %v", q.Name, got.Honoured())
+		}
+	}
+}
+
+// TestTravelOthers: where a return queue holds a quorum queue's retries
+// for retry.Consume (3.x, a classic queue, or return_queue: true), Others
+// says what any other consumer sees: behind the backlog without quorum
+// priorities, ahead of it with them; a 4.0+ quorum queue without a return
+// queue brings its retries back at priority, with no Others line.
+func TestTravelOthers(t *testing.T) {
+	const src = `version: 1
+queues:
+  - {name: q, type: quorum, retry: {delays: [1s]}}
+  - {name: c, type: classic, retry: {delays: [1s]}}
+  - {name: r, type: quorum, return_queue: true, retry: {delays: [1s]}}
+`
+	for _, c := range []struct {
+		version string
+		q, c, r string // a part of Others; "" for none
+		route   string // a part of q's route
+	}{
+		{"3.10.8", "5s after its delay, behind the backlog of q; it can consume q.return ahead of q", "behind the backlog of c", "behind the backlog of r", "back through the return queue q.return"},
+		{"", "behind the backlog of q", "behind the backlog of c", "behind the backlog of r", "back through the return queue q.return"},
+		{"4.0.5", "", "behind the backlog of c", "ahead of the backlog of r (message priority)", "back into q at message priority 9, ahead of its backlog to every consumer"},
+	} {
+		f, err := Parse("o.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := topology.ParseVersion(c.version)
+		Resolve([]*File{f}, Target{RabbitMQ: v})
+		for i, want := range []string{c.q, c.c, c.r} {
+			got := f.Spec.TravelOf(f.Spec.Queues[i])
+			if (want == "") != (got.Others == "") || !strings.Contains(got.Others, want) {
+				t.Errorf("%q: %s: Others %q; want %q in it", c.version, f.Spec.Queues[i].Name, got.Others, want)
+			}
+		}
+		if got := f.Spec.TravelOf(f.Spec.Queues[0]).Route; !strings.Contains(got, c.route) {
+			t.Errorf("%q: q's route %q; want %q in it", c.version, got, c.route)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"github.com/rmqtopo/rmqtopo/rabbitmq"
 	"slices"
 	"testing"
 )
@@ -172,5 +173,20 @@ func TestKeyTableVerdicts(t *testing.T) {
 		if len(f.Needs) != 1 || f.Needs[0].Key != c.need {
 			t.Errorf("%s %v needs %v, want %s", c.name, c.value, f.Needs, c.need)
 		}
+	}
+}
+
+// TestQuorumPriorities: from 4.0.0 on, and never for an unknown release;
+// x-max-priority stays classic only (every release refuses it on a quorum
+// queue, probed on 3.10.8, 4.0.5 and 4.3.6).
+func TestQuorumPriorities(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "3.13.7": false, "4.0.0": true, "4.0.5": true, "4.3.6": true} {
+		ver, _ := ParseVersion(v)
+		if got := rabbitmq.ProfileFor(ver).QuorumPriorities(); got != want {
+			t.Errorf("%q: %v, want %v", v, got, want)
+		}
+	}
+	if f, ok := LookupFeature(FeatureQueueArgument, "x-max-priority", nil); !ok || f.AcceptsType("quorum") {
+		t.Errorf("x-max-priority %+v: want it refused on quorum queues", f)
 	}
 }

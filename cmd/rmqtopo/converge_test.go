@@ -43,16 +43,16 @@ func TestOnlineConverge(t *testing.T) {
 	}
 }
 
-// routeNote is a plan's RT110 line.
-var routeNote = regexp.MustCompile(`(?m)^info\[RT110\]: .*\n`)
+// routeNote is a plan's RT110 or RT111 line.
+var routeNote = regexp.MustCompile(`(?m)^info\[RT11[01]\]: .*\n`)
 
 // withoutRouteNotes is a live plan without its RT110 lines (how a queue's
-// retries travel), which the CLI adds from the spec's resolved layouts and
+// retries travel) and RT111 lines (what another consumer sees), which the CLI adds from the spec's resolved layouts and
 // plan.Check alone, which the corpus also runs offline, does not: the
 // corpus is about what changes; TestCheckRoutes and version_judged.txtar
 // hold RT110.
 func withoutRouteNotes(plan string) string {
-	// A block of diagnostics that held only RT110 lines leaves its blank
+	// A block of diagnostics that held only such lines leaves its blank
 	// line behind.
 	return strings.ReplaceAll(routeNote.ReplaceAllString(plan, ""), "\n\n\n", "\n\n")
 }

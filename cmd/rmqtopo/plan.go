@@ -121,7 +121,7 @@ func renderPlan(e *env, format string, p plan.Plan, diags []plan.Diagnostic) err
 
 // layoutNotes are what resolving the spec's layouts tells the plan's
 // checks: the live queues that keep their layout (RT107, RT109) and how
-// each queue's retries travel (RT110).
+// each queue's retries travel (RT110, RT111).
 type layoutNotes struct {
 	kept   []plan.LayoutKept
 	routes []plan.QueueRoute
@@ -155,7 +155,7 @@ func queueRoutes(files []*spec.File) []plan.QueueRoute {
 		s := &f.Spec
 		for _, q := range s.Queues {
 			if t := s.TravelOf(q); !q.Raw && t.RetryAfter != spec.RetryAfterNotApplicable {
-				routes = append(routes, plan.QueueRoute{Address: queueAddress(s.Vhost, q.Name), Travel: t.String()})
+				routes = append(routes, plan.QueueRoute{Address: queueAddress(s.Vhost, q.Name), Travel: t.String(), Others: t.Others})
 			}
 		}
 	}
