@@ -105,7 +105,8 @@ func (rt route) numberNative(d *amqp.Delivery) {
 
 // nativeAttempt is the attempt number of a delivery of a native queue:
 // the broker's delivery count (contract.HeaderDeliveryCount, absent on a
-// first delivery) plus one.
+// first delivery) plus one, or plus the message's contract.HeaderAttempt
+// when it was moved here with retries behind it (contract.NativeAttempt).
 func nativeAttempt(d *amqp.Delivery) int {
 	var n int64
 	switch v := d.Headers[contract.HeaderDeliveryCount].(type) {
@@ -126,5 +127,5 @@ func nativeAttempt(d *amqp.Delivery) int {
 	case uint32:
 		n = int64(v)
 	}
-	return contract.AttemptOfDeliveryCount(n)
+	return contract.NativeAttempt(d.Headers[contract.HeaderAttempt], n)
 }
