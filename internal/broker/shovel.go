@@ -60,19 +60,20 @@ func (c *Client) DeleteShovel(ctx context.Context, vhost, name string) error {
 	return nil
 }
 
-// ShovelStates returns the state of each shovel of vhost ("running",
-// "starting", "terminated"...) by name, from GET /api/shovels/{vhost}.
-func (c *Client) ShovelStates(ctx context.Context, vhost string) (map[string]string, error) {
+// ShovelNames returns the names of the dynamic shovels declared in
+// vhost (its shovel runtime parameters: the core management API answers
+// it, without the rabbitmq_shovel_management plugin).
+func (c *Client) ShovelNames(ctx context.Context, vhost string) (map[string]bool, error) {
 	var items []struct {
-		Name  string `json:"name"`
-		State string `json:"state"`
+		Name string `json:"name"`
 	}
-	if err := c.do(ctx, http.MethodGet, "/api/shovels/"+esc(vhost), nil, nil, &items); err != nil {
-		return nil, fmt.Errorf("read shovels of vhost %q: %w", vhost, err)
+	err := c.do(ctx, http.MethodGet, "/api/parameters/shovel/"+esc(vhost), nil, nil, &items)
+	if err != nil {
+		return nil, fmt.Errorf("read the shovels of vhost %q (is the rabbitmq_shovel plugin enabled?): %w", vhost, err)
 	}
-	out := make(map[string]string, len(items))
+	out := make(map[string]bool, len(items))
 	for _, it := range items {
-		out[it.Name] = it.State
+		out[it.Name] = true
 	}
 	return out, nil
 }

@@ -124,16 +124,16 @@ func layOut(ctx context.Context, o Options) (Layout, error) {
 // and so duplicates those green had confirmed but blue not yet seen
 // acknowledged).
 func startShovels(ctx context.Context, o Options, routes []Route) error {
-	states := map[string]map[string]string{}
+	declared := map[string]map[string]bool{}
 	for _, r := range routes {
-		if states[r.Vhost] == nil {
-			st, err := o.Green.ShovelStates(ctx, r.Vhost)
+		if declared[r.Vhost] == nil {
+			names, err := o.Green.ShovelNames(ctx, r.Vhost)
 			if err != nil {
-				return fmt.Errorf("green: %w (is the rabbitmq_shovel_management or rabbitmq_shovel plugin enabled?)", err)
+				return fmt.Errorf("green: %w", err)
 			}
-			states[r.Vhost] = st
+			declared[r.Vhost] = names
 		}
-		if _, ok := states[r.Vhost][ShovelName(r)]; ok {
+		if declared[r.Vhost][ShovelName(r)] {
 			continue
 		}
 		src, err := o.Blue.VhostURI(ctx, r.Vhost)
