@@ -179,6 +179,10 @@ func TestDecideNative(t *testing.T) {
 			decision{move: moveDeadLetter, exchange: "q.dlx", key: "q", attempt: 7, reason: contract.ReasonExhausted}},
 		{"a malformed attempt header reads as none", linear, amqp.Table{contract.HeaderAttempt: "x"}, failed,
 			decision{move: moveReject, attempt: 1, next: 2}},
+		// A count that came with the message, not redelivered (a
+		// shovel copies another broker's), is not this queue's.
+		{"copied: a count not redelivered is not this queue's", expo, count(int64(1)), failed,
+			decision{move: moveModify, attempt: 1, next: 2, deliverAt: now.Add(s)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -188,7 +192,8 @@ func TestDecideNative(t *testing.T) {
 			for k, v := range c.headers {
 				h[k] = v
 			}
-			d := amqp.Delivery{Headers: h, MessageId: "m", Exchange: "biz"}
+			_, counted := h[contract.HeaderDeliveryCount]
+			d := amqp.Delivery{Headers: h, MessageId: "m", Exchange: "biz", Redelivered: counted && !strings.HasPrefix(c.name, "copied:")}
 			got := rt.decide(&d, c.herr, errors.Is(c.herr, context.Canceled), now)
 			if !sameDecision(got, c.want) || !got.deliverAt.Equal(c.want.deliverAt) {
 				t.Fatalf("decision %+v; want %+v", got, c.want)

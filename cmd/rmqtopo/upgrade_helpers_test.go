@@ -113,6 +113,37 @@ func deadLetterByBroker(t *testing.T, conn *amqp.Connection, n int) []string {
 	return ids
 }
 
+// requeuedOnce publishes n messages and returns each once with requeue
+// (basic.nack), so that blue's deliveries of them carry a delivery count
+// (x-delivery-count: 1 on a 3.x quorum queue), which the shovel copies:
+// green's consumers must still see them at attempt 1.
+func requeuedOnce(t *testing.T, conn *amqp.Connection, n int) []string {
+	t.Helper()
+	ids := bgPublish(t, conn, "r", n)
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	var last uint64
+	for got := 0; got < n; {
+		d, ok, err := ch.Get("bg.orders", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		last = d.DeliveryTag
+		got++
+	}
+	if err := ch.Nack(last, true, true); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
 // waitLine reads r until a line holds want; the rest of r is discarded
 // in the background.
 func waitLine(t *testing.T, r io.Reader, want string) {
@@ -235,6 +266,16 @@ func checkSchedules(t *testing.T, log *bgLog, dlq map[string]amqp.Delivery) {
 		if _, ok := d.Headers[contract.HeaderDeadLetterReason]; !ok {
 			t.Errorf("%s: green's DLQ copy has no %s: %v", id, contract.HeaderDeadLetterReason, d.Headers)
 		}
+		// One that always fails has all its attempts, wherever they ran,
+		// and no more.
+		if bgFate(id, 1) != nil && bgFate(id, 99) != nil && !errors.Is(bgFate(id, 1), rtry.ErrReject) {
+			if a, _ := contract.ParseAttempt(d.Headers[contract.HeaderAttempt]); a != len(bgDelays)+1 {
+				t.Errorf("%s: dead-lettered after attempt %d, want %d", id, a, len(bgDelays)+1)
+			}
+		}
+	}
+	if moved == 0 {
+		t.Error("no retry failed on blue and came back on green: the test moved none")
 	}
 	t.Logf("%d ids, %d in green's DLQ, %d retries crossed from blue to green, %d duplicate deliveries; latest retry %s after its delay",
 		len(log.at), len(dlq), moved, dups, late)

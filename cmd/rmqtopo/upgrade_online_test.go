@@ -62,7 +62,7 @@ func TestOnlineUpgradeMove(t *testing.T) {
 
 // bgNode starts a node of series with the shovel plugin, killed when the
 // test ends.
-func bgNode(t *testing.T, series, role string) *brokertest.Broker {
+func bgNode(t testing.TB, series, role string) *brokertest.Broker {
 	t.Helper()
 	n, err := brokertest.StartNode(context.Background(), brokertest.NodeConfig{
 		Name:    fmt.Sprintf("bg%s%s-%d@localhost", role, strings.ReplaceAll(series, ".", ""), os.Getpid()),
@@ -97,6 +97,7 @@ func upgradePair(t *testing.T, bin, blueSeries, greenSeries string) {
 	ids = append(ids, bgPublish(t, bconn, "a", 150)...)
 	time.Sleep(1500 * time.Millisecond) // retries now wait on blue
 	stopBlue()
+	ids = append(ids, requeuedOnce(t, bconn, 8)...)
 	ids = append(ids, bgPublish(t, bconn, "b", 150)...) // a backlog no one consumes on blue
 
 	first := exec.Command("bash", "../../examples/blue-green/run.sh")
