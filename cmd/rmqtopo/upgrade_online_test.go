@@ -18,6 +18,7 @@ import (
 // a return queue on 3.10 and 4.0, native (the AMQP 1.0 route: the delays
 // are not linear) on 4.3.
 const upgradeSpec = `version: 1
+name: bg
 vhost: /
 queues:
   - name: bg.orders
@@ -128,4 +129,25 @@ func upgradePair(t *testing.T, bin, blueSeries, greenSeries string) {
 		t.Logf("second run:\n%s", lastLines(string(o), 6))
 	}
 	checkUpgrade(t, blue, green, gconn, log, ids)
+	pruneBlue(t, bin, blue, dir)
+}
+
+// pruneBlue is the route's clean-up (docs/upgrades.md): an empty spec of
+// the same name applied with --prune deletes the spec's objects on blue.
+func pruneBlue(t *testing.T, bin string, blue *brokertest.Broker, dir string) {
+	t.Helper()
+	empty := filepath.Join(dir, "empty.yaml")
+	if err := os.WriteFile(empty, []byte("version: 1\nname: bg\nvhost: /\nqueues: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "apply", "--auto-approve", "--prune", "--url", blue.MgmtURL, empty).CombinedOutput(); err != nil {
+		t.Fatalf("apply --prune of an empty spec on blue: %v\n%s", err, out)
+	}
+	qs, err := blue.Mgmt(t).ListQueuesIn("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		t.Errorf("blue still has queue %s after the clean-up", q.Name)
+	}
 }
