@@ -61,7 +61,13 @@ import (
 // The attempt number of a delivery is the broker's delivery count plus
 // one (AttemptOfDeliveryCount): x-delivery-count is absent or 0 on the
 // first delivery, attempt 1, as HeaderAttempt numbers it elsewhere. A
-// native queue's deliveries carry no HeaderAttempt.
+// message moved into a native queue from another broker with retries
+// behind it (a blue-green upgrade, `rmqtopo upgrade move`: a retry of a
+// wait queue, come due) carries HeaderAttempt, the attempt number of its
+// first delivery here: the broker counts its deliveries afresh, so the
+// attempt is HeaderAttempt plus the count (NativeAttempt), and its
+// schedule goes on where it was, not from the start. A message published
+// by a service carries none.
 
 // Queue arguments of the native layout.
 const (
@@ -143,6 +149,19 @@ func (n Native) Delay(attempt int) (time.Duration, bool) {
 		return 0, false
 	}
 	return n.Delays[i], true
+}
+
+// NativeAttempt is the attempt number of a delivery of a native queue:
+// its HeaderAttempt (header; the attempt of the message's first delivery
+// from this queue, FirstAttempt when absent) plus the broker's delivery
+// count. A malformed HeaderAttempt reads as absent: the broker's
+// delivery limit still ends the schedule.
+func NativeAttempt(header any, count int64) int {
+	base, ok := ParseAttempt(header)
+	if !ok {
+		base = FirstAttempt
+	}
+	return min(AttemptOfDeliveryCount(count)+base-FirstAttempt, MaxAttempt)
 }
 
 // AttemptOfDeliveryCount turns the broker's delivery count (the

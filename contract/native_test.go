@@ -113,3 +113,18 @@ func TestAttemptOfDeliveryCount(t *testing.T) {
 		}
 	}
 }
+
+func TestNativeAttempt(t *testing.T) {
+	for _, c := range []struct {
+		header any
+		count  int64
+		want   int
+	}{
+		{nil, 0, 1}, {nil, 2, 3}, {"3", 0, 3}, {"3", 2, 5}, {int64(4), 1, 5},
+		{"bad", 1, 2}, {"0", 0, 1}, {"999", 5, MaxAttempt},
+	} {
+		if got := NativeAttempt(c.header, c.count); got != c.want {
+			t.Errorf("NativeAttempt(%v, %d) = %d, want %d", c.header, c.count, got, c.want)
+		}
+	}
+}

@@ -140,8 +140,21 @@ func (rt nativeRoute) number(d *amqp.Delivery) {
 
 // nativeAttempt is the attempt number of a delivery of a native queue:
 // the broker's delivery count (contract.HeaderDeliveryCount, absent on a
-// first delivery) plus one.
+// first delivery) plus one, or plus the message's contract.HeaderAttempt
+// when it was moved here with retries behind it (contract.NativeAttempt).
+//
+// A delivery that is not redelivered has no count of the broker's: a
+// quorum queue marks redelivered every delivery of a message it has
+// handed out before (acquired count > 0, rabbit_fifo_client's
+// add_delivery_count_header), and the failed deliveries it counts are
+// some of those. An x-delivery-count on a first delivery was copied
+// with the message from another queue (a shovel of a blue-green move
+// copies a 3.x quorum queue's count of requeues; seen 3.10.8 → 4.3.6:
+// attempt 2 on the first delivery from green) and is not this queue's.
 func nativeAttempt(d *amqp.Delivery) int {
+	if !d.Redelivered {
+		return contract.NativeAttempt(d.Headers[contract.HeaderAttempt], 0)
+	}
 	n, _ := contract.Integer(d.Headers[contract.HeaderDeliveryCount])
-	return contract.AttemptOfDeliveryCount(n)
+	return contract.NativeAttempt(d.Headers[contract.HeaderAttempt], n)
 }

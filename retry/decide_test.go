@@ -174,8 +174,20 @@ func TestDecideNative(t *testing.T) {
 			decision{move: moveDeadLetter, exchange: "q.dlx", key: "q", attempt: 4, reason: contract.ReasonExhausted}},
 		{"permanent at once", expo, nil, Permanent(failed),
 			decision{move: moveDeadLetter, exchange: "q.dlx", key: "q", attempt: 1, reason: contract.ReasonRejected}},
-		{"a stray attempt header is not the count", linear, amqp.Table{contract.HeaderAttempt: "7"}, failed,
+		// A message moved here from a broker where it had retried
+		// (rmqtopo upgrade move) goes on at its attempt number.
+		{"a moved retry goes on at its attempt", expo, amqp.Table{contract.HeaderAttempt: "2"}, failed,
+			decision{move: moveModify, attempt: 2, next: 3, deliverAt: now.Add(2 * s)}},
+		{"a moved retry counts its deliveries here", expo, amqp.Table{contract.HeaderAttempt: "3", contract.HeaderDeliveryCount: int64(1)}, failed,
+			decision{move: moveDeadLetter, exchange: "q.dlx", key: "q", attempt: 4, reason: contract.ReasonExhausted}},
+		{"a moved retry past the schedule is exhausted", linear, amqp.Table{contract.HeaderAttempt: "7"}, failed,
+			decision{move: moveDeadLetter, exchange: "q.dlx", key: "q", attempt: 7, reason: contract.ReasonExhausted}},
+		{"a malformed attempt header reads as none", linear, amqp.Table{contract.HeaderAttempt: "x"}, failed,
 			decision{move: moveReject, attempt: 1, next: 2}},
+		// A count that came with the message, not redelivered (a
+		// shovel copies another broker's), is not this queue's.
+		{"copied: a count not redelivered is not this queue's", expo, count(int64(1)), failed,
+			decision{move: moveModify, attempt: 1, next: 2, deliverAt: now.Add(s)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -185,7 +197,8 @@ func TestDecideNative(t *testing.T) {
 			for k, v := range c.headers {
 				h[k] = v
 			}
-			d := amqp.Delivery{Headers: h, MessageId: "m", Exchange: "biz"}
+			_, counted := h[contract.HeaderDeliveryCount]
+			d := amqp.Delivery{Headers: h, MessageId: "m", Exchange: "biz", Redelivered: counted && !strings.HasPrefix(c.name, "copied:")}
 			got := rt.decide(&d, c.herr, errors.Is(c.herr, context.Canceled), now)
 			if !sameDecision(got, c.want) || !got.deliverAt.Equal(c.want.deliverAt) {
 				t.Fatalf("decision %+v; want %+v", got, c.want)

@@ -28,7 +28,7 @@ type cli struct {
 	DLQ      dlqCmd      `cmd:"" name:"dlq" help:"Inspect, replay and sweep dead-letter queues."`
 	Move     moveCmd     `cmd:"" help:"Move a queue's messages, headers and all, into another queue (a renamed queue's)."`
 	Import   importCmd   `cmd:"" help:"Write a spec for what already exists in one vhost of a broker or definitions file."`
-	Upgrade  upgradeCmd  `cmd:"" help:"Move to another RabbitMQ release: preview what it changes."`
+	Upgrade  upgradeCmd  `cmd:"" help:"Move to another RabbitMQ release: preview what it changes, then move the specs' messages blue-green."`
 
 	Version     versionFlag `help:"Print the version and VCS revision, then exit."`
 	Color       string      `help:"Colour output: auto (on a TTY, unless NO_COLOR is set), always or never." enum:"auto,always,never" default:"auto"`

@@ -15,6 +15,7 @@ import (
 // would widen the main column).
 type upgradeCmd struct {
 	Preview upgradePreviewCmd `cmd:"" group:"Upgrades:" help:"Judge a live vhost against a target RabbitMQ release: what it refuses, ignores or does differently, and the route there."`
+	Move    upgradeMoveCmd    `cmd:"" group:"Upgrades:" help:"Move every message of the specs' queues from the old (blue) broker to the new (green) one, retries at their time and attempt."`
 }
 
 type upgradePreviewCmd struct {

@@ -87,6 +87,10 @@ type NodeConfig struct {
 	// interval (collect_statistics_interval; RabbitMQ's default is 5s).
 	// Test nodes use TestStatsInterval.
 	StatsInterval time.Duration
+	// Plugins are enabled besides rabbitmq_management, e.g.
+	// "rabbitmq_shovel" and "rabbitmq_federation" (both ship with
+	// RabbitMQ) for a blue-green move between two nodes.
+	Plugins []string
 }
 
 // TestStatsInterval is the statistics interval of the nodes tests start:
@@ -281,7 +285,7 @@ func newNode(cfg NodeConfig, base, short, root string) (*Node, error) {
 		}
 		extra = append(tlsConf(tls, n.AMQPSPort, n.MgmtTLSPort), extra...)
 	}
-	return n, n.writeFiles(extra, advanced)
+	return n, n.writeFiles(extra, advanced, cfg.Plugins)
 }
 
 // copyTLS copies the node's PEM files into its directory, where a node in
@@ -326,7 +330,7 @@ func tlsConf(t *TLSFiles, amqps, mgmt int) []string {
 		fmt.Sprintf("management.ssl.fail_if_no_peer_cert = %t", t.RequireClientCertMgmt))
 }
 
-func (n *Node) writeFiles(extra []string, advanced string) error {
+func (n *Node) writeFiles(extra []string, advanced string, plugins []string) error {
 	for _, d := range []string{n.Home, filepath.Join(n.Dir, "mnesia"), filepath.Join(n.Dir, "log")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -352,7 +356,8 @@ loopback_users = none
 			return err
 		}
 	}
-	return os.WriteFile(filepath.Join(n.Dir, "enabled_plugins"), []byte("[rabbitmq_management].\n"), 0o644)
+	enabled := "[" + strings.Join(append([]string{"rabbitmq_management"}, plugins...), ",") + "].\n"
+	return os.WriteFile(filepath.Join(n.Dir, "enabled_plugins"), []byte(enabled), 0o644)
 }
 
 // ensureCookie writes the Erlang cookie before any node or CLI tool starts,
