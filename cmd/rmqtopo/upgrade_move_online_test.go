@@ -15,7 +15,7 @@ import (
 )
 
 // upgradeSpec is the blue-green test's spec: auto lays it out shared with
-// a return queue on 3.10 and 4.0, native (the AMQP 1.0 route: the delays
+// a return queue on 3.10, shared with retries back by priority on 4.0, native (the AMQP 1.0 route: the delays
 // are not linear) on 4.3.
 const upgradeSpec = `version: 1
 name: bg
