@@ -224,7 +224,7 @@ func TestNativeRouteOwnMoves(t *testing.T) {
 	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
 	linear := contract.Native{Route: contract.RouteReject, Delays: []time.Duration{time.Second, 2 * time.Second}, DeliveryLimit: 2}
 	var rt route = nativeRoute{queue: "q", schedule: &linear}
-	d := amqp.Delivery{Headers: amqp.Table{contract.HeaderDeliveryCount: int64(1)}, MessageId: "m"}
+	d := amqp.Delivery{Headers: amqp.Table{contract.HeaderDeliveryCount: int64(1)}, MessageId: "m", Redelivered: true}
 	if got := rt.retry(&d, errors.New("boom"), now); got.move != moveReject || got.attempt != 2 || got.next != 3 {
 		t.Errorf("Retry: %+v, want a reject for attempt 3", got)
 	}
@@ -273,7 +273,8 @@ func TestUnhonoured(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d := amqp.Delivery{Headers: c.headers}
+			_, counted := c.headers[contract.HeaderDeliveryCount]
+			d := amqp.Delivery{Headers: c.headers, Redelivered: counted} // a quorum queue's count comes with redelivered
 			got := c.rt.unhonoured(c.rt.decide(&d, c.herr, false, now))
 			if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
 				t.Errorf("unhonoured = %q; want %q in it", got, c.want)
