@@ -126,10 +126,11 @@ func rejectHeld(b *testing.B, conn *amqp.Connection, n int, delay time.Duration)
 	for len(due) < n {
 		select {
 		case d := <-ds:
+			sent := time.Now() // the broker cannot start the delay before the reject is sent
 			if err := d.Reject(true); err != nil {
 				b.Fatal(err)
 			}
-			due[d.MessageId] = time.Now().Add(delay)
+			due[d.MessageId] = sent.Add(delay)
 		case <-guard:
 			b.Fatalf("held %d of %d retries", len(due), n)
 		}

@@ -119,10 +119,14 @@ func holdRetries(t testing.TB, conn *amqp.Connection, n int, delay time.Duration
 		if err != nil || !ok {
 			t.Fatalf("getting the messages to reject: %v, %d of %d", err, len(due), n)
 		}
+		// Due counts from before the reject is sent: the broker cannot
+		// start the delay earlier, and may start it before Reject returns
+		// (on a busy machine, a few ms before the time read after it).
+		sent := time.Now()
 		if err := d.Reject(true); err != nil {
 			t.Fatal(err)
 		}
-		due[d.MessageId] = time.Now().Add(delay)
+		due[d.MessageId] = sent.Add(delay)
 	}
 	return due
 }
