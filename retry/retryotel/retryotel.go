@@ -75,10 +75,17 @@
 //	rmqtopo.retry.handler.duration  histogram, seconds, by rmqtopo.retry.attempt
 //	rmqtopo.retry.confirms.pending  up-down counter: copies waiting for the broker's confirmation
 //	rmqtopo.retry.reconnects        counter: connections retry.Consume made after losing one
+//
+// The counters are observable instruments: the helper adds to a number of
+// its own, which the meter reads when it collects, so that a delivery pays
+// an atomic add rather than an instrument's (the histograms are recorded
+// per delivery: there is no observable histogram). A Telemetry's callbacks
+// stay registered with the meter provider for its life.
 package retryotel
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -131,6 +138,7 @@ type Telemetry struct {
 	prop   propagation.TextMapPropagator
 	m      instruments
 	queues sync.Map // queue name -> *perQueue
+	last   atomic.Pointer[perQueue]
 }
 
 var (
@@ -156,11 +164,9 @@ func New(opts ...Option) *Telemetry {
 	if c.prop == nil {
 		c.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
-	return &Telemetry{
-		tracer: c.tp.Tracer(ScopeName),
-		prop:   c.prop,
-		m:      newInstruments(c.mp.Meter(ScopeName)),
-	}
+	t := &Telemetry{tracer: c.tp.Tracer(ScopeName), prop: c.prop}
+	t.newInstruments(c.mp.Meter(ScopeName))
+	return t
 }
 
 // Option is the one option that gives t to retry.Consume or retry.New, as
