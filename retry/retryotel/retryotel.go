@@ -47,6 +47,11 @@
 //	rmqtopo.retry.delay               retried: its delay in seconds, when the helper knows it (see retry.Settlement)
 //	rmqtopo.retry.dead_letter_reason  dead-lettered: rejected, exhausted or malformed-attempt
 //
+// The messaging.system, operation, and destination attributes are given
+// when the span starts, for a sampler to see; the others are set when it
+// ends, at once (a handler that sets one of their keys on the span itself
+// sees it replaced).
+//
 // A failed handler sets the span's status to Error and records its error;
 // so does a settlement that failed (the copy was not confirmed). A handler
 // cancelled by a shutdown, its delivery requeued unchanged, does not.

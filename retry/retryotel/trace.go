@@ -50,7 +50,7 @@ func (t *Telemetry) Start(ctx context.Context, queue string, attempt int, d *amq
 		return ctx, &deliveryTrace{t: t, span: span, carried: carried}
 	}
 	rt := &recordingTrace{deliveryTrace: deliveryTrace{t: t, span: span, carried: carried}}
-	span.SetAttributes(rt.deliveryAttributes(attempt, d)...)
+	rt.n = len(rt.deliveryAttributes(attempt, d))
 	return ctx, rt
 }
 
@@ -73,12 +73,17 @@ type deliveryTrace struct {
 	carried bool
 }
 
-// recordingTrace is one attempt's span that records: its attributes are
-// built in attrs, made with the trace, rather than in slices of their own.
-// The delivery's are attrs[:6] at most, the settlement's the rest: one is
-// never written over the other, should a span keep what it was given.
+// recordingTrace is one attempt's span that records. Its attributes are
+// built in attrs, made with the trace, rather than in slices of their own:
+// the delivery's at Start (attrs[:n], 6 at most), the settlement's after
+// them at End, which sets them all at once. Each SetAttributes grows the
+// span's own slice (the SDK's), so that one call rather than two saves a
+// copy; nothing reads a span's attributes before it ends but a span
+// processor's OnStart, which runs inside Start and so never saw the
+// delivery's anyway.
 type recordingTrace struct {
 	deliveryTrace
+	n     int
 	attrs [10]attribute.KeyValue
 }
 
@@ -125,7 +130,7 @@ func (rt *recordingTrace) End(s retry.Settlement, herr error) {
 	if s.Outcome == retry.Requeued && s.Err == nil {
 		herr = nil
 	}
-	attrs := endAttributes(rt.attrs[6:6], s)
+	attrs := endAttributes(rt.attrs[:rt.n], s)
 	if herr != nil {
 		attrs = append(attrs, semconv.ErrorTypeKey.String(fmt.Sprintf("%T", herr)))
 	} else if s.Err != nil {
