@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -65,7 +66,12 @@ func BenchmarkConsumeTracing(b *testing.B) {
 func benchConsumeTracing(b *testing.B, herr error) {
 	e := newEnv(b, "    retry: {delays: [1h]}\n")
 	n := benchMessages(herr)
-	variants := []string{"off", "sampled", "unsampled"}
+	variants := benchVariants()
+	for _, v := range variants {
+		if !slices.Contains([]string{"off", "sampled", "unsampled"}, v) {
+			b.Fatalf("RMQTOPO_BENCH_VARIANTS: no variant %q (off, sampled, unsampled)", v)
+		}
+	}
 	rates, cpus, ratios := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	for round := range benchRounds() {
 		k := round % len(variants)
@@ -82,8 +88,10 @@ func benchConsumeTracing(b *testing.B, herr error) {
 		for _, v := range variants {
 			rates[v], cpus[v] = append(rates[v], got[v]), append(cpus[v], cpu[v])
 		}
-		for _, v := range variants[1:] {
-			ratios[v] = append(ratios[v], got[v]/got["off"])
+		for _, v := range variants {
+			if v != "off" && got["off"] > 0 {
+				ratios[v] = append(ratios[v], got[v]/got["off"])
+			}
 		}
 	}
 	reportTracing(b, variants, n, rates, cpus, ratios)
@@ -96,7 +104,10 @@ func reportTracing(b *testing.B, variants []string, n int, rates, cpus, ratios m
 		b.ReportMetric(median(rates[v]), v+"-msg/s")
 		b.ReportMetric(median(cpus[v]), v+"-cpu-µs/msg")
 	}
-	for _, v := range variants[1:] {
+	for _, v := range variants {
+		if v == "off" || len(ratios[v]) == 0 {
+			continue
+		}
 		b.Logf("%-9s x-off median %.3f, quartiles %.3f–%.3f, min–max %.2f–%.2f",
 			v, median(ratios[v]), quantile(ratios[v], .25), quantile(ratios[v], .75),
 			slices.Min(ratios[v]), slices.Max(ratios[v]))
@@ -249,6 +260,16 @@ func benchMessages(herr error) int {
 		return 500
 	}
 	return 2000
+}
+
+// benchVariants are the variants measured: off, sampled and unsampled,
+// or those $RMQTOPO_BENCH_VARIANTS names (comma-separated; one alone to
+// profile it: -cpuprofile).
+func benchVariants() []string {
+	if v := os.Getenv("RMQTOPO_BENCH_VARIANTS"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return []string{"off", "sampled", "unsampled"}
 }
 
 func benchRounds() int {
