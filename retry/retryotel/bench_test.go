@@ -8,13 +8,17 @@ package retryotel_test
 // Figures from the project's machine are in docs/benchmarks.md.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -72,47 +76,76 @@ func benchConsumeTracing(b *testing.B, herr error) {
 			b.Fatalf("RMQTOPO_BENCH_VARIANTS: no variant %q (off, sampled, unsampled)", v)
 		}
 	}
-	rates, cpus, ratios := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
+	r := results{rate: map[string][]float64{}, client: map[string][]float64{}, broker: map[string][]float64{},
+		xoff: map[string][]float64{}, cpuXoff: map[string][]float64{}}
 	for round := range benchRounds() {
 		k := round % len(variants)
 		order := append(slices.Clone(variants[k:]), variants[:k]...)
 		back := slices.Clone(order)
 		slices.Reverse(back)
-		got, cpu := map[string]float64{}, map[string]float64{}
+		got := map[string]block{}
 		for _, v := range append(order, back...) {
 			opt, shutdown := benchOption(v)
-			r, c := e.consumeRate(b, n, herr, opt)
+			m := e.consumeBlock(b, n, herr, opt)
 			shutdown()
-			got[v], cpu[v] = got[v]+r/2, cpu[v]+c/2
+			g := got[v]
+			got[v] = block{g.rate + m.rate/2, g.client + m.client/2, g.broker + m.broker/2}
 		}
-		for _, v := range variants {
-			rates[v], cpus[v] = append(rates[v], got[v]), append(cpus[v], cpu[v])
-		}
-		for _, v := range variants {
-			if v != "off" && got["off"] > 0 {
-				ratios[v] = append(ratios[v], got[v]/got["off"])
-			}
-		}
+		r.add(got)
 	}
-	reportTracing(b, variants, n, rates, cpus, ratios)
+	r.report(b, variants, n)
 }
 
-func reportTracing(b *testing.B, variants []string, n int, rates, cpus, ratios map[string][]float64) {
-	for _, v := range variants {
-		b.Logf("%-9s median %5.0f msg/s, %5.1f client-cpu-µs/msg; %d rounds of 2x%d messages: %.0f msg/s; x-off by round %.2f",
-			v, median(rates[v]), median(cpus[v]), len(rates[v]), n, rates[v], ratios[v])
-		b.ReportMetric(median(rates[v]), v+"-msg/s")
-		b.ReportMetric(median(cpus[v]), v+"-cpu-µs/msg")
-	}
-	for _, v := range variants {
-		if v == "off" || len(ratios[v]) == 0 {
+// block is one measurement, or a round's mean of a variant's two: msg/s,
+// and the client's and the broker's CPU µs per message.
+type block struct{ rate, client, broker float64 }
+
+// results are a run's blocks by variant, round after round, and the
+// traced variants' ratios to off in each round: of rates (xoff), and of
+// CPU per message, client and broker together (cpuXoff: the rate ratio
+// a machine whose CPU is the bottleneck would see; 0 without the
+// broker's CPU).
+type results struct {
+	rate, client, broker, xoff, cpuXoff map[string][]float64
+}
+
+func (r *results) add(got map[string]block) {
+	off, hasOff := got["off"]
+	for v, m := range got {
+		r.rate[v] = append(r.rate[v], m.rate)
+		r.client[v] = append(r.client[v], m.client)
+		r.broker[v] = append(r.broker[v], m.broker)
+		if v == "off" || !hasOff {
 			continue
 		}
-		b.Logf("%-9s x-off median %.3f, quartiles %.3f–%.3f, min–max %.2f–%.2f",
-			v, median(ratios[v]), quantile(ratios[v], .25), quantile(ratios[v], .75),
-			slices.Min(ratios[v]), slices.Max(ratios[v]))
-		b.ReportMetric(median(ratios[v]), v+"-x-off")
-		b.ReportMetric(median(cpus[v])-median(cpus["off"]), v+"-extra-cpu-µs/msg")
+		r.xoff[v] = append(r.xoff[v], m.rate/off.rate)
+		if m.broker > 0 {
+			r.cpuXoff[v] = append(r.cpuXoff[v], (off.client+off.broker)/(m.client+m.broker))
+		}
+	}
+}
+
+func (r *results) report(b *testing.B, variants []string, n int) {
+	for _, v := range variants {
+		b.Logf("%-9s median %5.0f msg/s, CPU µs/msg client %5.1f broker %5.1f; %d rounds of 2x%d messages: %.0f msg/s",
+			v, median(r.rate[v]), median(r.client[v]), median(r.broker[v]), len(r.rate[v]), n, r.rate[v])
+		b.ReportMetric(median(r.rate[v]), v+"-msg/s")
+		b.ReportMetric(median(r.client[v]), v+"-cpu-µs/msg")
+	}
+	for _, v := range variants {
+		if len(r.xoff[v]) == 0 {
+			continue
+		}
+		b.Logf("%-9s x-off median %.3f, quartiles %.3f–%.3f, min–max %.2f–%.2f; by round %.2f",
+			v, median(r.xoff[v]), quantile(r.xoff[v], .25), quantile(r.xoff[v], .75),
+			slices.Min(r.xoff[v]), slices.Max(r.xoff[v]), r.xoff[v])
+		b.ReportMetric(median(r.xoff[v]), v+"-x-off")
+		b.ReportMetric(median(r.client[v])-median(r.client["off"]), v+"-extra-cpu-µs/msg")
+		if len(r.cpuXoff[v]) > 0 {
+			b.Logf("%-9s CPU x-off median %.3f, quartiles %.3f–%.3f", v,
+				median(r.cpuXoff[v]), quantile(r.cpuXoff[v], .25), quantile(r.cpuXoff[v], .75))
+			b.ReportMetric(median(r.cpuXoff[v]), v+"-cpu-x-off")
+		}
 	}
 }
 
@@ -141,20 +174,20 @@ type discard struct{}
 func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (discard) Shutdown(context.Context) error                             { return nil }
 
-// consumeRate prefills n messages, runs Consume over them, and returns its
-// rate from the first settlement to the last (no dialing in it), and the
-// process's CPU time per message meanwhile, in µs.
-func (e *env) consumeRate(b *testing.B, n int, herr error, opt retry.Option) (rate, cpuMicros float64) {
+// consumeBlock prefills n messages, runs Consume over them, and measures it
+// from the first settlement to the last (no dialing in it): its rate, and
+// the CPU time per message meanwhile of this process and of the broker.
+func (e *env) consumeBlock(b *testing.B, n int, herr error, opt retry.Option) block {
 	e.prefill(b, n)
 	var settled atomic.Int64
 	var first atomic.Int64
 	done := make(chan time.Time, 1)
-	var cpu0 time.Duration
+	var cpu0, bcpu0 time.Duration
 	count := &settleCounter{f: func() {
 		k := settled.Add(1)
 		if k == 1 {
 			first.Store(time.Now().UnixNano())
-			cpu0 = cpuTime()
+			cpu0, bcpu0 = cpuTime(), brokerCPU()
 		}
 		if k == int64(n) {
 			done <- time.Now()
@@ -168,10 +201,10 @@ func (e *env) consumeRate(b *testing.B, n int, herr error, opt retry.Option) (ra
 			opt, retry.WithObserver(count), retry.WithPrefetch(16), retry.WithLogger(slog.New(slog.DiscardHandler)))
 	}()
 	var end time.Time
-	var cpu time.Duration
+	var cpu, bcpu time.Duration
 	select {
 	case end = <-done:
-		cpu = cpuTime() - cpu0
+		cpu, bcpu = cpuTime()-cpu0, brokerCPU()-bcpu0
 	case <-time.After(5 * time.Minute):
 		b.Fatalf("%d of %d messages settled", settled.Load(), n)
 	}
@@ -182,7 +215,50 @@ func (e *env) consumeRate(b *testing.B, n int, herr error, opt retry.Option) (ra
 	if herr != nil {
 		e.purgeWait(b)
 	}
-	return float64(n-1) / end.Sub(time.Unix(0, first.Load())).Seconds(), float64(cpu.Microseconds()) / float64(n-1)
+	perMsg := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n-1) }
+	return block{float64(n-1) / end.Sub(time.Unix(0, first.Load())).Seconds(), perMsg(cpu), perMsg(bcpu)}
+}
+
+// brokerPID is the OS pid of the bench's broker node: the beam.smp
+// started with the home of the node RMQTOPO_TEST_NODE_STATE names (make
+// bench's own), 0 if there is none to be found (a broker elsewhere).
+var brokerPID = sync.OnceValue(func() int {
+	var node struct {
+		Home string `json:"home"`
+	}
+	data, err := os.ReadFile(os.Getenv("RMQTOPO_TEST_NODE_STATE"))
+	if err != nil || json.Unmarshal(data, &node) != nil || node.Home == "" {
+		return 0
+	}
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, c := range cmdlines {
+		args, err := os.ReadFile(c)
+		if err == nil && bytes.Contains(args, []byte("beam")) && bytes.Contains(args, []byte("\x00-home\x00"+node.Home+"\x00")) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(c)))
+			return pid
+		}
+	}
+	return 0
+})
+
+// brokerCPU is the broker node's CPU time so far, summed over its threads
+// (schedstat: nanoseconds, where the rusage of another process is in
+// clock ticks); 0 without its pid.
+func brokerCPU() time.Duration {
+	pid := brokerPID()
+	if pid == 0 {
+		return 0
+	}
+	stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var sum time.Duration
+	for _, st := range stats {
+		data, err := os.ReadFile(st)
+		if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			sum += time.Duration(ns)
+		}
+	}
+	return sum
 }
 
 // cpuTime is the process's user and system CPU time so far.
