@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,7 +78,7 @@ func benchConsumeTracing(b *testing.B, herr error) {
 		}
 	}
 	r := results{rate: map[string][]float64{}, client: map[string][]float64{}, broker: map[string][]float64{},
-		xoff: map[string][]float64{}, cpuXoff: map[string][]float64{}}
+		allocs: map[string][]float64{}, xoff: map[string][]float64{}, cpuXoff: map[string][]float64{}}
 	for round := range benchRounds() {
 		k := round % len(variants)
 		order := append(slices.Clone(variants[k:]), variants[:k]...)
@@ -89,7 +90,7 @@ func benchConsumeTracing(b *testing.B, herr error) {
 			m := e.consumeBlock(b, n, herr, opt)
 			shutdown()
 			g := got[v]
-			got[v] = block{g.rate + m.rate/2, g.client + m.client/2, g.broker + m.broker/2}
+			got[v] = block{g.rate + m.rate/2, g.client + m.client/2, g.broker + m.broker/2, g.allocs + m.allocs/2}
 		}
 		r.add(got)
 	}
@@ -97,8 +98,9 @@ func benchConsumeTracing(b *testing.B, herr error) {
 }
 
 // block is one measurement, or a round's mean of a variant's two: msg/s,
-// and the client's and the broker's CPU µs per message.
-type block struct{ rate, client, broker float64 }
+// the client's and the broker's CPU µs per message, and the client's heap
+// allocations per message (a count: steady under any load).
+type block struct{ rate, client, broker, allocs float64 }
 
 // results are a run's blocks by variant, round after round, and the
 // traced variants' ratios to off in each round: of rates (xoff), and of
@@ -106,7 +108,7 @@ type block struct{ rate, client, broker float64 }
 // a machine whose CPU is the bottleneck would see; 0 without the
 // broker's CPU).
 type results struct {
-	rate, client, broker, xoff, cpuXoff map[string][]float64
+	rate, client, broker, allocs, xoff, cpuXoff map[string][]float64
 }
 
 func (r *results) add(got map[string]block) {
@@ -115,6 +117,7 @@ func (r *results) add(got map[string]block) {
 		r.rate[v] = append(r.rate[v], m.rate)
 		r.client[v] = append(r.client[v], m.client)
 		r.broker[v] = append(r.broker[v], m.broker)
+		r.allocs[v] = append(r.allocs[v], m.allocs)
 		if v == "off" || !hasOff {
 			continue
 		}
@@ -127,8 +130,8 @@ func (r *results) add(got map[string]block) {
 
 func (r *results) report(b *testing.B, variants []string, n int) {
 	for _, v := range variants {
-		b.Logf("%-9s median %5.0f msg/s, CPU µs/msg client %5.1f broker %5.1f; %d rounds of 2x%d messages: %.0f msg/s",
-			v, median(r.rate[v]), median(r.client[v]), median(r.broker[v]), len(r.rate[v]), n, r.rate[v])
+		b.Logf("%-9s median %5.0f msg/s, CPU µs/msg client %5.1f broker %5.1f, client allocs/msg %.1f; %d rounds of 2x%d messages: %.0f msg/s",
+			v, median(r.rate[v]), median(r.client[v]), median(r.broker[v]), median(r.allocs[v]), len(r.rate[v]), n, r.rate[v])
 		b.ReportMetric(median(r.rate[v]), v+"-msg/s")
 		b.ReportMetric(median(r.client[v]), v+"-cpu-µs/msg")
 	}
@@ -183,11 +186,12 @@ func (e *env) consumeBlock(b *testing.B, n int, herr error, opt retry.Option) bl
 	var first atomic.Int64
 	done := make(chan time.Time, 1)
 	var cpu0, bcpu0 time.Duration
+	var mallocs0 uint64
 	count := &settleCounter{f: func() {
 		k := settled.Add(1)
 		if k == 1 {
 			first.Store(time.Now().UnixNano())
-			cpu0, bcpu0 = cpuTime(), brokerCPU()
+			cpu0, bcpu0, mallocs0 = cpuTime(), brokerCPU(), mallocs()
 		}
 		if k == int64(n) {
 			done <- time.Now()
@@ -202,9 +206,10 @@ func (e *env) consumeBlock(b *testing.B, n int, herr error, opt retry.Option) bl
 	}()
 	var end time.Time
 	var cpu, bcpu time.Duration
+	var allocs uint64
 	select {
 	case end = <-done:
-		cpu, bcpu = cpuTime()-cpu0, brokerCPU()-bcpu0
+		cpu, bcpu, allocs = cpuTime()-cpu0, brokerCPU()-bcpu0, mallocs()-mallocs0
 	case <-time.After(5 * time.Minute):
 		b.Fatalf("%d of %d messages settled", settled.Load(), n)
 	}
@@ -216,7 +221,15 @@ func (e *env) consumeBlock(b *testing.B, n int, herr error, opt retry.Option) bl
 		e.purgeWait(b)
 	}
 	perMsg := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n-1) }
-	return block{float64(n-1) / end.Sub(time.Unix(0, first.Load())).Seconds(), perMsg(cpu), perMsg(bcpu)}
+	return block{float64(n-1) / end.Sub(time.Unix(0, first.Load())).Seconds(), perMsg(cpu), perMsg(bcpu),
+		float64(allocs) / float64(n-1)}
+}
+
+// mallocs is the number of heap allocations the process made so far.
+func mallocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
 }
 
 // brokerPID is the OS pid of the bench's broker node: the beam.smp
