@@ -47,6 +47,11 @@
 //	rmqtopo.retry.delay               retried: its delay in seconds, when the helper knows it (see retry.Settlement)
 //	rmqtopo.retry.dead_letter_reason  dead-lettered: rejected, exhausted or malformed-attempt
 //
+// The messaging.system, operation, and destination attributes are given
+// when the span starts, for a sampler to see; the others are set when it
+// ends, at once (a handler that sets one of their keys on the span itself
+// sees it replaced).
+//
 // A failed handler sets the span's status to Error and records its error;
 // so does a settlement that failed (the copy was not confirmed). A handler
 // cancelled by a shutdown, its delivery requeued unchanged, does not.
@@ -75,10 +80,17 @@
 //	rmqtopo.retry.handler.duration  histogram, seconds, by rmqtopo.retry.attempt
 //	rmqtopo.retry.confirms.pending  up-down counter: copies waiting for the broker's confirmation
 //	rmqtopo.retry.reconnects        counter: connections retry.Consume made after losing one
+//
+// The counters are observable instruments: the helper adds to a number of
+// its own, which the meter reads when it collects, so that a delivery pays
+// an atomic add rather than an instrument's (the histograms are recorded
+// per delivery: there is no observable histogram). A Telemetry's callbacks
+// stay registered with the meter provider for its life.
 package retryotel
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -131,6 +143,7 @@ type Telemetry struct {
 	prop   propagation.TextMapPropagator
 	m      instruments
 	queues sync.Map // queue name -> *perQueue
+	last   atomic.Pointer[perQueue]
 }
 
 var (
@@ -156,11 +169,9 @@ func New(opts ...Option) *Telemetry {
 	if c.prop == nil {
 		c.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
-	return &Telemetry{
-		tracer: c.tp.Tracer(ScopeName),
-		prop:   c.prop,
-		m:      newInstruments(c.mp.Meter(ScopeName)),
-	}
+	t := &Telemetry{tracer: c.tp.Tracer(ScopeName), prop: c.prop}
+	t.newInstruments(c.mp.Meter(ScopeName))
+	return t
 }
 
 // Option is the one option that gives t to retry.Consume or retry.New, as

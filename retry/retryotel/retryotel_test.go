@@ -299,6 +299,10 @@ func checkAttributes(t *testing.T, id string, s sdktrace.ReadOnlySpan, delays []
 	if a.Outcome == "retried" && next.AsInt64() != a.Attempt+1 {
 		t.Errorf("%s attempt %d retried: next_attempt %v; want %d", id, a.Attempt, next.Emit(), a.Attempt+1)
 	}
+	// handle's errors: fmt.Errorf's, or Permanent's around errors.New's.
+	if got := attr(s, "error.type").AsString(); a.Error != (got != "") || a.Error && !strings.HasPrefix(got, "*") {
+		t.Errorf("%s attempt %d (error %v): error.type %q; want a Go type exactly when it failed", id, a.Attempt, a.Error, got)
+	}
 	d := attr(s, "rmqtopo.retry.delay")
 	switch {
 	case delays == nil && d.Type() != attribute.INVALID:

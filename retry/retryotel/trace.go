@@ -2,13 +2,12 @@ package retryotel
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
-	"slices"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -43,19 +42,53 @@ func (t *Telemetry) Start(ctx context.Context, queue string, attempt int, d *amq
 	p := t.perQueue(queue)
 	opts := p.spanOpts
 	if prev := previousAttempt(d.Headers); prev.IsValid() {
-		opts = append(slices.Clip(opts), trace.WithLinks(trace.Link{SpanContext: prev,
-			Attributes: []attribute.KeyValue{attrLink.String("previous-attempt")}}))
+		l := &linked{link: [1]trace.Link{{SpanContext: prev, Attributes: linkAttrs}}}
+		opts = append(append(l.opts[:0], opts...), trace.WithLinks(l.link[:]...))
 	}
 	ctx, span := t.tracer.Start(ctx, p.spanName, opts...)
-	if span.IsRecording() {
-		span.SetAttributes(deliveryAttributes(attempt, d)...)
+	if !span.IsRecording() {
+		return ctx, &deliveryTrace{t: t, span: span, carried: carried}
 	}
-	return ctx, &deliveryTrace{t: t, span: span, carried: carried}
+	rt := &recordingTrace{deliveryTrace: deliveryTrace{t: t, span: span, carried: carried}}
+	rt.n = len(rt.deliveryAttributes(attempt, d))
+	return ctx, rt
 }
 
-func deliveryAttributes(attempt int, d *amqp.Delivery) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 6)
-	attrs = append(attrs, attrAttempt.Int(attempt), attrExchange.String(d.Exchange))
+// linked holds the link to a delivery's previous attempt and the options
+// that start its span with it, in one allocation.
+type linked struct {
+	link [1]trace.Link
+	opts [4]trace.SpanStartOption
+}
+
+// linkAttrs are the attributes of a link to the previous attempt: shared,
+// never written.
+var linkAttrs = []attribute.KeyValue{attrLink.String("previous-attempt")}
+
+// deliveryTrace is one attempt's span.
+type deliveryTrace struct {
+	t    *Telemetry
+	span trace.Span
+	// carried: the delivery came with a context (the span's parent).
+	carried bool
+}
+
+// recordingTrace is one attempt's span that records. Its attributes are
+// built in attrs, made with the trace, rather than in slices of their own:
+// the delivery's at Start (attrs[:n], 6 at most), the settlement's after
+// them at End, which sets them all at once. Each SetAttributes grows the
+// span's own slice (the SDK's), so that one call rather than two saves a
+// copy; nothing reads a span's attributes before it ends but a span
+// processor's OnStart, which runs inside Start and so never saw the
+// delivery's anyway.
+type recordingTrace struct {
+	deliveryTrace
+	n     int
+	attrs [10]attribute.KeyValue
+}
+
+func (rt *recordingTrace) deliveryAttributes(attempt int, d *amqp.Delivery) []attribute.KeyValue {
+	attrs := append(rt.attrs[:0:6], attrAttempt.Int(attempt), attrExchange.String(d.Exchange))
 	if d.RoutingKey != "" {
 		attrs = append(attrs, semconv.MessagingRabbitMQDestinationRoutingKey(d.RoutingKey))
 	}
@@ -69,14 +102,6 @@ func deliveryAttributes(attempt int, d *amqp.Delivery) []attribute.KeyValue {
 		attrs = append(attrs, semconv.MessagingMessageConversationID(d.CorrelationId))
 	}
 	return attrs
-}
-
-// deliveryTrace is one attempt's span.
-type deliveryTrace struct {
-	t    *Telemetry
-	span trace.Span
-	// carried: the delivery came with a context (the span's parent).
-	carried bool
 }
 
 // Publishing implements retry.DeliveryTrace: the copy names this attempt's
@@ -93,33 +118,37 @@ func (dt *deliveryTrace) Publishing(h amqp.Table) {
 	}
 }
 
+// End implements retry.DeliveryTrace: a span that does not record has
+// nothing to be told.
+func (dt *deliveryTrace) End(retry.Settlement, error) { dt.span.End() }
+
 // End implements retry.DeliveryTrace: the outcome, and the error if the
-// handler or the settling failed.
-func (dt *deliveryTrace) End(s retry.Settlement, herr error) {
-	span := dt.span
-	if span.IsRecording() {
-		span.SetAttributes(endAttributes(s)...)
-		switch {
-		case s.Outcome == retry.Requeued && s.Err == nil:
-			// The handler was cancelled by a shutdown: the delivery comes
-			// back unchanged, nothing failed.
-		case herr != nil:
-			span.SetAttributes(semconv.ErrorTypeKey.String(fmt.Sprintf("%T", herr)))
-			span.RecordError(herr)
-			span.SetStatus(codes.Error, herr.Error())
-		case s.Err != nil:
-			span.SetAttributes(semconv.ErrorTypeKey.String(fmt.Sprintf("%T", s.Err)))
-		}
-		if s.Err != nil {
-			span.RecordError(s.Err)
-			span.SetStatus(codes.Error, s.Err.Error())
+// handler or the settling failed. A handler cancelled by a shutdown, its
+// delivery requeued unchanged, did not fail.
+func (rt *recordingTrace) End(s retry.Settlement, herr error) {
+	span := rt.span
+	if s.Outcome == retry.Requeued && s.Err == nil {
+		herr = nil
+	}
+	attrs := endAttributes(rt.attrs[:rt.n], s)
+	if herr != nil {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(fmt.Sprintf("%T", herr)))
+	} else if s.Err != nil {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(fmt.Sprintf("%T", s.Err)))
+	}
+	span.SetAttributes(attrs...)
+	for _, err := range [...]error{herr, s.Err} {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
 		}
 	}
 	span.End()
 }
 
-func endAttributes(s retry.Settlement) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{attrOutcome.String(outcomeName(s.Outcome))}
+// endAttributes appends the settlement's attributes to attrs.
+func endAttributes(attrs []attribute.KeyValue, s retry.Settlement) []attribute.KeyValue {
+	attrs = append(attrs, attrOutcome.String(outcomeName(s.Outcome)))
 	switch s.Outcome {
 	case retry.Retried:
 		attrs = append(attrs, attrNextAttempt.Int(s.Attempt+1))
@@ -150,18 +179,34 @@ func outcomeName(o retry.Outcome) string {
 
 // traceparent renders sc as a W3C traceparent header value.
 func traceparent(sc trace.SpanContext) string {
-	return fmt.Sprintf("00-%s-%s-%02x", sc.TraceID(), sc.SpanID(), byte(sc.TraceFlags()))
+	tid, sid, flags := sc.TraceID(), sc.SpanID(), sc.TraceFlags()
+	var b [55]byte
+	copy(b[:], "00-")
+	hex.Encode(b[3:35], tid[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	hex.Encode(b[53:], []byte{byte(flags)})
+	return string(b[:])
 }
 
-// previousAttempt reads HeaderPreviousAttempt; invalid if absent or
-// malformed.
+// previousAttempt reads HeaderPreviousAttempt, a traceparent of version
+// 00 as traceparent writes it (read as propagation.TraceContext would,
+// without its context and carrier); invalid if absent or malformed.
 func previousAttempt(h amqp.Table) trace.SpanContext {
 	v := headerCarrier(h).Get(HeaderPreviousAttempt)
-	if v == "" {
+	if len(v) != 55 || v[:3] != "00-" || v[35] != '-' || v[52] != '-' {
 		return trace.SpanContext{}
 	}
-	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": v})
-	return trace.SpanContextFromContext(ctx)
+	tid, err1 := trace.TraceIDFromHex(v[3:35])
+	sid, err2 := trace.SpanIDFromHex(v[36:52])
+	var flags [1]byte
+	_, err3 := hex.Decode(flags[:], []byte(v[53:]))
+	if err1 != nil || err2 != nil || err3 != nil || flags[0] > 3 {
+		return trace.SpanContext{}
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid,
+		TraceFlags: trace.TraceFlags(flags[0]), Remote: true})
 }
 
 // headerCarrier reads and writes a message's headers for a propagator.
