@@ -72,7 +72,7 @@ func (j *judge) bindingsOf(gone map[string]bool) {
 		}
 		j.add(CodeExchangeBindingGone, "binding", fmt.Sprintf("%s -> %s %s", b.Source, b.DestinationType, b.Destination), "routing_key", b.RoutingKey,
 			fmt.Sprintf("RabbitMQ %s cannot make this binding: the exchange %s is of a type it refuses (%s): a definitions import fails on it, and what it routed on the source reaches nothing", j.target, end, typeOf(j.s.Exchanges, end)),
-			"replace the exchange first (see its verdict), then bind its replacement", lookupType(typeOf(j.s.Exchanges, end)).Cite)
+			"replace the exchange first (see its verdict), then bind its replacement", lookupType(typeOf(j.s.Exchanges, end), j.target).Cite)
 	}
 }
 
@@ -118,7 +118,7 @@ func (j *judge) pointer(kind, name string, m map[string]any, gone map[string]boo
 		}
 		j.add(CodeExchangePointerGone, kind, name, arg, target,
 			fmt.Sprintf("on RabbitMQ %s the exchange %s cannot exist (type %s): the target accepts %s=%s and drops the %s it would send there, without an error", j.target, target, typeOf(j.s.Exchanges, target), arg, target, what),
-			"point it at an exchange the target has, after replacing "+target, lookupType(typeOf(j.s.Exchanges, target)).Cite)
+			"point it at an exchange the target has, after replacing "+target, lookupType(typeOf(j.s.Exchanges, target), j.target).Cite)
 	}
 }
 

@@ -91,6 +91,17 @@ func TestJudgeExchangesLiveTarget(t *testing.T) {
 	}
 }
 
+// x-modulus-hash is rabbitmq_sharding's up to 4.0 and built in by 4.3.
+func TestModulusHashMovedIn(t *testing.T) {
+	s := Snapshot{Version: v("3.10.8"), Vhost: "/", Exchanges: []Exchange{{Name: "shards", Type: "x-modulus-hash"}}}
+	if got := exchangeCodes(Judge(s, v("4.0.5"))); len(got) != 1 || got[0] != "UP116 exchange shards type" {
+		t.Errorf("3.10 → 4.0: %v", got)
+	}
+	if got := exchangeCodes(Judge(s, v("4.3.6"))); len(got) != 0 {
+		t.Errorf("3.10 → 4.3: %v", got)
+	}
+}
+
 // x-local-random is built in from 4.0: a 4.0 source's exchange of it is
 // clean on 4.3; the table does not give it to 3.x.
 func TestLocalRandomBuiltIn(t *testing.T) {
@@ -99,7 +110,7 @@ func TestLocalRandomBuiltIn(t *testing.T) {
 	if got := exchangeCodes(Judge(s, v("4.3.6"))); len(got) != 0 {
 		t.Errorf("4.0 → 4.3: %v", got)
 	}
-	if b, _ := typeAt(lookupType("x-local-random"), v("3.13.7")); b {
+	if b, _ := typeAt(lookupType("x-local-random", v("3.13.7")), v("3.13.7")); b {
 		t.Error("x-local-random built into 3.13")
 	}
 }

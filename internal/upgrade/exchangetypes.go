@@ -41,7 +41,13 @@ var ExchangeTypes = []ExchangeType{
 	{Type: "x-random", Plugin: "rabbitmq_random_exchange", Since: rel(3, 10), Shipped: true, Cite: citeShipped},
 	{Type: "x-recent-history", Plugin: "rabbitmq_recent_history_exchange", Since: rel(3, 10), Shipped: true, Cite: citeShipped},
 	{Type: "x-jms-topic", Plugin: "rabbitmq_jms_topic_exchange", Since: rel(3, 10), Shipped: true, Cite: citeShipped},
-	{Type: "x-modulus-hash", Plugin: "rabbitmq_sharding", Since: rel(3, 10), Shipped: true, Cite: citeShipped},
+	// 4.3.6 has the type in rabbit itself (rabbit_exchange_type_modulus_hash
+	// in rabbit-4.3.6/ebin, listed by a node with no plugin enabled); 4.0.5
+	// only in rabbitmq_sharding. 4.1 and 4.2 were not checked: there the
+	// plugin row asks to enable rabbitmq_sharding, which ships still.
+	{Type: "x-modulus-hash", Plugin: "rabbitmq_sharding", Since: rel(3, 10), Until: rel(4, 3), Shipped: true, Cite: citeShipped},
+	{Type: "x-modulus-hash", Since: rel(4, 3), Shipped: true,
+		Cite: "rabbitmq.com/docs/modulus-hash-exchange (a built-in exchange type, docs of 4.3); GET /api/overview exchange_types of 4.3.6 with no plugin enabled"},
 	{Type: "x-delayed-message", Plugin: "rabbitmq_delayed_message_exchange",
 		Alternative: "rmqtopo's retry layouts: a queue's retry delays on any release (`levels` with retry.Delayer for a delay per message, or `shared`), and on 4.3.1+ `native`, where the quorum queue holds the retry (x-delayed-retry-*; docs/spec.md#layouts)",
 		Cite:        "never in RabbitMQ's packages (a plugins/ listing of 3.10.8, 4.0.5, 4.3.6); github.com/rabbitmq/rabbitmq-delayed-message-exchange, archived January 2026 with no 4.3 build"},
@@ -51,14 +57,25 @@ var ExchangeTypes = []ExchangeType{
 // the target from its own configuration: federation's upstream exchanges.
 var skippedTypes = []string{"x-federation-upstream"}
 
-// lookupType returns the table's row of typ; a type not in the table
-// comes from a plugin no release ships.
-func lookupType(typ string) ExchangeType {
-	i := slices.IndexFunc(ExchangeTypes, func(x ExchangeType) bool { return x.Type == typ })
-	if i < 0 {
+// lookupType returns the table's row of typ at release v (a type that
+// moved into the broker has a row for each), else its first row; a type
+// not in the table comes from a plugin no release ships.
+func lookupType(typ string, v topology.Version) ExchangeType {
+	var rows []ExchangeType
+	for _, x := range ExchangeTypes {
+		if x.Type == typ {
+			rows = append(rows, x)
+		}
+	}
+	if len(rows) == 0 {
 		return ExchangeType{Type: typ, Cite: "not built into RabbitMQ nor in a plugin its packages ship (" + citeShipped + ")"}
 	}
-	return ExchangeTypes[i]
+	for _, x := range rows {
+		if builtIn, shipped := typeAt(x, v); builtIn || shipped {
+			return x
+		}
+	}
+	return rows[0]
 }
 
 // typeAt says what a target has of typ: builtIn (nothing to do), shipped
@@ -66,6 +83,12 @@ func lookupType(typ string) ExchangeType {
 func typeAt(x ExchangeType, v topology.Version) (builtIn, shipped bool) {
 	in := x.Shipped && !v.Less(x.Since) && (!x.Until.Known() || v.Less(x.Until))
 	return in && x.Plugin == "", in && x.Plugin != ""
+}
+
+// TypeAt says what release v has of the exchange type typ by the table:
+// built in, or from a plugin its packages ship.
+func TypeAt(typ string, v topology.Version) (builtIn, shipped bool) {
+	return typeAt(lookupType(typ, v), v)
 }
 
 // lack is what the target lacks of an exchange type.
@@ -84,7 +107,7 @@ const (
 // lacks judges typ on the target: the target broker's own list when it
 // was read, else the table.
 func (j *judge) lacks(typ string) (lack, ExchangeType) {
-	x := lookupType(typ)
+	x := lookupType(typ, j.target)
 	if j.green.ExchangeTypes != nil && slices.Contains(j.green.ExchangeTypes, typ) {
 		return has, x
 	}
