@@ -22,7 +22,7 @@ type upgradeCmd struct {
 
 type upgradePreviewCmd struct {
 	Files            []string    `arg:"" optional:"" name:"FILE" help:"Spec files: judge their vhosts (all of each vhost, not only the spec's objects)."`
-	To               string      `name:"to" required:"" placeholder:"RELEASE" help:"The target release: MAJOR.MINOR.PATCH, or a series (4.0, 4.3) for its newest patch rmqtopo knows (4.0.5, 4.3.6)."`
+	To               string      `name:"to" placeholder:"RELEASE" help:"The target release: MAJOR.MINOR.PATCH, or a series (4.0, 4.3) for its newest patch rmqtopo knows (4.0.5, 4.3.6). Required unless --target-url names a live target, whose release it then is."`
 	Vhost            string      `name:"vhost" help:"The vhost to judge when no spec file is given." default:"/"`
 	Format           string      `short:"f" help:"Output format: text or json." enum:"text,json" default:"text"`
 	DetailedExitCode bool        `name:"detailed-exitcode" help:"Exit 9 when the target only ignores or changes something (warnings); refusals exit 8 with or without it."`
@@ -57,9 +57,8 @@ func (t targetFlags) conn(src connFlags) connFlags {
 // exitcode.UpgradeRefused, warnings exitcode.UpgradeWarnings with
 // --detailed-exitcode.
 func (c *upgradePreviewCmd) Run(e *env) error {
-	target, err := upgrade.Target(c.To)
-	if err != nil {
-		return input(fmt.Errorf("--to: %w", err))
+	if c.To == "" && c.Target.URL == "" {
+		return input(fmt.Errorf("--to or --target-url: name the target release, or a live broker of it"))
 	}
 	vhosts, err := c.vhosts(e)
 	if err != nil {
@@ -69,7 +68,7 @@ func (c *upgradePreviewCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	green, err := c.green(e, target)
+	green, err := c.green(e)
 	if err != nil {
 		return err
 	}
@@ -96,8 +95,15 @@ func (c *upgradePreviewCmd) Run(e *env) error {
 
 // green is the target: the release --to names, or, with --target-url,
 // the live target broker (its exact release, which must be of --to's
-// series, and the exchange types it has enabled).
-func (c *upgradePreviewCmd) green(e *env, target topology.Version) (upgrade.Green, error) {
+// series when both are given, and the exchange types it has enabled).
+func (c *upgradePreviewCmd) green(e *env) (upgrade.Green, error) {
+	var target topology.Version
+	if c.To != "" {
+		var err error
+		if target, err = upgrade.Target(c.To); err != nil {
+			return upgrade.Green{}, input(fmt.Errorf("--to: %w", err))
+		}
+	}
 	if c.Target.URL == "" {
 		return upgrade.Green{Version: target}, nil
 	}
@@ -110,7 +116,7 @@ func (c *upgradePreviewCmd) green(e *env, target topology.Version) (upgrade.Gree
 	if err != nil {
 		return g, err
 	}
-	if g.Version.Major != target.Major || g.Version.Minor != target.Minor {
+	if c.To != "" && (g.Version.Major != target.Major || g.Version.Minor != target.Minor) {
 		return g, input(fmt.Errorf("--target-url runs RabbitMQ %s, not the --to release %s", g.Version, target))
 	}
 	return g, nil
