@@ -20,7 +20,7 @@ func (j *judge) exchanges() {
 			gone[x.Name] = true
 			j.add(CodeExchangeTypeMissing, "exchange", x.Name, "type", x.Type,
 				fmt.Sprintf("RabbitMQ %s refuses to declare an exchange of type %s: %s", j.target, x.Type, missingWhy(t, x)),
-				missingAdvice(t), t.Cite)
+				j.missingAdvice(t), t.Cite)
 		case toEnable:
 			j.add(CodeExchangeTypePlugin, "exchange", x.Name, "type", x.Type,
 				fmt.Sprintf("the type %s comes from the plugin %s, which RabbitMQ %s ships %s; until it is enabled the target refuses the exchange, its bindings, and messages for it", x.Type, t.Plugin, j.target, j.notEnabled()),
@@ -51,9 +51,13 @@ func missingWhy(t ExchangeType, x Exchange) string {
 	return why
 }
 
-func missingAdvice(t ExchangeType) string {
+func (j *judge) missingAdvice(t ExchangeType) string {
 	if t.Alternative != "" {
-		return "replace it before the move with " + t.Alternative + "; messages it holds delayed on the source are not in any queue, so drain it (stop publishing to it, wait out its longest delay) before blue goes"
+		advice := "replace it before the move with " + t.Alternative + "; messages it holds delayed on the source are not in any queue, so drain it (stop publishing to it, wait out its longest delay) before blue goes"
+		if t.ApartUntil.Known() && j.target.Less(t.ApartUntil) {
+			advice += fmt.Sprintf("; meanwhile the plugin's own build for RabbitMQ %s, installed on every node apart from RabbitMQ's packages, keeps it working (none exists from %s on)", series(j.target), series(t.ApartUntil))
+		}
+		return advice
 	}
 	return "install a build of the plugin for the target release on every node, or replace the exchange with a type the target has"
 }
@@ -137,7 +141,7 @@ func (j *judge) sourceTypes() {
 		}
 		advice := "if nothing declares it, disable it on the source to be sure; else enable it on the target: rabbitmq-plugins enable " + t.Plugin
 		if l == missing {
-			advice = "find what declares it (other vhosts, applications at start-up) and " + missingAdvice(t)
+			advice = "find what declares it (other vhosts, applications at start-up) and " + j.missingAdvice(t)
 		}
 		j.add(CodeExchangeTypeUnseen, "exchange-type", typ, "", nil,
 			fmt.Sprintf("RabbitMQ %s has the exchange type %s enabled (the whole node), which no exchange of vhost %s uses now; RabbitMQ %s %s", j.s.Version, typ, j.s.Vhost, j.target, lackWord(l, t)),

@@ -65,12 +65,19 @@ func TestJudgeExchanges(t *testing.T) {
 			t.Errorf("3.10 → %s (-want +got):\n%s", target, diff)
 		}
 	}
+	for _, vd := range Judge(fakeExchanges(), v("4.0.5")).Verdicts {
+		if vd.Code == CodeExchangeTypeMissing && vd.Name == "later" && !strings.Contains(vd.Advice, "own build for RabbitMQ 4.0") {
+			t.Errorf("UP115 on 4.0 names no build of the plugin for 4.0: %+v", vd)
+		}
+	}
 	r := Judge(fakeExchanges(), v("4.3.6"))
 	for _, vd := range r.Verdicts {
 		switch {
 		case vd.Code == CodeExchangeTypeMissing && vd.Name == "later" &&
 			(!strings.Contains(vd.Advice, "native") || !strings.Contains(vd.Advice, "levels") || !strings.Contains(vd.Detail, "routes as direct")):
 			t.Errorf("UP115 for the delayed exchange names no rmqtopo alternative or x-delayed-type: %+v", vd)
+		case vd.Code == CodeExchangeTypeMissing && vd.Name == "later" && strings.Contains(vd.Advice, "own build"):
+			t.Errorf("UP115 on 4.3 offers a build of the delayed plugin, which has none for 4.3: %+v", vd)
 		case vd.Code == CodeExchangeTypePlugin && !strings.Contains(vd.Advice, "rabbitmq-plugins enable rabbitmq_consistent_hash_exchange"):
 			t.Errorf("UP116 without the command to enable: %+v", vd)
 		}

@@ -20,7 +20,10 @@ type ExchangeType struct {
 	Shipped      bool
 	// Alternative is what to use on a target without the type.
 	Alternative string
-	Cite        string
+	// ApartUntil: the plugin's own releases, installed apart from
+	// RabbitMQ's packages, have a build for each series before this one.
+	ApartUntil topology.Version
+	Cite       string
 }
 
 // citeShipped is how the shipped plugins were seen: the plugins
@@ -50,7 +53,8 @@ var ExchangeTypes = []ExchangeType{
 		Cite: "rabbitmq.com/docs/modulus-hash-exchange (a built-in exchange type, docs of 4.3); GET /api/overview exchange_types of 4.3.6 with no plugin enabled"},
 	{Type: "x-delayed-message", Plugin: "rabbitmq_delayed_message_exchange",
 		Alternative: "rmqtopo's retry layouts: a queue's retry delays on any release (`levels` with retry.Delayer for a delay per message, or `shared`), and on 4.3.1+ `native`, where the quorum queue holds the retry (x-delayed-retry-*; docs/spec.md#layouts)",
-		Cite:        "never in RabbitMQ's packages (a plugins/ listing of 3.10.8, 4.0.5, 4.3.6); github.com/rabbitmq/rabbitmq-delayed-message-exchange, archived January 2026 with no 4.3 build"},
+		ApartUntil:  rel(4, 3),
+		Cite:        "never in RabbitMQ's packages (a plugins/ listing of 3.10.8, 4.0.5, 4.3.6); github.com/rabbitmq/rabbitmq-delayed-message-exchange: builds for 4.0, 4.1 and 4.2 (issues #290, #310, #318), archived January 2026 with no 4.3 build"},
 }
 
 // skippedTypes are exchanges a plugin makes for itself and remakes on
