@@ -41,7 +41,7 @@ func (j *judge) notEnabled() string {
 }
 
 func missingWhy(t ExchangeType, x Exchange) string {
-	why := "no package of it ships a plugin with this type"
+	why := "no RabbitMQ package ships a plugin with this type"
 	if t.Plugin != "" {
 		why = "its plugin " + t.Plugin + " is not in RabbitMQ's packages"
 	}
@@ -121,7 +121,7 @@ func (j *judge) pointer(kind, name string, m map[string]any, gone map[string]boo
 			what = "dead letters"
 		}
 		j.add(CodeExchangePointerGone, kind, name, arg, target,
-			fmt.Sprintf("on RabbitMQ %s the exchange %s cannot exist (type %s): the target accepts %s=%s and drops the %s it would send there, without an error", j.target, target, typeOf(j.s.Exchanges, target), arg, target, what),
+			fmt.Sprintf("on RabbitMQ %s as its packages install it the exchange %s cannot exist (type %s): the target accepts %s=%s and drops the %s it would send there, without an error", j.target, target, typeOf(j.s.Exchanges, target), arg, target, what),
 			"point it at an exchange the target has, after replacing "+target, lookupType(typeOf(j.s.Exchanges, target), j.target).Cite)
 	}
 }
@@ -139,7 +139,7 @@ func (j *judge) sourceTypes() {
 		if l == has {
 			continue
 		}
-		advice := "if nothing declares it, disable it on the source to be sure; else enable it on the target: rabbitmq-plugins enable " + t.Plugin
+		advice := "find what declares it (other vhosts, applications at start-up); if anything does, enable it on the target: rabbitmq-plugins enable " + t.Plugin
 		if l == missing {
 			advice = "find what declares it (other vhosts, applications at start-up) and " + j.missingAdvice(t)
 		}
