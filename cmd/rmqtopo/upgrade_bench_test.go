@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -20,15 +21,18 @@ import (
 
 // BenchmarkUpgradeMove (issue 42 point 3) moves RMQTOPO_BENCH_MOVE
 // messages (default 100,000, 100 bytes each) from a blue 3.10 node to a
-// green node of the release under test, twice in one run between the
-// same two brokers: with a dynamic shovel declared by hand (RabbitMQ's
-// shovel plugin, the baseline: on-confirm, prefetch 1000) and with
-// `rmqtopo upgrade move` (package upgrade, in process, which reads both
-// brokers, lays out the move and declares its own shovels), each twice,
-// in the order shovel, move, move, shovel. Each is timed
-// from its start until green holds every message; the move's quiet
+// green node of the release under test, between the same two brokers:
+// with a dynamic shovel declared by hand (RabbitMQ's shovel plugin, the
+// baseline: on-confirm, prefetch 1000) and with `rmqtopo upgrade move`
+// (package bluegreen, in process, which reads both brokers, lays out the
+// move and declares its own shovels). It runs RMQTOPO_BENCH_MOVE_ROUNDS
+// rounds (default 5), each of four moves, ABBA then BAAB in turn, so that
+// neither gains from going first or last (a warmer broker, another
+// process's load), and reports the median of the rounds' ratios and
+// their spread: on a shared machine one round is noise. Each move is
+// timed from its start until green holds every message; the move's quiet
 // period, which only waits, is reported apart. Goal: the move's rate at
-// least 0.9x the shovel's.
+// least 0.9x the shovel's (the median).
 func BenchmarkUpgradeMove(b *testing.B) {
 	rel, err := brokertest.ReleaseFromEnv()
 	if err != nil {
@@ -37,11 +41,38 @@ func BenchmarkUpgradeMove(b *testing.B) {
 	if rel.Series == "3.10" {
 		b.Skip("green must run 4.0 or later (the move's shovels run on green)")
 	}
-	n := 100_000
-	if v, err := strconv.Atoi(os.Getenv("RMQTOPO_BENCH_MOVE")); err == nil && v > 0 {
-		n = v
+	m := newMoveBench(b, rel.Series, envInt("RMQTOPO_BENCH_MOVE", 100_000))
+	rounds := envInt("RMQTOPO_BENCH_MOVE_ROUNDS", 5)
+	for i := 0; i < b.N; i++ {
+		var ratios []float64
+		var shovels, moves []time.Duration
+		for r := 0; r < rounds; r++ {
+			s, mv := m.round(r%2 == 1)
+			ratios = append(ratios, s.Seconds()/mv.Seconds()) // rates are n/time
+			shovels, moves = append(shovels, s), append(moves, mv)
+			fmt.Fprintf(os.Stderr, "BenchmarkUpgradeMove: round %d/%d (%s): shovel plugin %.1f s, move %.1f s (means of two), ratio %.2f\n",
+				r+1, rounds, map[bool]string{false: "ABBA", true: "BAAB"}[r%2 == 1], s.Seconds(), mv.Seconds(), ratios[r])
+		}
+		med, lo, hi := median(ratios), slices.Min(ratios), slices.Max(ratios)
+		sr, mr := float64(m.n)/median(seconds(shovels)), float64(m.n)/median(seconds(moves))
+		b.ReportMetric(sr, "shovel-msg/s")
+		b.ReportMetric(mr, "move-msg/s")
+		b.ReportMetric(med, "ratio-median")
+		b.ReportMetric(lo, "ratio-min")
+		b.ReportMetric(hi, "ratio-max")
+		verdict := "met"
+		if med < 0.9 {
+			verdict = "NOT met"
+		}
+		fmt.Fprintf(os.Stderr, "BenchmarkUpgradeMove: %d messages, 3.10 -> %s, %d rounds of 4: shovel plugin median %.0f msg/s, rmqtopo upgrade move median %.0f msg/s (its quiet period apart); ratio median %.2f, spread %.2f-%.2f; goal median >= 0.9: %s\n",
+			m.n, rel.Series, rounds, sr, mr, med, lo, hi, verdict)
 	}
-	blue, green := bgNode(b, "3.10", "blue"), bgNode(b, rel.Series, "green")
+}
+
+// newMoveBench starts blue (3.10) and green (series) with the shovel
+// plugin and applies the bench spec on both.
+func newMoveBench(b *testing.B, series string, n int) moveBench {
+	blue, green := bgNode(b, "3.10", "blue"), bgNode(b, series, "green")
 	path := filepath.Join(b.TempDir(), "spec.yaml")
 	if err := os.WriteFile(path, []byte(upgradeSpec), 0o644); err != nil {
 		b.Fatal(err)
@@ -51,30 +82,52 @@ func BenchmarkUpgradeMove(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	bc, gc := benchClient(b, blue), benchClient(b, green)
-	bconn, gconn := blue.Dial(b, "/"), green.Dial(b, "/")
 	files, err := loadSpecs(&env{maxSpecSize: 1 << 20}, []string{path})
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := moveBench{b: b, n: n, files: files, blue: bc, green: gc, bconn: bconn, gconn: gconn}
-	for i := 0; i < b.N; i++ {
-		// ABBA, so that neither gains from going first or last (a
-		// warmer broker, another process's load).
-		s1, m1, m2, s2 := m.shovel(), m.move(), m.move(), m.shovel()
-		shovel, move := (s1+s2)/2, (m1.moving+m2.moving)/2
-		sr, mr := float64(n)/shovel.Seconds(), float64(n)/move.Seconds()
-		b.ReportMetric(sr, "shovel-msg/s")
-		b.ReportMetric(mr, "move-msg/s")
-		b.ReportMetric(mr/sr, "ratio")
-		verdict := "met"
-		if mr/sr < 0.9 {
-			verdict = "not met"
-		}
-		fmt.Fprintf(os.Stderr, "BenchmarkUpgradeMove: %d messages, 3.10 -> %s, each way twice (ABBA): shovel plugin %.1f s, %.1f s (%.0f msg/s); rmqtopo upgrade move %.1f s, %.1f s (%.0f msg/s; %.1f s, %.1f s with its 2 s quiet period); ratio %.2f, goal >= 0.9: %s\n",
-			n, rel.Series, s1.Seconds(), s2.Seconds(), sr, m1.moving.Seconds(), m2.moving.Seconds(), mr,
-			m1.total.Seconds(), m2.total.Seconds(), mr/sr, verdict)
+	return moveBench{b: b, n: n, files: files, blue: benchClient(b, blue), green: benchClient(b, green),
+		bconn: blue.Dial(b, "/"), gconn: green.Dial(b, "/")}
+}
+
+// round runs the four moves of one round, ABBA (shovel first) or BAAB,
+// and returns the mean time of each way.
+func (m moveBench) round(moveFirst bool) (shovel, move time.Duration) {
+	if moveFirst {
+		m1 := m.move()
+		s1, s2 := m.shovel(), m.shovel()
+		m2 := m.move()
+		return (s1 + s2) / 2, (m1.moving + m2.moving) / 2
 	}
+	s1 := m.shovel()
+	m1, m2 := m.move(), m.move()
+	s2 := m.shovel()
+	return (s1 + s2) / 2, (m1.moving + m2.moving) / 2
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func seconds(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Seconds()
+	}
+	return out
+}
+
+// median of xs (the mean of the middle two for an even count).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // moveBench moves n messages from blue to green, one way or the other.

@@ -14,8 +14,8 @@ type upgradeMoveCmd struct {
 	Quiet    time.Duration `default:"15s" help:"How long blue's queues of the specs must stay empty before the move is over: at least blue's statistics interval plus a quorum queue's tick (5s each by default)."`
 	Poll     time.Duration `default:"1s" help:"How often blue's queues are counted."`
 	Prefetch int           `default:"1000" help:"Messages each shovel has in flight, unconfirmed."`
-	Blue     connFlags     `embed:"" prefix:"blue-" help:"blue"`
-	Green    connFlags     `embed:"" prefix:"green-" help:"green"`
+	Blue     connFlags     `embed:"" prefix:"blue-" xorprefix:"blue-" help:"blue"`
+	Green    connFlags     `embed:"" prefix:"green-" xorprefix:"green-" help:"green"`
 }
 
 func (c *upgradeMoveCmd) Run(e *env) error {

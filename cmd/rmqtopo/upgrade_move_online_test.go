@@ -125,6 +125,8 @@ func upgradePair(t *testing.T, bin, blueSeries, greenSeries string) {
 	second.Env = env
 	if o, err := second.CombinedOutput(); err != nil {
 		t.Fatalf("second run: %v\n%s", err, o)
+	} else if !strings.Contains(string(o), "Upgrade preview of vhost /") || !strings.Contains(string(o), "Route: ") {
+		t.Errorf("the second run printed no preview of blue against green:\n%s", o)
 	} else {
 		t.Logf("second run:\n%s", lastLines(string(o), 6))
 	}

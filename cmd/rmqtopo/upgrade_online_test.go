@@ -67,6 +67,8 @@ var previewBindings = map[string]string{"clean.classic": "a.#.#.#", "timeout": "
 // TestPreviewAgainstTarget runs the preview of a source broker's vhost
 // against the target release and asks a live target broker about every
 // object: each verdict must be the target's own answer, 0 disagreements.
+// The target runs twice: as its release installs (no plugin enabled), and
+// with the exchange-type plugins its packages ship enabled.
 func TestPreviewAgainstTarget(t *testing.T) {
 	target := os.Getenv(brokertest.EnvRabbitMQ)
 	if target == "" {
@@ -77,27 +79,48 @@ func TestPreviewAgainstTarget(t *testing.T) {
 		t.Skipf("RabbitMQ %s is the target of no release pair (3.10→4.0, 3.10→4.3, 4.0→4.3)", target)
 	}
 	ctx := context.Background()
-	nodes := startPreviewNodes(t, ctx, append([]string{target}, sources...))
+	nodes := startPreviewNodes(t, ctx, append([]previewNode{{target, nil}, {target, exchangePlugins}}, sourceNodes(sources)...))
 	for i, src := range sources {
 		t.Run(src+"→"+target, func(t *testing.T) {
-			checkPreviewPair(t, nodes[i+1], nodes[0], target)
+			checkPreviewPair(t, nodes[i+2], previewTarget{plain: nodes[0], plugins: nodes[1]}, target)
 		})
 	}
 }
 
-// startPreviewNodes starts one node per series, side by side.
-func startPreviewNodes(t *testing.T, ctx context.Context, series []string) []*brokertest.Node {
-	nodes := make([]*brokertest.Node, len(series))
-	errs := make([]error, len(series))
+// previewNode is a node to start: its series and the plugins it enables
+// besides management.
+type previewNode struct {
+	series  string
+	plugins []string
+}
+
+// previewTarget is the target release's two nodes: as installed, and
+// with the exchange-type plugins enabled.
+type previewTarget struct{ plain, plugins *brokertest.Node }
+
+// sourceNodes: each source enables two exchange-type plugins, one used
+// by an exchange of the vhost (UP116) and one unused (UP119).
+func sourceNodes(series []string) []previewNode {
+	var out []previewNode
+	for _, s := range series {
+		out = append(out, previewNode{s, []string{"rabbitmq_consistent_hash_exchange", "rabbitmq_random_exchange"}})
+	}
+	return out
+}
+
+// startPreviewNodes starts the nodes side by side.
+func startPreviewNodes(t *testing.T, ctx context.Context, want []previewNode) []*brokertest.Node {
+	nodes := make([]*brokertest.Node, len(want))
+	errs := make([]error, len(want))
 	dir := t.TempDir()
 	var wg sync.WaitGroup
-	for i, s := range series {
+	for i, w := range want {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			nodes[i], errs[i] = brokertest.StartNode(ctx, brokertest.NodeConfig{
-				Name:    fmt.Sprintf("preview%d-%s-%d@localhost", i, strings.ReplaceAll(s, ".", ""), os.Getpid()),
-				BaseDir: dir, Series: s, StatsInterval: brokertest.TestStatsInterval})
+				Name:    fmt.Sprintf("preview%d-%s-%d@localhost", i, strings.ReplaceAll(w.series, ".", ""), os.Getpid()),
+				BaseDir: dir, Series: w.series, StatsInterval: brokertest.TestStatsInterval, Plugins: w.plugins})
 		}()
 	}
 	wg.Wait()
@@ -106,7 +129,7 @@ func startPreviewNodes(t *testing.T, ctx context.Context, series []string) []*br
 			t.Cleanup(n.Kill)
 		}
 		if errs[i] != nil {
-			t.Fatalf("starting RabbitMQ %s: %v", series[i], errs[i])
+			t.Fatalf("starting RabbitMQ %s with %v: %v", want[i].series, want[i].plugins, errs[i])
 		}
 	}
 	return nodes
@@ -117,19 +140,24 @@ func startPreviewNodes(t *testing.T, ctx context.Context, series []string) []*br
 type previewCheck struct {
 	target   string
 	vs       []upgrade.Verdict
+	checks   int
 	disagree []string
 }
 
 func (c *previewCheck) agree(what string, verdict, broker bool) {
+	c.checks++
 	if verdict != broker {
 		c.disagree = append(c.disagree, fmt.Sprintf("%s: verdict %v, target %s says %v", what, verdict, c.target, broker))
 	}
 }
 
 // checkPreviewPair declares the objects on src, previews them against
-// target's release and compares each verdict with dst's own answer.
-func checkPreviewPair(t *testing.T, src, dst *brokertest.Node, target string) {
+// target's release and compares each verdict with the target's own
+// answer.
+func checkPreviewPair(t *testing.T, src *brokertest.Node, tgt previewTarget, target string) {
+	dst := tgt.plain
 	srcRefused := declareAll(t, src)
+	declareExchanges(t, src)
 	conn, err := amqp.Dial(src.AMQPURL())
 	if err != nil {
 		t.Fatal(err)
@@ -157,10 +185,11 @@ func checkPreviewPair(t *testing.T, src, dst *brokertest.Node, target string) {
 	c := &previewCheck{target: target, vs: rep.Verdicts}
 	c.declarations(t, srcRefused, declareAll(t, dst), src, dst)
 	c.behaviours(t, src, dst)
+	c.exchanges(t, src, tgt)
 	if rep.Route.Kind != "blue-green" && strings.Contains(t.Name(), "/3.10") {
 		c.disagree = append(c.disagree, "route from 3.10: "+rep.Route.Kind)
 	}
-	t.Logf("%d verdicts; disagreements: %d", len(c.vs), len(c.disagree))
+	t.Logf("%d verdicts, %d answers of the target compared; disagreements: %d", len(c.vs), c.checks, len(c.disagree))
 	for _, d := range c.disagree {
 		t.Error(d)
 	}

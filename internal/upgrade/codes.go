@@ -3,8 +3,9 @@ package upgrade
 import "slices"
 
 // Severity of a verdict: what the target refuses is an error (the
-// upgrade breaks a declaration or a client), what it ignores or does
-// differently a warning.
+// upgrade breaks a declaration or a client), and so is what it does
+// differently when that loses messages without a word (UP118); what it
+// ignores or does differently otherwise is a warning.
 type Severity string
 
 // Severities.
@@ -22,6 +23,9 @@ const (
 	Ignored    Effect = "ignored"
 	Different  Effect = "different"
 	Deprecated Effect = "deprecated"
+	// NeedsPlugin: the target has it once a plugin its packages ship is
+	// enabled.
+	NeedsPlugin Effect = "needs-plugin"
 )
 
 // Codes of the preview's verdicts.
@@ -40,6 +44,12 @@ const (
 	CodeDeprecatedUnknown = "UP112"
 	CodeGlobalQoSUnseen   = "UP113"
 	CodeTopicHashes       = "UP114"
+	// Exchanges (exchanges.go).
+	CodeExchangeTypeMissing = "UP115"
+	CodeExchangeTypePlugin  = "UP116"
+	CodeExchangeBindingGone = "UP117"
+	CodeExchangePointerGone = "UP118"
+	CodeExchangeTypeUnseen  = "UP119"
 )
 
 // CodeInfo is the registry's entry of a code (docs/upgrades.md lists
@@ -67,6 +77,11 @@ var Codes = []CodeInfo{
 	{CodeDeprecatedUnknown, SeverityWarning, Deprecated, "the source cannot say which deprecated features are in use (no /api/deprecated-features/used before 3.13)"},
 	{CodeGlobalQoSUnseen, SeverityWarning, Different, "4.3+: the source (4.0 on) does not show which channels use global QoS"},
 	{CodeTopicHashes, SeverityError, Refused, "4.3.5+: a topic binding key with more than two # wildcards, which the target refuses to bind"},
+	{CodeExchangeTypeMissing, SeverityError, Refused, "an exchange of a type no package of the target ships (x-delayed-message; a third-party plugin's type), which the target refuses to declare"},
+	{CodeExchangeTypePlugin, SeverityWarning, NeedsPlugin, "an exchange of a type whose plugin the target ships disabled (x-consistent-hash, x-random, x-recent-history, x-jms-topic, x-modulus-hash): refused until the plugin is enabled"},
+	{CodeExchangeBindingGone, SeverityError, Refused, "a binding from an exchange of UP115, or to one (exchange to exchange), which the target cannot make"},
+	{CodeExchangePointerGone, SeverityError, Different, "an alternate-exchange or dead-letter exchange (argument or policy key) naming an exchange of UP115: the target accepts it and drops what it would send there"},
+	{CodeExchangeTypeUnseen, SeverityWarning, Refused, "an exchange type the source has enabled (node-wide) that no exchange of the vhost uses and the target lacks or ships disabled"},
 }
 
 // LookupCode returns the registry's entry of code.

@@ -60,9 +60,17 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	}{plain(r), r.Source.String(), r.Target.String(), r.Errors(), len(r.Verdicts) - r.Errors()})
 }
 
-// Judge judges s against the target release.
+// Judge judges s against the target release as it installs (no plugin
+// enabled).
 func Judge(s Snapshot, target topology.Version) Report {
-	j := judge{s: s, target: target}
+	return JudgeGreen(s, Green{Version: target})
+}
+
+// JudgeGreen judges s against the target g: its release, and the
+// exchange types a live target broker has enabled when g has them.
+func JudgeGreen(s Snapshot, g Green) Report {
+	target := g.Version
+	j := judge{s: s, target: target, green: g}
 	for _, q := range s.Queues {
 		j.queue(q)
 	}
@@ -70,6 +78,7 @@ func Judge(s Snapshot, target topology.Version) Report {
 		j.policy(p)
 	}
 	j.bindings()
+	j.exchanges()
 	j.channels()
 	j.consumerTimeouts()
 	j.clientDeath()
@@ -84,6 +93,7 @@ func Judge(s Snapshot, target topology.Version) Report {
 type judge struct {
 	s      Snapshot
 	target topology.Version
+	green  Green
 	out    []Verdict
 }
 

@@ -20,6 +20,10 @@ type Snapshot struct {
 	DeprecatedKnown bool
 	Channels        []Channel
 	Consumers       []Consumer
+	// ExchangeTypes are the exchange types the node has enabled, built in
+	// and from plugins (GET /api/overview exchange_types): the whole
+	// node, not only this vhost.
+	ExchangeTypes []string
 }
 
 // Queue is one queue as GET /api/queues/{vhost} shows it.
@@ -49,13 +53,26 @@ type Policy struct {
 
 // Exchange is one exchange of the vhost.
 type Exchange struct {
-	Name string
-	Type string
+	Name      string
+	Type      string
+	Arguments map[string]any
 }
 
-// Binding is one binding of the vhost whose source is an exchange.
+// Binding is one binding of the vhost whose source is an exchange;
+// DestinationType is "queue" or "exchange".
 type Binding struct {
 	Source, Destination, DestinationType, RoutingKey string
+}
+
+// Green is what the preview knows of the target: its release, and, when
+// a live target broker was given (--target-url), the exchange types it
+// has enabled. Without one, the target is judged as its release installs:
+// no plugin enabled.
+type Green struct {
+	Version topology.Version
+	// ExchangeTypes is GET /api/overview exchange_types of the target;
+	// nil when no target broker was read.
+	ExchangeTypes []string
 }
 
 // Channel is one channel of the vhost (GET /api/channels).

@@ -34,6 +34,11 @@ func Read(ctx context.Context, c *broker.Client, vhost string) (upgrade.Snapshot
 		func() error { return readConsumers(ctx, c, ve, &s) },
 		func() error { return readDeprecated(ctx, c, &s) },
 		func() error { return readKhepri(ctx, c, &s) },
+		func() error {
+			var err error
+			s.ExchangeTypes, err = readExchangeTypes(ctx, c)
+			return err
+		},
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -96,7 +101,7 @@ func readExchanges(ctx context.Context, c *broker.Client, ve string, s *upgrade.
 		return err
 	}
 	for _, x := range xs {
-		s.Exchanges = append(s.Exchanges, upgrade.Exchange{Name: x.Name, Type: x.Type})
+		s.Exchanges = append(s.Exchanges, upgrade.Exchange{Name: x.Name, Type: x.Type, Arguments: x.Arguments})
 	}
 	return nil
 }
@@ -121,8 +126,39 @@ func readBindings(ctx context.Context, c *broker.Client, ve string, s *upgrade.S
 }
 
 type upgradeExchange struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
+	Name      string         `json:"name"`
+	Type      string         `json:"type"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// ReadGreen reads what the preview judges of a live target broker: its
+// version and the exchange types it has enabled.
+func ReadGreen(ctx context.Context, c *broker.Client) (upgrade.Green, error) {
+	v, err := c.Version(ctx)
+	if err != nil {
+		return upgrade.Green{}, fmt.Errorf("reading the target broker's version: %w", err)
+	}
+	types, err := readExchangeTypes(ctx, c)
+	return upgrade.Green{Version: v, ExchangeTypes: types}, err
+}
+
+// readExchangeTypes: GET /api/overview exchange_types, the types the
+// node has enabled, built in and from plugins (3.10.8, 4.0.5 and 4.3.6
+// alike).
+func readExchangeTypes(ctx context.Context, c *broker.Client) ([]string, error) {
+	var o struct {
+		Types []struct {
+			Name string `json:"name"`
+		} `json:"exchange_types"`
+	}
+	if err := get(ctx, c, "/api/overview", &o); err != nil {
+		return nil, err
+	}
+	out := []string{} // not nil: read
+	for _, t := range o.Types {
+		out = append(out, t.Name)
+	}
+	return out, nil
 }
 
 func readChannels(ctx context.Context, c *broker.Client, ve string, s *upgrade.Snapshot) error {
