@@ -47,7 +47,7 @@ TEST_NODE_FLAGS := --stats-interval 1s
 # The packages that need no broker: `make test-unit` runs them alone, in
 # seconds, for the inner loop.
 UNIT_PKGS := ./spec/... ./plan/... ./render/... ./topology/... ./rabbitmq/... ./contract/... \
-	./importer/... ./apply/... ./internal/definitions/... ./internal/status/... ./internal/upgrade/...
+	./importer/... ./apply/... ./internal/definitions/... ./status/... ./internal/upgrade/...
 
 .PHONY: all build dist generate test test-unit test-custody lint broker-start broker-stop demo bench rabbitnode rabbitmq-root
 
