@@ -2,40 +2,16 @@ package status_test
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
+	"github.com/rmqtopo/rmqtopo/internal/golden"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/status"
 )
 
-// update rewrites the golden files of the views from the current output:
-// go test ./status/ -update, then review the diff.
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
-
-func assertGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./status/ -update to create it, then review it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s differs (-want +got); go test ./status/ -update rewrites it:\n%s", path, diff)
-	}
-}
-
-// The status reports are written by hand, as Build would build them
-//, so that the goldens show the views alone: what status reads and
+// The status reports are written by hand, as Build would build them, so
+// that the goldens show the views alone: what status reads and
 // counts is Read's tests'.
 
 // statusDrift has two work queues, one drifted: a shared wait queue, a
@@ -176,9 +152,9 @@ func TestStatusGolden(t *testing.T) {
 				t.Error("text without colour has escape codes")
 			}
 			dir := filepath.Join("testdata", "view")
-			assertGolden(t, filepath.Join(dir, name+".txt.golden"), text.Bytes())
-			assertGolden(t, filepath.Join(dir, name+".color.golden"), color.Bytes())
-			assertGolden(t, filepath.Join(dir, name+".json.golden"), js.Bytes())
+			golden.Assert(t, filepath.Join(dir, name+".txt.golden"), text.Bytes())
+			golden.Assert(t, filepath.Join(dir, name+".color.golden"), color.Bytes())
+			golden.Assert(t, filepath.Join(dir, name+".json.golden"), js.Bytes())
 		})
 	}
 }

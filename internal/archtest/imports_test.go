@@ -30,15 +30,14 @@ func TestLayering(t *testing.T) {
 		// ops moves and shows messages; it knows no spec and no plan.
 		{"ops", []string{module + "spec", module + "plan"}},
 		// Rendering never talks to a broker, and draws plans and
-		// topologies only: a feature room (status) draws its own views,
+		// topologies only: a feature room (status, ops) draws its own views,
 		// so render stays below it.
-		{"render", []string{module + "internal/broker", "net/http", module + "status"}},
+		{"render", []string{module + "internal/broker", "net/http", module + "status", module + "ops"}},
 		// status reads and reports; it never writes, and no lower room
 		// reaches up into it (the rules above and below).
 		{"status", []string{module + "apply", module + "ops"}},
 		// The upgrade preview judges and renders without the broker.
 		{"internal/upgrade", []string{module + "internal/broker", "net", "net/http"}},
-		{"internal/opsdata", []string{module + "internal/broker", "net", "github.com/rabbitmq/amqp091-go"}},
 		// apply executes plans; it never re-diffs against a spec.
 		{"apply", []string{module + "spec", module + "internal/broker"}},
 	}
@@ -88,15 +87,14 @@ func TestPlanDeps(t *testing.T) {
 
 // TestMoveDeps: internal/move is the one engine of message moves, shared by
 // ops and internal/broker, so it brings nothing but amqp091-go, the
-// standard library, the plain result it shares with the dlq commands
-// (internal/opsdata) and contract (which headers are the broker's); it
-// cannot import either of them.
+// standard library and contract (which headers are the broker's); it
+// cannot import either of them. Its Result is the dlq commands' own.
 func TestMoveDeps(t *testing.T) {
 	for _, d := range deps(t, "internal/move") {
 		if !strings.Contains(strings.SplitN(d, "/", 2)[0], ".") {
 			continue // standard library
 		}
-		if d == module+"internal/move" || d == module+"internal/opsdata" || d == module+"contract" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") ||
+		if d == module+"internal/move" || d == module+"contract" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") ||
 			strings.HasPrefix(d, "github.com/Azure/go-amqp") {
 			continue
 		}
