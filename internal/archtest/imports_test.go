@@ -146,3 +146,31 @@ func TestRetryOtelDeps(t *testing.T) {
 		}
 	}
 }
+
+// TestInternalBelowFeatures: internal/ holds the machinery the rooms share
+// (the broker, the move engine, definitions, the test harness), below plan
+// and every feature, so no import in it points back up: none of its
+// packages reaches plan, apply (apply/target, the model's interfaces, is
+// the broker's to implement), render, a feature room or the CLI. Only the
+// upgrade move, which lays out a move from a spec, reads spec.
+func TestInternalBelowFeatures(t *testing.T) {
+	out, err := exec.Command("go", "list", module+"internal/...").Output()
+	if err != nil {
+		t.Fatalf("go list internal/...: %v", err)
+	}
+	above := []string{"plan", "apply", "render", "status", "importer", "ops", "cmd", "spec"}
+	for _, pkg := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(pkg, module)
+		for _, d := range deps(t, rel) {
+			d = strings.TrimPrefix(d, module)
+			if d == "apply/target" || (rel == "internal/upgrade/bluegreen" && d == "spec") {
+				continue
+			}
+			for _, a := range above {
+				if d == a || strings.HasPrefix(d, a+"/") {
+					t.Errorf("%s depends on %s", rel, d)
+				}
+			}
+		}
+	}
+}
