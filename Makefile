@@ -45,9 +45,10 @@ CLUSTER_PKG := ./internal/clustertest
 # Benchmarks and the demo keep RabbitMQ's default.
 TEST_NODE_FLAGS := --stats-interval 1s
 # The packages that need no broker: `make test-unit` runs them alone, in
-# seconds, for the inner loop.
+# seconds, for the inner loop, and the views of ops (whose other tests
+# need one).
 UNIT_PKGS := ./spec/... ./plan/... ./render/... ./topology/... ./rabbitmq/... ./contract/... \
-	./internal/importer/... ./apply/... ./internal/definitions/... ./internal/status/... ./internal/upgrade/...
+	./importer/... ./apply/... ./internal/definitions/... ./status/... ./internal/upgrade/...
 
 .PHONY: all build dist generate test test-unit test-custody lint broker-start broker-stop demo bench rabbitnode rabbitmq-root
 
@@ -135,6 +136,7 @@ test-custody: rabbitmq-root
 # started: the inner loop, in seconds.
 test-unit:
 	$(GO) test -count=1 $(UNIT_PKGS)
+	$(GO) test -count=1 -run '^TestDLQ(Golden|DryRunLine)$$' ./ops/
 
 # The JSON Schema (schemas/rmqtopo.schema.json) and the key tables of
 # docs/spec.md are generated from the spec's field tables

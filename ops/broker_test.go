@@ -359,7 +359,7 @@ func TestSweep(t *testing.T) {
 		if err != nil {
 			t.Fatalf("SweepQueue %s: %v", s.Queue.Name, err)
 		}
-		if res.Moved != 2 || res.Unreadable() != 2 || res.Failed != 0 {
+		if res.Moved != 2 || res.LeftBy[NoteUnreadable] != 2 || res.Failed != 0 {
 			t.Errorf("sweep of %s: %+v, want 2 moved and 2 unreadable", s.Queue.Name, res)
 		}
 	}

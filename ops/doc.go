@@ -2,7 +2,7 @@
 // letters in place (peek) and moves them (replay, sweep) without losing
 // any. It knows nothing of specs or plans; the queues it works on come
 // from internal/broker's listing, and the status of a spec's queues is
-// internal/status's.
+// the status package's.
 //
 // # Moves
 //

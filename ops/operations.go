@@ -13,7 +13,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
-	"github.com/rmqtopo/rmqtopo/internal/opsdata"
 )
 
 // Peek reads up to limit messages from the head of queue and leaves every
@@ -141,9 +140,6 @@ func Replay(ctx context.Context, conn *amqp.Connection, o ReplayOptions) (Result
 	res.ResetHeaders = slices.Sorted(maps.Keys(reset))
 	return res, err
 }
-
-// NoteWouldMove is the note of a message a dry run would have moved.
-const NoteWouldMove = opsdata.NoteWouldMove
 
 // dryRun turns a moving pass into a read-only one (a peek, see Peek: on a
 // quorum queue that is a requeue of the whole queue, in order) that notes

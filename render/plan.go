@@ -389,8 +389,8 @@ func planKeyWidth(lists ...[]planAttribute) int {
 	return width
 }
 
-// planPalette colours plan text, and the status view's flags and summary,
-// for a terminal, and is the identity when off.
+// planPalette colours plan text for a terminal, and is the identity when
+// off.
 type planPalette struct{ on bool }
 
 func (p planPalette) wrap(code, text string) string {

@@ -7,11 +7,11 @@ import (
 )
 
 // TestSchemaImportedSpecs: the specs rmqtopo import writes (the golden
-// files of internal/importer) pass the schema too, so an editor opening
+// files of importer) pass the schema too, so an editor opening
 // one flags nothing.
 func TestSchemaImportedSpecs(t *testing.T) {
 	sch := compileSchema(t)
-	for _, path := range glob(t, "../internal/importer/testdata/rabbitmq/*.yaml") {
+	for _, path := range glob(t, "../importer/testdata/rabbitmq/*.yaml") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			data, err := os.ReadFile(path)
 			if err != nil {

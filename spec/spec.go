@@ -31,7 +31,7 @@
 //		value:  func(q *Queue) any { return q.DLQName }},
 //
 // with Raw: true if a raw queue takes it, and value only if `rmqtopo
-// import` writes it (internal/importer's queueNode then names the key
+// import` writes it (importer's queueNode then names the key
 // where it goes). Then its expansion (expand.go and the checks beside
 // it), `go generate ./spec`, and tests of the decoding and the
 // expansion. A rule that spans keys (quorum queues only, not with a

@@ -12,7 +12,6 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/ops"
-	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
 )
 
@@ -65,9 +64,9 @@ func (c *dlqShowCmd) Run(e *env) error {
 		return vhostHint(err, defaulted)
 	}
 	if c.Format == "json" {
-		return render.DLQShowJSON(e.stdout, shown)
+		return ops.ShowJSON(e.stdout, shown)
 	}
-	return render.DLQShowText(e.stdout, shown)
+	return ops.ShowText(e.stdout, shown)
 }
 
 // vhostHint completes a missing queue of the default vhost, which neither
@@ -245,9 +244,9 @@ func (q *opsQueueFlags) finish(e *env, results []ops.Result, err error) error {
 	if results == nil {
 		return err
 	}
-	write := render.DLQResultsText
+	write := ops.ResultsText
 	if q.Format == "json" {
-		write = render.DLQResultsJSON
+		write = ops.ResultsJSON
 	}
 	werr := write(e.stdout, results)
 	if err := ops.MovesError(results, err); err != nil {

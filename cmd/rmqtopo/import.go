@@ -5,8 +5,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/rmqtopo/rmqtopo/importer"
 	"github.com/rmqtopo/rmqtopo/internal/english"
-	"github.com/rmqtopo/rmqtopo/internal/importer"
 )
 
 type importCmd struct {

@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rmqtopo/rmqtopo/internal/status"
-	"github.com/rmqtopo/rmqtopo/render"
+	"github.com/rmqtopo/rmqtopo/status"
 )
 
 type statusCmd struct {
@@ -43,9 +42,9 @@ func (c *statusCmd) Run(e *env) (err error) {
 		return err
 	}
 	if c.Format == "json" {
-		err = render.StatusJSON(e.stdout, st)
+		err = status.JSON(e.stdout, st)
 	} else {
-		err = render.StatusText(e.stdout, st, e.color)
+		err = status.Text(e.stdout, st, e.color)
 	}
 	if err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
-	"github.com/rmqtopo/rmqtopo/internal/status"
+	"github.com/rmqtopo/rmqtopo/status"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 

@@ -29,14 +29,15 @@ func TestLayering(t *testing.T) {
 		{"internal/broker", []string{module + "plan", module + "spec", module + "apply"}},
 		// ops moves and shows messages; it knows no spec and no plan.
 		{"ops", []string{module + "spec", module + "plan"}},
-		// Rendering never talks to a broker.
-		{"render", []string{module + "internal/broker", "net/http"}},
-		// What render draws of status and the dlq commands is plain data,
-		// kept apart from the packages that read the broker to make it.
-		{"internal/statusdata", []string{module + "internal/broker", "net"}},
+		// Rendering never talks to a broker, and draws plans and
+		// topologies only: a feature room (status, ops) draws its own views,
+		// so render stays below it.
+		{"render", []string{module + "internal/broker", "net/http", module + "status", module + "ops"}},
+		// status reads and reports; it never writes, and no lower room
+		// reaches up into it (the rules above and below).
+		{"status", []string{module + "apply", module + "ops"}},
 		// The upgrade preview judges and renders without the broker.
 		{"internal/upgrade", []string{module + "internal/broker", "net", "net/http"}},
-		{"internal/opsdata", []string{module + "internal/broker", "net", "github.com/rabbitmq/amqp091-go"}},
 		// apply executes plans; it never re-diffs against a spec.
 		{"apply", []string{module + "spec", module + "internal/broker"}},
 	}
@@ -86,15 +87,14 @@ func TestPlanDeps(t *testing.T) {
 
 // TestMoveDeps: internal/move is the one engine of message moves, shared by
 // ops and internal/broker, so it brings nothing but amqp091-go, the
-// standard library, the plain result it shares with the dlq commands
-// (internal/opsdata) and contract (which headers are the broker's); it
-// cannot import either of them.
+// standard library and contract (which headers are the broker's); it
+// cannot import either of them. Its Result is the dlq commands' own.
 func TestMoveDeps(t *testing.T) {
 	for _, d := range deps(t, "internal/move") {
 		if !strings.Contains(strings.SplitN(d, "/", 2)[0], ".") {
 			continue // standard library
 		}
-		if d == module+"internal/move" || d == module+"internal/opsdata" || d == module+"contract" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") ||
+		if d == module+"internal/move" || d == module+"contract" || strings.HasPrefix(d, "github.com/rabbitmq/amqp091-go") ||
 			strings.HasPrefix(d, "github.com/Azure/go-amqp") {
 			continue
 		}
@@ -142,6 +142,34 @@ func TestRetryOtelDeps(t *testing.T) {
 		for _, f := range forbidden {
 			if d == f || strings.HasPrefix(d, f+"/") {
 				t.Errorf("retry/retryotel depends on %s", d)
+			}
+		}
+	}
+}
+
+// TestInternalBelowFeatures: internal/ holds the machinery the rooms share
+// (the broker, the move engine, definitions, the test harness), below plan
+// and every feature, so no import in it points back up: none of its
+// packages reaches plan, apply (apply/target, the model's interfaces, is
+// the broker's to implement), render, a feature room or the CLI. Only the
+// upgrade move, which lays out a move from a spec, reads spec.
+func TestInternalBelowFeatures(t *testing.T) {
+	out, err := exec.Command("go", "list", module+"internal/...").Output()
+	if err != nil {
+		t.Fatalf("go list internal/...: %v", err)
+	}
+	above := []string{"plan", "apply", "render", "status", "importer", "ops", "cmd", "spec"}
+	for _, pkg := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(pkg, module)
+		for _, d := range deps(t, rel) {
+			d = strings.TrimPrefix(d, module)
+			if d == "apply/target" || (rel == "internal/upgrade/bluegreen" && d == "spec") {
+				continue
+			}
+			for _, a := range above {
+				if d == a || strings.HasPrefix(d, a+"/") {
+					t.Errorf("%s depends on %s", rel, d)
+				}
 			}
 		}
 	}

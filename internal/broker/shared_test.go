@@ -13,8 +13,8 @@ import (
 	rabbithole "github.com/michaelklishin/rabbit-hole/v2"
 
 	"github.com/rmqtopo/rmqtopo/apply"
+	"github.com/rmqtopo/rmqtopo/importer"
 	"github.com/rmqtopo/rmqtopo/internal/definitions"
-	"github.com/rmqtopo/rmqtopo/internal/importer"
 	"github.com/rmqtopo/rmqtopo/plan"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"

@@ -2,7 +2,7 @@
 // with the scripts and pipelines that run it; docs/exit-codes.md is its
 // words. Each code is distinct across the whole CLI, so a wrapper that
 // runs several commands can still tell what a code means. cmd/rmqtopo
-// exits with them, and internal/statusdata ranks the four of `status
+// exits with them, and status ranks the four of `status
 // --exit-code` (Report.ExitCode). It imports nothing, so that any layer
 // that decides a code may name it.
 package exitcode

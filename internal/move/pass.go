@@ -9,7 +9,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/rmqtopo/rmqtopo/contract"
-	"github.com/rmqtopo/rmqtopo/internal/opsdata"
 )
 
 // Decision is what a pass does with one message.
@@ -74,11 +73,6 @@ type Pass struct {
 
 // DefaultWindow is the default number of deliveries a pass holds at once.
 const DefaultWindow = 1000
-
-// Result counts what a pass did: the dlq commands' own result
-// (internal/opsdata documents it), so that ops hands it on as it is; the
-// engine leaves ResetHeaders to its callers.
-type Result = opsdata.Result
 
 // Run runs the pass on a channel of its own over conn.
 //

@@ -192,8 +192,8 @@ func (r *run) channelGone(e *amqp.Error, ok bool) {
 }
 
 // count is n and its noun in number, as internal/english.Count words it:
-// internal/move brings its importers nothing of rmqtopo's beyond
-// internal/opsdata and contract, so it cannot import that package.
+// internal/move brings its importers nothing of rmqtopo's beyond contract,
+// so it cannot import that package.
 func count(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one

@@ -1,4 +1,4 @@
-package statusdata
+package status
 
 import (
 	"github.com/rmqtopo/rmqtopo/internal/exitcode"

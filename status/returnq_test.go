@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
-	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
 )
 
@@ -37,7 +36,7 @@ func TestStatusShowsReturnQueue(t *testing.T) {
 		t.Errorf("retries waiting %d; want the 7 ready", st.Summary.RetriesWaiting)
 	}
 	var out bytes.Buffer
-	if err := render.StatusText(&out, st, false); err != nil {
+	if err := Text(&out, st, false); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "7 retries waiting in return queues") {

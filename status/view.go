@@ -1,4 +1,4 @@
-package render
+package status
 
 import (
 	"bytes"
@@ -10,21 +10,20 @@ import (
 	"text/tabwriter"
 
 	"github.com/rmqtopo/rmqtopo/internal/english"
-	"github.com/rmqtopo/rmqtopo/internal/statusdata"
 )
 
-// The views of `rmqtopo status`: a status report (built by
-// internal/status) as a table per work queue, or as JSON.
+// The views of `rmqtopo status`: a status report (built by Read) as a
+// table per work queue, or as JSON.
 
-// StatusJSON writes a status report as one indented JSON document.
-func StatusJSON(w io.Writer, s statusdata.Report) error {
+// JSON writes a status report as one indented JSON document.
+func JSON(w io.Writer, s Report) error {
 	return writeJSON(w, s)
 }
 
-// StatusText writes a status report as a table per work queue, then the
+// Text writes a status report as a table per work queue, then the
 // drift and a summary line. color highlights flags.
-func StatusText(w io.Writer, s statusdata.Report, color bool) error {
-	p := planPalette{on: color}
+func Text(w io.Writer, s Report, color bool) error {
+	p := palette{on: color}
 	if err := statusTables(w, s, p); err != nil {
 		return err
 	}
@@ -44,7 +43,7 @@ func StatusText(w io.Writer, s statusdata.Report, color bool) error {
 
 // statusTables writes one table per work queue, each row aligned across
 // all tables, followed by the drift of its queues.
-func statusTables(w io.Writer, s statusdata.Report, p planPalette) error {
+func statusTables(w io.Writer, s Report, p palette) error {
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	t := statusTable{p: p, delayed: countsDelayed(s)}
@@ -81,13 +80,13 @@ func statusTables(w io.Writer, s statusdata.Report, p planPalette) error {
 // (RabbitMQ 4.3's delayed retry), is there only when the broker counts
 // them for some queue.
 type statusTable struct {
-	p       planPalette
+	p       palette
 	delayed bool
 }
 
 // countsDelayed reports whether the broker counted delayed messages for
 // any queue of s.
-func countsDelayed(s statusdata.Report) bool {
+func countsDelayed(s Report) bool {
 	for _, wq := range s.Queues {
 		for _, q := range wq.Queues {
 			if q.Delayed != nil {
@@ -113,7 +112,7 @@ func (t statusTable) header(tw io.Writer) {
 
 // draining writes, per vhost, the retired wait queues kept while they
 // drain, in the columns of the work queues' tables.
-func (t statusTable) draining(tw io.Writer, s statusdata.Report) {
+func (t statusTable) draining(tw io.Writer, s Report) {
 	for i, q := range s.Draining {
 		if i == 0 || q.Vhost != s.Draining[i-1].Vhost {
 			if i > 0 || len(s.Queues) > 0 {
@@ -127,12 +126,12 @@ func (t statusTable) draining(tw io.Writer, s statusdata.Report) {
 }
 
 // row writes one queue's row of a table.
-func (t statusTable) row(tw io.Writer, q statusdata.QueueStatus) {
+func (t statusTable) row(tw io.Writer, q QueueStatus) {
 	role := waitRole(q)
 	var flags []string
 	for _, f := range q.Flags {
 		code := "33" // yellow
-		if f == statusdata.FlagDLQNotEmpty || f == statusdata.FlagMissing || f == statusdata.FlagStuck {
+		if f == FlagDLQNotEmpty || f == FlagMissing || f == FlagStuck {
 			code = "31" // red
 		}
 		flags = append(flags, t.p.wrap(code, f))
@@ -155,10 +154,10 @@ func (t statusTable) row(tw io.Writer, q statusdata.QueueStatus) {
 // waitRole describes a queue's role; a wait queue's with its delay and the
 // retries that wait in it, or, for a level of a delay ladder, its level
 // and how soon what waits there is due.
-func waitRole(q statusdata.QueueStatus) string {
+func waitRole(q QueueStatus) string {
 	var role string
 	switch {
-	case q.Role != statusdata.RoleWait:
+	case q.Role != RoleWait:
 		return q.Role
 	case q.Level != nil:
 		role = fmt.Sprintf("ladder level %d: wait %s, due within %s", *q.Level, q.Delay, q.DueWithin)
@@ -176,7 +175,7 @@ func waitRole(q statusdata.QueueStatus) string {
 }
 
 // statusSummary says in one line what the status found.
-func statusSummary(s statusdata.Report, p planPalette) string {
+func statusSummary(s Report, p palette) string {
 	sum := s.Summary
 	parts := []string{fmt.Sprintf("%d work %s", len(s.Queues), english.Plural(len(s.Queues), "queue", "queues"))}
 	if sum.DLQsNotEmpty > 0 {
@@ -239,8 +238,20 @@ func joinInts(xs []int) string {
 	return strings.Join(s, ",")
 }
 
-// writeJSON writes v as one indented JSON document, as the status and
-// dlq views' JSON always was.
+// palette colours the view's flags and summary for a terminal (the plan's
+// colours: red for what needs an operator, yellow for what is under way),
+// and is the identity when off.
+type palette struct{ on bool }
+
+func (p palette) wrap(code, text string) string {
+	if !p.on || text == "" {
+		return text
+	}
+	return "\x1b[" + code + "m" + text + "\x1b[0m"
+}
+
+// writeJSON writes v as one indented JSON document, as the status view's
+// JSON always was.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
-	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -37,7 +36,7 @@ queues:
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
 	var text bytes.Buffer
-	if err := render.StatusText(&text, st, false); err != nil {
+	if err := Text(&text, st, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{

@@ -1,6 +1,7 @@
-package render
+package ops
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -9,14 +10,13 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/internal/english"
-	"github.com/rmqtopo/rmqtopo/internal/opsdata"
 )
 
 // The views of dlq show, replay and sweep: what they print on stdout, as
 // text or JSON, from what ops gave back.
 
-// DLQShowJSON writes what dlq show read as one indented JSON document.
-func DLQShowJSON(w io.Writer, s opsdata.Shown) error {
+// ShowJSON writes what dlq show read as one indented JSON document.
+func ShowJSON(w io.Writer, s Shown) error {
 	s.Messages = nonNil(s.Messages)
 	return writeJSON(w, s)
 }
@@ -24,8 +24,8 @@ func DLQShowJSON(w io.Writer, s opsdata.Shown) error {
 // bodyPreview is how much of a body the text output shows.
 const bodyPreview = 200
 
-// DLQShowText writes what dlq show read, a paragraph per message.
-func DLQShowText(w io.Writer, s opsdata.Shown) error {
+// ShowText writes what dlq show read, a paragraph per message.
+func ShowText(w io.Writer, s Shown) error {
 	fmt.Fprintf(w, "queue %s (vhost %s): %d %s, showing %d\n", s.Queue, s.Vhost, s.Depth, english.Plural(s.Depth, "message", "messages"), len(s.Messages))
 	for _, m := range s.Messages {
 		shownMessage(w, m)
@@ -34,7 +34,7 @@ func DLQShowText(w io.Writer, s opsdata.Shown) error {
 }
 
 // shownMessage writes one message's paragraph of dlq show.
-func shownMessage(w io.Writer, m opsdata.Message) {
+func shownMessage(w io.Writer, m Message) {
 	fmt.Fprintf(w, "\n#%d", m.Position)
 	if m.MessageID != "" {
 		fmt.Fprintf(w, " id %s", m.MessageID)
@@ -80,40 +80,40 @@ func shownMessage(w io.Writer, m opsdata.Message) {
 	fmt.Fprintf(w, "  body:           %s, %s, %s: %s\n", english.Count(m.Size, "byte", "bytes"), kind, m.BodyEncoding, body)
 }
 
-// DLQResultsJSON writes what the passes of a replay or sweep did, and
+// ResultsJSON writes what the passes of a replay or sweep did, and
 // their total, as one JSON document.
-func DLQResultsJSON(w io.Writer, results []opsdata.Result) error {
+func ResultsJSON(w io.Writer, results []Result) error {
 	return writeJSON(w, struct {
-		Results []opsdata.Result `json:"results"`
-		Total   opsdata.Total    `json:"total"`
-	}{nonNil(results), opsdata.Sum(results)})
+		Results []Result `json:"results"`
+		Total   Total    `json:"total"`
+	}{nonNil(results), Sum(results)})
 }
 
-// DLQResultsText writes what the passes of a replay or sweep did: a line
+// ResultsText writes what the passes of a replay or sweep did: a line
 // per pass and, for several, their total.
-func DLQResultsText(w io.Writer, results []opsdata.Result) error {
+func ResultsText(w io.Writer, results []Result) error {
 	for _, r := range results {
 		fmt.Fprintf(w, "%s -> %s: %s\n", r.Queue, r.Target, passSummary(r))
 	}
 	if len(results) > 1 {
-		total := opsdata.Sum(results)
-		fmt.Fprintf(w, "total: %s\n", passSummary(opsdata.Result{Moved: total.Moved, Left: total.Left, Failed: total.Failed, LeftBy: total.LeftBy}))
+		total := Sum(results)
+		fmt.Fprintf(w, "total: %s\n", passSummary(Result{Moved: total.Moved, Left: total.Left, Failed: total.Failed, LeftBy: total.LeftBy}))
 	}
 	return nil
 }
 
 // passSummary says what one pass did, in a line.
-func passSummary(r opsdata.Result) string {
+func passSummary(r Result) string {
 	s := fmt.Sprintf("moved %d, left %d, failed %d", r.Moved, r.Left, r.Failed)
 	// A dry run moves nothing: it says what would move, and leaves the
 	// rest as a pass would.
-	wouldMove := r.LeftBy[opsdata.NoteWouldMove]
+	wouldMove := r.LeftBy[NoteWouldMove]
 	if wouldMove > 0 {
 		s = fmt.Sprintf("dry run: would move %d, left %d, failed %d", wouldMove, r.Left-wouldMove, r.Failed)
 	}
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(r.LeftBy)) {
-		if k != opsdata.NoteWouldMove {
+		if k != NoteWouldMove {
 			parts = append(parts, fmt.Sprintf("%d %s", r.LeftBy[k], k))
 		}
 	}
@@ -133,4 +133,12 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// writeJSON writes v as one indented JSON document, as the dlq views'
+// JSON always was.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
 	"github.com/rmqtopo/rmqtopo/plan"
-	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
@@ -143,7 +142,7 @@ func TestBuild(t *testing.T) {
 	}
 
 	var text bytes.Buffer
-	if err := render.StatusText(&text, st, false); err != nil {
+	if err := Text(&text, st, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -218,7 +217,7 @@ func TestBuildHeldDeadLetters(t *testing.T) {
 		t.Errorf("summary counts %d held, want 1188", st.Summary.DeadLettersHeld)
 	}
 	var text strings.Builder
-	if err := render.StatusText(&text, st, false); err != nil || !strings.Contains(text.String(), "1188 dead-letters held in wait queues") {
+	if err := Text(&text, st, false); err != nil || !strings.Contains(text.String(), "1188 dead-letters held in wait queues") {
 		t.Errorf("text lacks the held count (%v):\n%s", err, text.String())
 	}
 }

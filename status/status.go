@@ -6,8 +6,8 @@
 //
 // It is a read, like plan: it takes the spec, the broker's queue listing
 // and the live topology (read by internal/broker), and builds them into a
-// Report: plain data (internal/statusdata), which render draws as a table
-// or as JSON. Drift is plan.Diff's answer, so status and plan always
+// Report: plain data (report.go), which the views draw as a table or as
+// JSON (view.go). Drift is plan.Diff's answer, so status and plan always
 // agree about what differs. HeldWatch re-reads, through a reader the
 // caller gives, the wait queues that hold dead-letters, to tell the ones
 // that forward none (held.go). Status changes nothing; moving messages is

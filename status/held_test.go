@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rmqtopo/rmqtopo/internal/broker"
-	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
 )
 
@@ -170,10 +169,10 @@ func TestMarkStuck(t *testing.T) {
 		t.Errorf("summary %+v, margin %q: want 1 queue, 11 stuck, 30s", st.Summary, st.HeldMargin)
 	}
 	var text, js bytes.Buffer
-	if err := render.StatusText(&text, st, false); err != nil {
+	if err := Text(&text, st, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := render.StatusJSON(&js, st); err != nil {
+	if err := JSON(&js, st); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"13 dead-letters held in wait queues", "1 wait queue forwarded none of 11 held dead-letters in 30s (stuck)"} {

@@ -1,11 +1,4 @@
-// Package opsdata is the data the dead-letter commands give back: what
-// `dlq show` read (Shown, Message) and what the passes of `dlq replay` and
-// `dlq sweep` did (Result, and their Total).
-//
-// It is kept apart from ops, which talks to the broker, so that render can
-// draw these values as text or JSON without depending on the broker or on
-// AMQP. ops names the same types (aliases): they stay ops's public API.
-package opsdata
+package ops
 
 import "time"
 

@@ -1,11 +1,4 @@
-// Package statusdata is the data of `rmqtopo status`: the Report that
-// internal/status builds from a spec and a broker's counts, its roles and
-// flags, and the exit code that follows from it.
-//
-// It is kept apart from internal/status, which reads the broker, so that
-// render can draw a Report as text or JSON without depending on the
-// broker; internal/status names the same types and constants (aliases).
-package statusdata
+package status
 
 import "github.com/rmqtopo/rmqtopo/plan"
 

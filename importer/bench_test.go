@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rmqtopo/rmqtopo/internal/importer"
+	"github.com/rmqtopo/rmqtopo/importer"
 )
 
 // BenchmarkImport imports a vhost of n work queues with retry topology

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rmqtopo/rmqtopo/internal/importer"
+	"github.com/rmqtopo/rmqtopo/importer"
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rmqtopo/rmqtopo/importer"
 	"github.com/rmqtopo/rmqtopo/internal/definitions"
-	"github.com/rmqtopo/rmqtopo/internal/importer"
 	"github.com/rmqtopo/rmqtopo/render"
 	"github.com/rmqtopo/rmqtopo/spec"
 	"github.com/rmqtopo/rmqtopo/topology"
@@ -30,8 +30,8 @@ func fromDefinitions(t *testing.T, data []byte, vhost string) topology.Topology 
 // topology, with every queue that has retry topology recognised, and a
 // second import of that gives the same bytes.
 func TestExamplesRoundTrip(t *testing.T) {
-	paths, _ := filepath.Glob("../../examples/*.yaml")
-	presets, _ := filepath.Glob("../../examples/presets/*.yaml")
+	paths, _ := filepath.Glob("../examples/*.yaml")
+	presets, _ := filepath.Glob("../examples/presets/*.yaml")
 	paths = append(paths, presets...)
 	if len(paths) == 0 {
 		t.Fatal("no examples")
