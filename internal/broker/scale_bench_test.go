@@ -77,8 +77,9 @@ func scaleSpecDelays(tb testing.TB, vhost string, sh scaleShape, n int, firstDel
 // apply at the size of a real broker, at two sizes (RMQTOPO_BENCH_SCALE,
 // default "1000,5000") and the shapes of RMQTOPO_BENCH_SCALE_SHAPES
 // (default "classic,quorum"; "quorum/native" adds the native layout,
-// measured against quorum's arguments apply too), each step into a fresh
-// vhost:
+// measured against quorum's arguments apply too; "quorum/native-shared"
+// the native layout with one policy per distinct schedule,
+// sharedSchedules), each step into a fresh vhost:
 //
 //   - apply: rmqtopo's apply from empty;
 //   - arguments: the same topology with every attribute a queue argument,
@@ -89,7 +90,10 @@ func scaleSpecDelays(tb testing.TB, vhost string, sh scaleShape, n int, firstDel
 //     while another client writes a policy into another vhost every
 //     500 ms (adopt/apply at most 1.2; the slowest of those writes at
 //     most 2 s);
-//   - upgrade: an apply of the spec onto a vhost in the per-queue shape.
+//   - upgrade: an apply of the spec onto a vhost in the per-queue shape;
+//   - one queue's TTL set and changed, then the schedule changed of the
+//     first queue (which has the TTL) and of the last (which has no
+//     attribute: on the native layout, a queue of the arguments shape).
 //
 // Quorum queues run up to RMQTOPO_BENCH_SCALE_QUORUM_MAX queues (default
 // 1,000), the per-queue shape up to RMQTOPO_BENCH_SCALE_LEGACY_MAX (1,000).
