@@ -13,7 +13,8 @@ import (
 // queue makes an apply's broker work grow with the square of the queue
 // count (docs/benchmarks.md, "Policies at scale"), and one policy whose
 // pattern lists many queues is worse (about 0.9 ms a match for 1,000
-// names on 3.10.8; PCRE refuses to compile 3,000). So:
+// names on 3.10.8; PCRE refuses to compile 3,000; RabbitMQ 4.3.6
+// refuses any pattern over 1,024 bytes, about 60 short names). So:
 //
 //   - what rmqtopo never changes in place is a queue argument: the type,
 //     and for its own contract the dead-lettering into Q.dlx (named after

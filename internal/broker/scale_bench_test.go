@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rmqtopo/rmqtopo/apply"
+	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/shapetest"
 	"github.com/rmqtopo/rmqtopo/plan"
@@ -24,18 +28,23 @@ import (
 )
 
 // scaleShape is what a scale step declares: the work queues' type and
-// layout ("" for the default a new spec gets, judged without a broker).
-type scaleShape struct{ typ, layout string }
+// layout ("" for the default a new spec gets, judged without a broker);
+// shared: the native queues' schedules in one policy per distinct
+// schedule (sharedSchedules), the shape "native-shared".
+type scaleShape struct {
+	typ, layout string
+	shared      bool
+}
 
 // scaleSpec is issue 28's spec: n work queues of sh's type and layout,
 // delays [1s, 5s, 30s], one binding each; with ttl, the first queue has
 // that message TTL.
 func scaleSpec(tb testing.TB, vhost string, sh scaleShape, n int, ttl ...string) topology.Topology {
-	return scaleSpecDelays(tb, vhost, sh, n, "1s, 5s, 30s", ttl...)
+	return scaleSpecDelays(tb, vhost, sh, n, "1s, 5s, 30s", "1s, 5s, 30s", ttl...)
 }
 
-// scaleSpecDelays is scaleSpec with the first queue's delays.
-func scaleSpecDelays(tb testing.TB, vhost string, sh scaleShape, n int, firstDelays string, ttl ...string) topology.Topology {
+// scaleSpecDelays is scaleSpec with the first and the last queue's delays.
+func scaleSpecDelays(tb testing.TB, vhost string, sh scaleShape, n int, firstDelays, lastDelays string, ttl ...string) topology.Topology {
 	typ := sh.typ
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "version: 1\nvhost: %q\n", vhost)
@@ -49,8 +58,11 @@ func scaleSpecDelays(tb testing.TB, vhost string, sh scaleShape, n int, firstDel
 			extra = ", message_ttl: " + ttl[0]
 		}
 		delays := "1s, 5s, 30s"
-		if i == 0 {
+		switch i {
+		case 0:
 			delays = firstDelays
+		case n - 1:
+			delays = lastDelays
 		}
 		fmt.Fprintf(&sb, "  - {name: svc%05d.work, type: %s, bindings: [{exchange: biz, routing_key: \"k.%d\"}], retry: {delays: [%s]}%s}\n", i, typ, i, delays, extra)
 	}
@@ -65,8 +77,9 @@ func scaleSpecDelays(tb testing.TB, vhost string, sh scaleShape, n int, firstDel
 // apply at the size of a real broker, at two sizes (RMQTOPO_BENCH_SCALE,
 // default "1000,5000") and the shapes of RMQTOPO_BENCH_SCALE_SHAPES
 // (default "classic,quorum"; "quorum/native" adds the native layout,
-// measured against quorum's arguments apply too), each step into a fresh
-// vhost:
+// measured against quorum's arguments apply too; "quorum/native-shared"
+// the native layout with one policy per distinct schedule,
+// sharedSchedules), each step into a fresh vhost:
 //
 //   - apply: rmqtopo's apply from empty;
 //   - arguments: the same topology with every attribute a queue argument,
@@ -77,7 +90,10 @@ func scaleSpecDelays(tb testing.TB, vhost string, sh scaleShape, n int, firstDel
 //     while another client writes a policy into another vhost every
 //     500 ms (adopt/apply at most 1.2; the slowest of those writes at
 //     most 2 s);
-//   - upgrade: an apply of the spec onto a vhost in the per-queue shape.
+//   - upgrade: an apply of the spec onto a vhost in the per-queue shape;
+//   - one queue's TTL set and changed, then the schedule changed of the
+//     first queue (which has the TTL) and of the last (which has no
+//     attribute: on the native layout, a queue of the arguments shape).
 //
 // Quorum queues run up to RMQTOPO_BENCH_SCALE_QUORUM_MAX queues (default
 // 1,000), the per-queue shape up to RMQTOPO_BENCH_SCALE_LEGACY_MAX (1,000).
@@ -119,26 +135,30 @@ func BenchmarkPolicyScale(b *testing.B) {
 
 // String is "TYPE" or "TYPE/LAYOUT".
 func (sh scaleShape) String() string {
-	if sh.layout == "" {
+	switch {
+	case sh.layout == "":
 		return sh.typ
+	case sh.shared:
+		return sh.typ + "/" + sh.layout + "-shared"
 	}
 	return sh.typ + "/" + sh.layout
 }
 
 // scaleShapes are RMQTOPO_BENCH_SCALE_SHAPES (default "classic,quorum"):
 // a queue type, or TYPE/LAYOUT ("quorum/native", skipped below RabbitMQ
-// 4.3.1).
+// 4.3.1; "quorum/native-shared", the same with sharedSchedules).
 func scaleShapes(b *testing.B, bk *brokertest.Broker) []scaleShape {
 	var out []scaleShape
 	for _, f := range strings.Split(envOr("RMQTOPO_BENCH_SCALE_SHAPES", "classic,quorum"), ",") {
 		typ, layout, _ := strings.Cut(strings.TrimSpace(f), "/")
+		layout, shared := strings.CutSuffix(layout, "-shared")
 		if layout == "native" {
 			if p, _ := rabbitmq.ProfileOf(bk.Version(b)); !p.NativeDelayedRetry() {
 				fmt.Fprintf(os.Stderr, "BenchmarkPolicyScale %s: skipped (RabbitMQ %s; native needs %s)\n", f, bk.Version(b), rabbitmq.First(rabbitmq.Profile.NativeDelayedRetry))
 				continue
 			}
 		}
-		out = append(out, scaleShape{typ: typ, layout: layout})
+		out = append(out, scaleShape{typ: typ, layout: layout, shared: shared})
 	}
 	return out
 }
@@ -150,8 +170,8 @@ func (r scaleResult) print(sh scaleShape, n int) {
 	fmt.Fprintf(os.Stderr, "  apply/arguments %.2f (goal <= 1.2: %s), adopt/apply %.2f (goal <= 1.2: %s), other writes %.2fs (goal <= 2s: %s), per-queue/arguments %.2f, upgrade/apply %.2f\n",
 		r.apply/r.args, verdict(r.apply/r.args <= 1.2), r.adopt/r.apply, verdict(r.adopt/r.apply <= 1.2),
 		r.otherMax, verdict(r.otherMax <= 2), r.perQueue/r.args, r.upgrade/r.apply)
-	fmt.Fprintf(os.Stderr, "  one queue's TTL: set %.2fs, changed %.2fs (goal <= 2s: %s); one queue's schedule changed %.2fs (goal <= 2s: %s)\n",
-		r.oneTTL, r.oneTTLAgain, verdict(max(r.oneTTL, r.oneTTLAgain) <= 2), r.oneSchedule, verdict(r.oneSchedule <= 2))
+	fmt.Fprintf(os.Stderr, "  one queue's TTL: set %.2fs, changed %.2fs (goal <= 2s: %s); one queue's schedule changed %.2fs (goal <= 2s: %s), of a queue without a TTL %.2fs (goal <= 2s: %s)\n",
+		r.oneTTL, r.oneTTLAgain, verdict(max(r.oneTTL, r.oneTTLAgain) <= 2), r.oneSchedule, verdict(r.oneSchedule <= 2), r.oneScheduleBare, verdict(r.oneScheduleBare <= 2))
 }
 
 type scaleResult struct {
@@ -161,7 +181,9 @@ type scaleResult struct {
 	// oneTTL and oneTTLAgain are a plan and apply that give one queue a
 	// TTL (creating its policy), then change it (updating the policy);
 	// oneSchedule one that changes one queue's retry schedule.
-	oneTTL, oneTTLAgain, oneSchedule float64
+	// oneScheduleBare changes the schedule of a queue that sets no
+	// attribute (the last).
+	oneTTL, oneTTLAgain, oneSchedule, oneScheduleBare float64
 }
 
 func scaleRound(b *testing.B, bk *brokertest.Broker, raw rawAPI, sh scaleShape, n int) scaleResult {
@@ -186,7 +208,12 @@ func scaleRound(b *testing.B, bk *brokertest.Broker, raw rawAPI, sh scaleShape, 
 		}
 		return secs
 	}
-	same := func(t topology.Topology) topology.Topology { return t }
+	same := func(t topology.Topology) topology.Topology {
+		if sh.shared {
+			return sharedSchedules(t)
+		}
+		return t
+	}
 	// Apply and its baseline take turns, twice, each keeping its faster
 	// run: on a shared machine one run can be a third slower than the
 	// next for the same work.
@@ -195,19 +222,27 @@ func scaleRound(b *testing.B, bk *brokertest.Broker, raw rawAPI, sh scaleShape, 
 		r.args = min(r.args, step(shapetest.Arguments, nil))
 		r.apply = min(r.apply, step(same, func(bk *brokertest.Broker, _ rawAPI, vhost string) {
 			if i == 0 {
-				r.oneTTL = scaleApply(b, bk, vhost, scaleSpec(b, vhost, sh, n, "1h"))
-				r.oneTTLAgain = scaleApply(b, bk, vhost, scaleSpec(b, vhost, sh, n, "2h"))
+				r.oneTTL = scaleApply(b, bk, vhost, same(scaleSpec(b, vhost, sh, n, "1h")))
+				r.oneTTLAgain = scaleApply(b, bk, vhost, same(scaleSpec(b, vhost, sh, n, "2h")))
 				// One queue's schedule: in place on the native layout (its
 				// policy and binding), new wait queues elsewhere.
-				r.oneSchedule = scaleApply(b, bk, vhost, scaleSpecDelays(b, vhost, sh, n, "1s, 5s, 40s", "2h"))
+				r.oneSchedule = scaleApply(b, bk, vhost, same(scaleSpecDelays(b, vhost, sh, n, "1s, 5s, 40s", "1s, 5s, 30s", "2h")))
+				// And the last queue's, which has no policy of its own: a
+				// replace of a native queue of the arguments shape.
+				r.oneScheduleBare = scaleApply(b, bk, vhost, same(scaleSpecDelays(b, vhost, sh, n, "1s, 5s, 40s", "1s, 5s, 40s", "2h")))
 			}
 		}))
 	}
-	step(shapetest.Arguments, func(bk *brokertest.Broker, raw rawAPI, vhost string) {
+	// The shared shape is not what rmqtopo builds: its adoption is not
+	// measured.
+	adopt := func(bk *brokertest.Broker, raw rawAPI, vhost string) {
 		stop := otherWrites(b, bk, raw)
 		r.adopt = scaleApply(b, bk, vhost, scaleSpec(b, vhost, sh, n))
 		r.otherMax = stop().Seconds()
-	})
+	}
+	if !sh.shared {
+		step(shapetest.Arguments, adopt)
+	}
 	// The per-queue shape costs the square of the queue count: past
 	// RMQTOPO_BENCH_SCALE_LEGACY_MAX (default 1,000) it would take the
 	// better part of an hour, so it and the upgrade from it are skipped.
@@ -343,4 +378,97 @@ func envInts(tb testing.TB, name, def string) []int {
 		out = append(out, n)
 	}
 	return out
+}
+
+// sharedSchedules is t's native queues of the arguments shape in the
+// in-place shape with one policy per distinct schedule instead of one per
+// queue (issue 46's first idea): each queue's arguments only mark it
+// native (contract.NativeMarker), its schedule binding carries the
+// helper's schedule, and the broker's (contract.SchedulePolicy) is in
+// policies whose patterns list the queues of that schedule. RabbitMQ
+// 4.3.6 refuses a pattern over 1,024 bytes ("pattern must not exceed 1024
+// bytes", rabbit_re:max_pattern_length/0), so a schedule's queues take as
+// many policies as their names fill (bucketPatterns). A queue with a
+// policy of its own keeps its schedule there (spec.Expand's in-place
+// shape), as only one policy applies to a queue.
+func sharedSchedules(t topology.Topology) topology.Topology {
+	out := t
+	out.Queues = append([]topology.Queue(nil), t.Queues...)
+	out.Bindings = append([]topology.Binding(nil), t.Bindings...)
+	out.Policies = append([]topology.Policy(nil), t.Policies...)
+	groups := map[string][]string{} // schedule policy definition (JSON) -> queue names
+	vhost := ""
+	for i, q := range out.Queues {
+		n, err := contract.ParseNative(q.Arguments)
+		if err != nil {
+			continue
+		}
+		vhost = q.Vhost
+		args := topology.Args{}
+		for k, v := range q.Arguments {
+			args[k] = v
+		}
+		for _, k := range []string{contract.ArgDelayedRetryMin, contract.ArgDelayedRetryMax, contract.ArgDeliveryLimit, contract.ArgRetryDelays, contract.ArgRetryJitter} {
+			delete(args, k)
+		}
+		for k, v := range contract.NativeMarker() {
+			args[k] = v
+		}
+		out.Queues[i].Arguments = topology.NormalizeArgs(args)
+		out.Bindings = append(out.Bindings, topology.Binding{Vhost: q.Vhost, Source: contract.ScheduleExchange, Destination: q.Name,
+			DestinationType: topology.DestQueue, RoutingKey: q.Name, Arguments: topology.NormalizeArgs(contract.ScheduleArguments(n.Delays, n.Jitter))})
+		def, _ := json.Marshal(topology.NormalizeArgs(contract.SchedulePolicy(n.Delays, n.Jitter)))
+		groups[string(def)] = append(groups[string(def)], q.Name)
+	}
+	if vhost == "" {
+		return t
+	}
+	out.Exchanges = append(append([]topology.Exchange(nil), t.Exchanges...), topology.Exchange{Vhost: vhost, Name: contract.ScheduleExchange, Type: "direct", Durable: true})
+	for def, names := range groups {
+		var d topology.Args
+		_ = json.Unmarshal([]byte(def), &d)
+		for i, pattern := range bucketPatterns(names, 1024) {
+			out.Policies = append(out.Policies, topology.Policy{Vhost: vhost, Name: fmt.Sprintf("%sschedule.%08x.%d", contract.ManagedPolicyPrefix, crc32.ChecksumIEEE([]byte(def)), i),
+				Pattern: pattern, ApplyTo: "queues", Priority: contract.ManagedPolicyPriority, Definition: topology.NormalizeArgs(d)})
+		}
+	}
+	out.Sort()
+	return out
+}
+
+// bucketPatterns are anchored alternations of the exact names, each at
+// most limit bytes, by bucket: a name's bucket is its hash modulo a power
+// of two just large enough, so that a queue leaving or joining a schedule
+// rewrites the one policy of its bucket, not every one after it.
+func bucketPatterns(names []string, limit int) map[int]string {
+	const frame = len("^(?:)$")
+	total := 0
+	for _, n := range names {
+		total += len(regexp.QuoteMeta(n)) + 1
+	}
+	buckets := 1
+	for buckets*(limit-frame)*3/4 < total {
+		buckets *= 2
+	}
+	for {
+		byBucket := map[int][]string{}
+		fits := true
+		for _, n := range names {
+			k := int(crc32.ChecksumIEEE([]byte(n)) % uint32(buckets))
+			byBucket[k] = append(byBucket[k], regexp.QuoteMeta(n))
+			if len(strings.Join(byBucket[k], "|"))+frame > limit {
+				fits = false
+			}
+		}
+		if !fits {
+			buckets *= 2
+			continue
+		}
+		out := map[int]string{}
+		for k, qs := range byBucket {
+			slices.Sort(qs)
+			out[k] = "^(?:" + strings.Join(qs, "|") + ")$"
+		}
+		return out
+	}
 }
