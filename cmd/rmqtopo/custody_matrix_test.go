@@ -126,10 +126,12 @@ type custodyPlace struct {
 	put  func(t *testing.T, r *custodyRun, ids []string)
 }
 
-var custodyPlaces = []custodyPlace{
+// custodyPlaces are the places; a retry whose connection dies between
+// publish and confirmation is in custody_confirm_test.go.
+var custodyPlaces = append([]custodyPlace{
 	{"ready", anyLayout, func(t *testing.T, r *custodyRun, ids []string) { r.publish(t, "", "cw", ids) }},
 	{"unacknowledged", anyLayout, func(t *testing.T, r *custodyRun, ids []string) { r.holdUnacked(t, ids) }},
-	{"waiting", func(l custodyLayout) bool { return !l.native }, func(t *testing.T, r *custodyRun, ids []string) {
+	{"waiting", notNative, func(t *testing.T, r *custodyRun, ids []string) {
 		for _, id := range ids {
 			publishRetryOf(t, r.conn, "cw", r.layout.from, custodyDelay, amqp.Publishing{MessageId: id, Body: []byte(id)})
 		}
@@ -140,7 +142,7 @@ var custodyPlaces = []custodyPlace{
 	}},
 	{"dlq", anyLayout, func(t *testing.T, r *custodyRun, ids []string) { r.publish(t, "", contract.DeadLetterQueue("cw"), ids) }},
 	{"parking-lot", anyLayout, func(t *testing.T, r *custodyRun, ids []string) { r.publish(t, "", contract.ParkingLotQueue("cw"), ids) }},
-}
+}, custodyConfirmPlaces...)
 
 // custodyCase is one cell of the matrix.
 type custodyCase struct {
