@@ -52,7 +52,8 @@ var custodyLayouts = []custodyLayout{
 
 // custodySpec is the spec of a case, before or after its change.
 type custodySpec struct {
-	present bool // "cw" is in the spec (prune takes it out)
+	name    string // the work queue's name: "cw", until a rename
+	present bool   // the work queue is in the spec (prune takes it out)
 	typ     string
 	layout  custodyLayout
 	delays  string
@@ -68,7 +69,7 @@ const (
 )
 
 func custodyBase(l custodyLayout) custodySpec {
-	return custodySpec{present: true, typ: "quorum", layout: l, delays: "2s, 4s", dlq: true}
+	return custodySpec{name: "cw", present: true, typ: "quorum", layout: l, delays: "2s, 4s", dlq: true}
 }
 
 // yaml is the spec's text; a second queue keeps it from being empty when
@@ -77,8 +78,8 @@ func (c custodySpec) yaml() string {
 	var b strings.Builder
 	b.WriteString("name: custody\nqueues:\n  - {name: keep, type: quorum, layout: shared, retry: {delays: [1s]}}\n")
 	if c.present {
-		fmt.Fprintf(&b, "  - name: cw\n    type: %s\n    %s\n    dlq: %t\n    parking_lot: %t\n    migrate: %t\n    retry: {delays: [%s]}\n",
-			c.typ, c.layout.yaml, c.dlq, c.dlq, c.migrate, c.delays)
+		fmt.Fprintf(&b, "  - name: %s\n    type: %s\n    %s\n    dlq: %t\n    parking_lot: %t\n    migrate: %t\n    retry: {delays: [%s]}\n",
+			c.name, c.typ, c.layout.yaml, c.dlq, c.dlq, c.migrate, c.delays)
 	}
 	return b.String()
 }
@@ -90,6 +91,10 @@ type custodyChange struct {
 	fits  func(custodyLayout) bool
 	after func(custodySpec) custodySpec
 	prune bool
+	// rename: the queue is renamed in the spec and its messages moved the
+	// way docs/plan-apply.md says ("Renaming a queue"): apply, rmqtopo
+	// move old --to new, apply --prune.
+	rename bool
 }
 
 func anyLayout(custodyLayout) bool { return true }
@@ -100,6 +105,7 @@ var custodyChanges = []custodyChange{
 	{name: "dlq-off", fits: anyLayout, after: func(c custodySpec) custodySpec { c.dlq = false; return c }},
 	{name: "layout", fits: anyLayout, after: func(c custodySpec) custodySpec { c.layout = nextLayout(c.layout); return c }},
 	{name: "prune", fits: anyLayout, after: func(c custodySpec) custodySpec { c.present = false; return c }, prune: true},
+	{name: "rename", fits: anyLayout, after: func(c custodySpec) custodySpec { c.name = "cw2"; return c }, rename: true},
 }
 
 // nextLayout is the layout a layout change moves to: shared from any
@@ -120,10 +126,12 @@ type custodyPlace struct {
 	put  func(t *testing.T, r *custodyRun, ids []string)
 }
 
-var custodyPlaces = []custodyPlace{
+// custodyPlaces are the places; a retry whose connection dies between
+// publish and confirmation is in custody_confirm_test.go.
+var custodyPlaces = append([]custodyPlace{
 	{"ready", anyLayout, func(t *testing.T, r *custodyRun, ids []string) { r.publish(t, "", "cw", ids) }},
 	{"unacknowledged", anyLayout, func(t *testing.T, r *custodyRun, ids []string) { r.holdUnacked(t, ids) }},
-	{"waiting", func(l custodyLayout) bool { return !l.native }, func(t *testing.T, r *custodyRun, ids []string) {
+	{"waiting", notNative, func(t *testing.T, r *custodyRun, ids []string) {
 		for _, id := range ids {
 			publishRetryOf(t, r.conn, "cw", r.layout.from, custodyDelay, amqp.Publishing{MessageId: id, Body: []byte(id)})
 		}
@@ -134,7 +142,7 @@ var custodyPlaces = []custodyPlace{
 	}},
 	{"dlq", anyLayout, func(t *testing.T, r *custodyRun, ids []string) { r.publish(t, "", contract.DeadLetterQueue("cw"), ids) }},
 	{"parking-lot", anyLayout, func(t *testing.T, r *custodyRun, ids []string) { r.publish(t, "", contract.ParkingLotQueue("cw"), ids) }},
-}
+}, custodyConfirmPlaces...)
 
 // custodyCase is one cell of the matrix.
 type custodyCase struct {
@@ -161,7 +169,7 @@ func custodyCases(places []custodyPlace) []custodyCase {
 					continue
 				}
 				for _, mode := range []string{"plain", "migrate"} {
-					if mode == "migrate" && ch.prune {
+					if mode == "migrate" && (ch.prune || ch.rename) {
 						continue // a queue that leaves the spec has nothing to migrate into
 					}
 					out = append(out, custodyCase{layout: l, place: p, change: ch, mode: mode})
@@ -254,15 +262,7 @@ func runCustody(t *testing.T, o *online, c custodyCase) {
 	ids := []string{c.place.name + "-1", c.place.name + "-2", c.place.name + "-3"}
 	c.place.put(t, r, ids)
 
-	args := []string{"apply", "--auto-approve", o.spec(t, "after.yaml", after.yaml())}
-	if c.change.prune {
-		args = append(args, "--prune")
-	}
-	stdout, stderr, code := rmqtopo(t, "", append(args, o.conn()...)...)
-	// 0 made, 4 refused, 1 stopped on the way (a migration that keeps a
-	// queue whose consumer holds deliveries): the ids tell whether it was
-	// safe.
-	t.Logf("apply exit %d: %s", code, lastLine(stderr))
+	stdout, stderr, code := r.change(t, c.change, before, after)
 	if r.hold != nil {
 		r.hold.Close() // the consumer goes: what it held is requeued, if its queue is still there
 	}
@@ -273,6 +273,29 @@ func runCustody(t *testing.T, o *online, c custodyCase) {
 		t.Errorf("lost %v after the apply (exit %d)\nstdout:\n%s\nstderr:\n%s\nqueues: %s", missing, code, stdout, stderr,
 			o.api(t, http.MethodGet, "/api/queues/"+url.PathEscape(o.vhost)+"?columns=name,messages,messages_ready,messages_unacknowledged,messages_dlx", ""))
 	}
+}
+
+// change applies the case's change from before to after and returns the
+// output of its commands and the last one's exit code: 0 made, 4 refused,
+// 1 stopped on the way (a migration that keeps a queue whose consumer
+// holds deliveries). The ids tell whether it was safe.
+func (r *custodyRun) change(t *testing.T, ch custodyChange, before, after custodySpec) (stdout, stderr string, code int) {
+	t.Helper()
+	spec := r.o.spec(t, "after.yaml", after.yaml())
+	steps := [][]string{{"apply", "--auto-approve", spec}}
+	switch {
+	case ch.prune:
+		steps[0] = append(steps[0], "--prune")
+	case ch.rename:
+		steps = append(steps, []string{"move", before.name, "--to", after.name, "--vhost", r.o.vhost},
+			[]string{"apply", "--auto-approve", "--prune", spec})
+	}
+	for _, args := range steps {
+		out, errs, exit := rmqtopo(t, "", append(args, r.o.conn()...)...)
+		t.Logf("%s exit %d: %s", args[0], exit, lastLine(errs))
+		stdout, stderr, code = stdout+out, stderr+errs, exit
+	}
+	return stdout, stderr, code
 }
 
 func (r *custodyRun) publish(t *testing.T, exchange, key string, ids []string) {
