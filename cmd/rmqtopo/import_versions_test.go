@@ -39,7 +39,7 @@ func TestOnlineImportRabbitMQDefinitions(t *testing.T) {
 		t.Run(c.file+":"+c.vhost, func(t *testing.T) {
 			t.Parallel()
 			o := newOnline(t)
-			src := filepath.Join("..", "..", "internal", "importer", "testdata", "rabbitmq", c.file)
+			src := filepath.Join("..", "..", "importer", "testdata", "rabbitmq", c.file)
 			export := readExport(t, src)
 			refused := refusedPolicyKeys(t, o, export, c.vhost)
 			if len(refused) > 0 {
