@@ -38,6 +38,20 @@ import (
 // A schedule change is then a policy update and a binding replaced by
 // another (the plan adds the new one before it deletes the old one): the
 // helper, reading both for a moment, keeps the schedule it has.
+//
+// A native queue on the modified route that has no policy of its own
+// (its spec sets no attribute) takes a variant of this shape, the
+// binding shape, which needs no policy: a policy per queue is what costs
+// the broker the square of the queue count (spec's freshShape). On the
+// modified route the broker computes no delay (the helper's modified
+// outcome carries each retry's time), so the only part of the schedule
+// the broker needs is the number of retries: the queue carries it in its
+// arguments (NativeMarkerWithLimit), beside the marker, and the helper
+// takes the rest from the ScheduleBinding, on the modified route whatever
+// the delays (RouteOfArguments): without a policy's delayed-retry-min a
+// basic.reject would be retried at once. A schedule change that keeps the
+// number of retries is then one binding replaced, in place; one that
+// changes it changes the queue's arguments, a replace.
 
 // ScheduleExchange is the vhost's internal exchange whose bindings carry
 // the schedules of native queues of the in-place shape.
@@ -49,18 +63,60 @@ func NativeMarker() map[string]any {
 	return map[string]any{ArgDelayedRetryType: DelayedRetryFailed}
 }
 
-// IsInPlace reports whether a queue's arguments are the in-place shape's:
-// the marker, and no schedule.
+// NativeMarkerWithLimit returns the arguments that mark a quorum queue
+// native in the binding shape: the marker and its number of retries.
+func NativeMarkerWithLimit(retries int) map[string]any {
+	args := NativeMarker()
+	args[ArgDeliveryLimit] = int64(retries)
+	return args
+}
+
+// IsInPlace reports whether a queue's arguments are the in-place shape's
+// (the marker, and no schedule) or the binding shape's (the same and its
+// delivery limit): shapes whose schedule is apart from the arguments.
 func IsInPlace(args map[string]any) bool {
 	if args[ArgDelayedRetryType] != DelayedRetryFailed {
 		return false
 	}
-	for _, k := range []string{ArgDelayedRetryMin, ArgDelayedRetryMax, ArgDeliveryLimit, ArgRetryDelays, ArgRetryJitter} {
+	for _, k := range []string{ArgDelayedRetryMin, ArgDelayedRetryMax, ArgRetryDelays, ArgRetryJitter} {
 		if _, ok := args[k]; ok {
 			return false
 		}
 	}
 	return true
+}
+
+// LimitInArguments returns the delivery limit of a native queue of the
+// binding shape (IsInPlace, with its ArgDeliveryLimit), and false for
+// every other queue.
+func LimitInArguments(args map[string]any) (int, bool) {
+	if !IsInPlace(args) {
+		return 0, false
+	}
+	v, ok := args[ArgDeliveryLimit]
+	if !ok {
+		return 0, false
+	}
+	n, ok := argInt(v)
+	return int(n), ok
+}
+
+// RouteOfArguments returns n, a schedule read from a ScheduleBinding,
+// as it applies to the queue whose arguments are args: on the binding
+// shape the modified route whatever the delays (the broker has no
+// delayed-retry-min to delay a basic.reject), and an error when the
+// binding's number of retries is not the arguments' delivery limit (a
+// spec changes both together by replacing the queue).
+func RouteOfArguments(args map[string]any, n Native) (Native, error) {
+	limit, ok := LimitInArguments(args)
+	if !ok {
+		return n, nil
+	}
+	if limit != n.DeliveryLimit {
+		return Native{}, fmt.Errorf("the schedule binding's %s does not match the queue's %s %d", count(n.DeliveryLimit, "retry", "retries"), ArgDeliveryLimit, limit)
+	}
+	n.Route = RouteModified
+	return n, nil
 }
 
 // Policy keys of a native queue's schedule, in its own policy.
@@ -138,5 +194,9 @@ func NativeOf(args, schedule map[string]any) (Native, error) {
 	if schedule == nil {
 		return Native{}, fmt.Errorf("%w, and it has none", err)
 	}
-	return ParseSchedule(schedule)
+	n, err = ParseSchedule(schedule)
+	if err != nil {
+		return Native{}, err
+	}
+	return RouteOfArguments(args, n)
 }

@@ -3,6 +3,7 @@ package contract
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -126,5 +127,34 @@ func TestNativeAttempt(t *testing.T) {
 		if got := NativeAttempt(c.header, c.count); got != c.want {
 			t.Errorf("NativeAttempt(%v, %d) = %d, want %d", c.header, c.count, got, c.want)
 		}
+	}
+}
+
+// TestBindingShape: a queue whose arguments carry the marker and its
+// delivery limit (the binding shape) takes its delays from its schedule
+// binding, always on the modified route, and a binding whose number of
+// retries is not the limit is an error, not a schedule.
+func TestBindingShape(t *testing.T) {
+	args := map[string]any{"x-queue-type": "quorum", ArgDelayedRetryType: DelayedRetryFailed, ArgDeliveryLimit: float64(2)}
+	if !IsInPlace(args) {
+		t.Fatal("the binding shape's arguments are not IsInPlace")
+	}
+	if n, ok := LimitInArguments(args); !ok || n != 2 {
+		t.Errorf("LimitInArguments = %d, %v; want 2, true", n, ok)
+	}
+	if _, ok := LimitInArguments(NativeMarker()); ok {
+		t.Error("the policy shape's marker has a limit in its arguments")
+	}
+	linear := ScheduleArguments([]time.Duration{time.Second, 2 * time.Second}, false)
+	n, err := NativeOf(args, linear)
+	if err != nil || n.Route != RouteModified || n.DeliveryLimit != 2 {
+		t.Errorf("NativeOf = %+v, %v; want the modified route, 2 retries", n, err)
+	}
+	if n, err := NativeOf(NativeMarker(), linear); err != nil || n.Route != RouteReject {
+		t.Errorf("the policy shape: NativeOf = %+v, %v; want the reject route", n, err)
+	}
+	three := ScheduleArguments([]time.Duration{time.Second, time.Second, time.Second}, false)
+	if _, err := NativeOf(args, three); err == nil || !strings.Contains(err.Error(), "3 retries") {
+		t.Errorf("a binding of 3 retries on a limit of 2: %v; want an error naming them", err)
 	}
 }

@@ -52,7 +52,7 @@ func TestOneVersionDrivesEveryCheck(t *testing.T) {
 		Policies: []topology.Policy{{Vhost: "v", Name: "mirror", Pattern: ".*", ApplyTo: "queues", Definition: topology.Args{"ha-mode": "all"}}},
 		Queues: []topology.Queue{
 			vq("events", topology.Args{"x-queue-type": "stream"}),
-			vq("work", topology.Args{"x-queue-type": "quorum", "x-delivery-limit": int64(5), "x-delayed-retry-type": "failed"}),
+			vq("work", topology.Args{"x-queue-type": "quorum", "x-delivery-limit": int64(5), "x-delayed-retry-type": "returned"}),
 		}}
 	for _, c := range []struct {
 		version string

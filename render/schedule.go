@@ -110,7 +110,7 @@ func describeQueue(s *spec.Spec, q spec.Queue) string {
 // nativeRoute says how a service retries a queue of the native layout
 // (contract.SettleRoute).
 func nativeRoute(q spec.Queue) string {
-	if _, _, ok := contract.BrokerExpressible(spec.NativeDelays(q)); ok && q.Retry.Jitter != spec.JitterFull {
+	if spec.NativeRoute(q) == contract.RouteReject {
 		return "retried by basic.reject, delayed by the queue"
 	}
 	return "retried over AMQP 1.0 with x-opt-delivery-time"

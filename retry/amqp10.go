@@ -215,7 +215,15 @@ func readNative(conn *amqp.Connection, l *login, queue string) (n *contract.Nati
 		return nil, false, nil
 	case errors.Is(err, contract.ErrScheduleApart):
 		s, err := schedule(ctx, c, queue, nil)
-		return s, true, err
+		if err != nil {
+			return nil, true, err
+		}
+		// The binding shape keeps the modified route whatever the delays.
+		n, err := contract.RouteOfArguments(args, *s)
+		if err != nil {
+			return nil, true, fmt.Errorf("queue %q: %w", queue, err)
+		}
+		return &n, true, nil
 	case err != nil:
 		return nil, false, fmt.Errorf("queue %q: %w", queue, err)
 	}
@@ -252,7 +260,10 @@ func schedule(ctx context.Context, c *amqp10.Conn, queue string, cur *contract.N
 	return &found[0], nil
 }
 
-// sameSchedule reports whether a and b are the same schedule.
+// sameSchedule reports whether a and b are the same schedule. The route
+// is left out: a binding's is read from its delays, and a session on the
+// modified route (the binding shape's, or one that followed a change)
+// keeps its own.
 func sameSchedule(a, b contract.Native) bool {
-	return a.Route == b.Route && a.Jitter == b.Jitter && a.DeliveryLimit == b.DeliveryLimit && slices.Equal(a.Delays, b.Delays)
+	return a.Jitter == b.Jitter && a.DeliveryLimit == b.DeliveryLimit && slices.Equal(a.Delays, b.Delays)
 }

@@ -12,15 +12,16 @@ import (
 	"github.com/rmqtopo/rmqtopo/topology"
 )
 
-// nativeLayout builds a queue of the native layout in the in-place shape
-// (contract's inplace.go): its DLQ and parking lot as any queue's, no
-// retry exchange and no wait queue. The work queue's arguments only mark
-// it native (contract.NativeMarker); its schedule is in its own policy,
-// for the broker (contract.SchedulePolicy: its delivery limit, the
-// number of its retries, and the broker's linear delays), and in its
-// binding from the vhost's schedule exchange, for the helper
-// (contract.ScheduleArguments): a schedule change is an in-place policy
-// update and a binding replaced, no queue replaced.
+// nativeLayout builds a queue of the native layout (contract's
+// inplace.go): its DLQ and parking lot as any queue's, no retry exchange
+// and no wait queue. In the in-place shapes (nativeShapeOf) the work
+// queue's arguments only mark it native (contract.NativeMarker), with its
+// number of retries in the binding shape; its schedule is, for the
+// helper, in its binding from the vhost's schedule exchange
+// (contract.ScheduleArguments) and, for the broker in the policy shape,
+// in its own policy (contract.SchedulePolicy: its delivery limit and the
+// broker's linear delays): a schedule change is a binding replaced (and a
+// policy updated), no queue replaced.
 func (b *builder) nativeLayout(q Queue) {
 	b.checkNative(q)
 	if q.DLQ {
@@ -29,13 +30,16 @@ func (b *builder) nativeLayout(q Queue) {
 		b.bind(dlx, topology.DestQueue, DLQOf(q), "", nil)
 	}
 	b.deadEnds(q)
-	if !nativeInPlace(q) {
+	shape := nativeShapeOf(q)
+	if shape == shapeArguments {
 		b.nativeInArguments(q)
 		return
 	}
 	delays, jitter := NativeDelays(q), q.Retry.Jitter == JitterFull
 	def := setAttributes(q)
-	maps.Copy(def, contract.SchedulePolicy(delays, jitter))
+	if shape == shapePolicy {
+		maps.Copy(def, contract.SchedulePolicy(delays, jitter))
+	}
 	b.queuePolicy(q.Name, def)
 	b.addExchange(topology.Exchange{Name: contract.ScheduleExchange, Type: "direct", Durable: true},
 		b.sharedOrigin(q, "schedule exchange of the native layout"))
@@ -45,36 +49,87 @@ func (b *builder) nativeLayout(q Queue) {
 		return
 	}
 	args := maps.Clone(wq.Arguments)
-	// Any delivery limit argument would cap the policy's (the lower
-	// wins): the queue has none.
+	// In the policy shape any delivery limit argument would cap the
+	// policy's (the lower wins): the queue has none.
 	delete(args, contract.ArgDeliveryLimit)
-	maps.Copy(args, contract.NativeMarker())
+	marker := contract.NativeMarker()
+	if shape == shapeBinding {
+		marker = contract.NativeMarkerWithLimit(len(delays))
+	}
+	maps.Copy(args, marker)
 	wq.Arguments = topology.NormalizeArgs(args)
 }
 
-// nativeInPlace reports whether q's native queue takes the in-place shape,
-// whose schedule changes without a replace, or the arguments shape, whose
-// schedule is in its arguments. The in-place shape needs a policy of the
-// queue's own, which RabbitMQ matches against every queue of the vhost on
-// each write (spec/policies.go): 1,000 new native queues with one each
-// made the management API stop answering within 30 s on 4.3.6
-// (BenchmarkPolicyScale, quorum/native, docs/benchmarks.md), where the
-// arguments shape applied like the arguments baseline. One policy per
-// distinct schedule instead (quorum/native-shared) changed a schedule in
-// under 1 s at 1,000 queues, but RabbitMQ 4.3.6 refuses a pattern over
-// 1,024 bytes, so it takes a policy per ~60 names, whose matching made
-// the apply from empty about 1.5 times the baseline, and each later
-// policy write at 5,000 queues 2-3 times dearer: still the square of the
-// queue count. So a queue takes it when it has that policy anyway (its
-// spec sets message_ttl or max_length), or already is of that shape; a
-// live queue keeps its shape (Resolve), and one of the arguments shape
-// changes its schedule by a replace (a migration with migrate: true),
-// which keeps every message it holds.
-func nativeInPlace(q Queue) bool {
+// nativeShape is where a native queue keeps its schedule.
+type nativeShape int
+
+const (
+	// shapeArguments: all of it in the queue's arguments
+	// (contract.NativeArguments); a schedule change replaces the queue.
+	shapeArguments nativeShape = iota
+	// shapePolicy: the broker's part in the queue's own policy, the
+	// helper's in its schedule binding; every schedule change is in place.
+	shapePolicy
+	// shapeBinding: the modified route without a policy, its number of
+	// retries in its arguments and its delays in its schedule binding; a
+	// schedule change that keeps the number of retries is in place.
+	shapeBinding
+)
+
+// nativeShapeOf returns the shape q's native queue takes: the one it has
+// where it is live (Resolve), else freshShape.
+func nativeShapeOf(q Queue) nativeShape {
 	if q.res.set {
-		return q.res.inPlace
+		return q.res.shape
 	}
-	return len(setAttributes(q)) > 0
+	return freshShape(q)
+}
+
+// freshShape is the shape of a native queue not live yet. The policy
+// shape needs a policy of the queue's own, which RabbitMQ matches against
+// every queue of the vhost on each write (spec/policies.go): 1,000 new
+// native queues with one each made the management API stop answering
+// within 30 s on 4.3.6 (BenchmarkPolicyScale, quorum/native,
+// docs/benchmarks.md), where the arguments shape applied like the
+// arguments baseline. One policy per distinct schedule instead
+// (quorum/native-shared) changed a schedule in under 1 s at 1,000 queues,
+// but RabbitMQ 4.3.6 refuses a pattern over 1,024 bytes, so it takes a
+// policy per ~60 names, whose matching made the apply from empty about
+// 1.5 times the baseline, and each later policy write at 5,000 queues 2-3
+// times dearer: still the square of the queue count. So a queue takes the
+// policy shape when it has that policy anyway (its spec sets message_ttl
+// or max_length); one on the modified route, whose delays the broker does
+// not compute, needs no policy (the binding shape); one on the reject
+// route keeps the broker's schedule in its arguments, and changes it by a
+// replace (a migration with migrate: true), which keeps every message it
+// holds.
+func freshShape(q Queue) nativeShape {
+	switch {
+	case len(setAttributes(q)) > 0:
+		return shapePolicy
+	case brokerRoute(q) == contract.RouteModified:
+		return shapeBinding
+	}
+	return shapeArguments
+}
+
+// brokerRoute is the route q's schedule takes where the shape does not
+// decide it: reject where the broker can compute the delays, unjittered.
+func brokerRoute(q Queue) contract.SettleRoute {
+	if _, _, ok := contract.BrokerExpressible(NativeDelays(q)); ok && q.Retry.Jitter != JitterFull {
+		return contract.RouteReject
+	}
+	return contract.RouteModified
+}
+
+// NativeRoute is how a service retries a delivery of q on the native
+// layout: brokerRoute, but always the modified route in the binding
+// shape, where no policy gives the broker a delay of its own.
+func NativeRoute(q Queue) contract.SettleRoute {
+	if nativeShapeOf(q) == shapeBinding {
+		return contract.RouteModified
+	}
+	return brokerRoute(q)
 }
 
 // nativeInArguments builds the native queue q of the arguments shape:
@@ -196,9 +251,9 @@ type resolution struct {
 	// priorities: q's retries come back ahead of its backlog by their
 	// message priority (a quorum queue on a release that has them).
 	priorities bool
-	// inPlace is the native layout's shape (see nativeInPlace): a live
+	// shape is the native layout's shape (see nativeShapeOf): a live
 	// queue keeps the one it has.
-	inPlace bool
+	shape nativeShape
 }
 
 func (s *Spec) resolve(q Queue, j judged, live liveIndex) resolution {
@@ -228,9 +283,9 @@ func (s *Spec) resolve(q Queue, j judged, live liveIndex) resolution {
 	if r.layout == LayoutNative && !returnSet {
 		r.returnQueue = false
 	}
-	r.inPlace = len(setAttributes(q)) > 0
+	r.shape = freshShape(q)
 	if isLive && shape.layout == LayoutNative {
-		r.inPlace = shape.inPlace
+		r.shape = shape.native
 	}
 	return r
 }
@@ -280,7 +335,7 @@ func nativeConflict(q Queue) string {
 type liveShape struct {
 	layout      Layout
 	returnQueue bool
-	inPlace     bool // a native queue of the in-place shape
+	native      nativeShape // the shape of a native queue
 }
 
 // liveIndex finds the layout of a live queue by vhost and name.
@@ -305,7 +360,7 @@ func indexLive(t *topology.Topology) liveIndex {
 		if _, err := contract.ParseNative(q.Arguments); !errors.Is(err, contract.ErrNotNative) {
 			s.layout = LayoutNative
 		}
-		s.inPlace = contract.IsInPlace(q.Arguments)
+		s.native = liveNativeShape(q.Arguments)
 		out[q.Addr()] = s
 	}
 	for _, q := range t.Queues {
@@ -366,4 +421,15 @@ func (k Kept) String() string {
 			k.Queue, contract.ReturnQueue(k.Queue), contract.FormatDelay(contract.ReturnQueueHandover), contract.ReturnQueue(k.Queue))
 	}
 	return fmt.Sprintf("queue %q keeps its live layout %s without a return queue; return_queue: true brings its retries back on time behind a backlog", k.Queue, k.Live)
+}
+
+// liveNativeShape is the shape of a live native queue, by its arguments.
+func liveNativeShape(args map[string]any) nativeShape {
+	if _, ok := contract.LimitInArguments(args); ok {
+		return shapeBinding
+	}
+	if contract.IsInPlace(args) {
+		return shapePolicy
+	}
+	return shapeArguments
 }

@@ -24,11 +24,12 @@ func names(t topology.Topology) map[string]bool {
 	return out
 }
 
-// TestNativeArgumentsShape: a native queue whose spec sets no attribute,
-// and so needs no policy of its own, carries its schedule in its
+// TestNativeArgumentsShape: a native queue on the reject route whose spec
+// sets no attribute, and so needs no policy of its own, carries its
+// schedule in its
 // arguments (contract.NativeArguments): no policy, no schedule binding
 // (one policy per native queue stalled the management API at 1,000
-// queues; see nativeInPlace).
+// queues; see freshShape).
 func TestNativeArgumentsShape(t *testing.T) {
 	f := mustParse(t, "n.yaml", `version: 1
 vhost: v
@@ -372,4 +373,78 @@ queues:
 	if got := names(Expand(f)); !got["s.return"] {
 		t.Errorf("expanded %v; want s.return kept", got)
 	}
+}
+
+// TestNativeBindingShape (issue 46, point 2): a native queue on the
+// modified route whose spec sets no attribute needs no policy: its
+// arguments carry the marker and its number of retries, its delays are
+// in its schedule binding. Live, it keeps that shape: a schedule change
+// that keeps the number of retries changes only the binding (even to a
+// linear schedule, which stays on the modified route, and with an
+// attribute added, whose policy then carries no schedule key); one that
+// changes the number changes the arguments (a replace).
+func TestNativeBindingShape(t *testing.T) {
+	const live = `version: 1
+vhost: v
+layout: native
+queues:
+  - {name: a, type: quorum, retry: {exponential: {initial: 1s, factor: 2, attempts: 3}}}
+`
+	got := Expand(mustParse(t, "live.yaml", live))
+	a, _ := got.Queue("v", "a")
+	want := merge(atLeastOnce, topology.Args{"x-queue-type": "quorum", "x-delayed-retry-type": "failed", "x-delivery-limit": int64(3), "x-dead-letter-exchange": "a.dlx"})
+	if diff := cmp.Diff(want, a.Arguments); diff != "" {
+		t.Errorf("a's arguments (-want +got):\n%s", diff)
+	}
+	if p, ok := policyOf(got, "v", contract.QueuePolicy("a")); ok {
+		t.Errorf("a has a policy %v; want none", p.Definition)
+	}
+	n, err := contract.NativeOf(a.Arguments, scheduleArgs(got, "a"))
+	wantN := contract.Native{Route: contract.RouteModified, Delays: []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}, DeliveryLimit: 3}
+	if err != nil || !cmp.Equal(wantN, n) {
+		t.Errorf("a's schedule: %+v, %v; want %+v", n, err, wantN)
+	}
+
+	ver, _ := topology.ParseVersion("4.3.6")
+	for _, c := range []struct {
+		name, retry, extra string
+		wantArgs           topology.Args
+		wantPolicy         topology.Args // nil: none
+		wantDelays         []time.Duration
+	}{
+		{"linear, same count", "{linear: {step: 2s, attempts: 3}}", "", want, nil, []time.Duration{2 * time.Second, 4 * time.Second, 6 * time.Second}},
+		{"with an attribute", "{delays: [1s, 1s, 1s]}", ", max_length: 10", want, topology.Args{"max-length": int64(10)}, []time.Duration{time.Second, time.Second, time.Second}},
+		{"one more retry", "{delays: [1s, 2s, 4s, 8s]}", "", merge(want, topology.Args{"x-delivery-limit": int64(4)}), nil, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}},
+	} {
+		f := mustParse(t, "a.yaml", "version: 1\nvhost: v\nlayout: native\nqueues:\n  - {name: a, type: quorum, retry: "+c.retry+c.extra+"}\n")
+		Resolve([]*File{f}, Target{RabbitMQ: ver, Live: &got})
+		next := Expand(f)
+		a, _ := next.Queue("v", "a")
+		if diff := cmp.Diff(c.wantArgs, a.Arguments); diff != "" {
+			t.Errorf("%s: a's arguments (-want +got):\n%s", c.name, diff)
+		}
+		p, ok := policyOf(next, "v", contract.QueuePolicy("a"))
+		if (c.wantPolicy == nil) == ok || ok && !cmp.Equal(c.wantPolicy, p.Definition) {
+			t.Errorf("%s: a's policy %v (%v); want %v", c.name, p.Definition, ok, c.wantPolicy)
+		}
+		n, err := contract.NativeOf(a.Arguments, scheduleArgs(next, "a"))
+		wantN := contract.Native{Route: contract.RouteModified, Delays: c.wantDelays, DeliveryLimit: len(c.wantDelays)}
+		if err != nil || !cmp.Equal(wantN, n) {
+			t.Errorf("%s: a's schedule %+v, %v; want %+v", c.name, n, err, wantN)
+		}
+		if r := NativeRoute(f.Spec.Queues[0]); r != contract.RouteModified {
+			t.Errorf("%s: NativeRoute %s; want %s", c.name, r, contract.RouteModified)
+		}
+	}
+}
+
+// scheduleArgs returns the arguments of queue q's schedule binding in t,
+// nil where it has none.
+func scheduleArgs(t topology.Topology, q string) map[string]any {
+	for _, bd := range t.Bindings {
+		if bd.Source == contract.ScheduleExchange && bd.Destination == q && bd.RoutingKey == q {
+			return bd.Arguments
+		}
+	}
+	return nil
 }

@@ -142,8 +142,8 @@ func (s *Spec) levelsTravel(q Queue, delays []time.Duration) Travel {
 // over AMQP 1.0 with a delivery time the helper chooses.
 func nativeTravel(q Queue) Travel {
 	const held = "held by the broker inside the queue (native, "
-	minD, maxD, ok := contract.BrokerExpressible(NativeDelays(q))
-	if !ok || q.Retry.Jitter == JitterFull {
+	minD, maxD, _ := contract.BrokerExpressible(NativeDelays(q))
+	if NativeRoute(q) == contract.RouteModified {
 		return Travel{Route: held + "AMQP 1.0 modified with a delivery time)", RetryAfter: RetryAfterHonoured}
 	}
 	steps := "linear " + contract.FormatDelay(minD) + " steps up to " + contract.FormatDelay(maxD)
