@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -9,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/rmqtopo/rmqtopo/contract"
 	"github.com/rmqtopo/rmqtopo/internal/brokertest"
 	"github.com/rmqtopo/rmqtopo/internal/waitguard"
+	rtry "github.com/rmqtopo/rmqtopo/retry"
 )
 
 // The conservation matrix (issue 46, docs/testing.md): for each layout,
@@ -40,14 +44,20 @@ type custodyLayout struct {
 	// native, where the broker holds retries inside the queue.
 	from   string
 	native bool
+	// delays is the work queue's schedule before any change; empty for
+	// custodyBaseDelays.
+	delays string
 }
 
 var custodyLayouts = []custodyLayout{
-	{"per-attempt", "layout: per-attempt\n    return_queue: false", "per-attempt", false},
-	{"shared", "layout: shared\n    return_queue: false", "shared", false},
-	{"return-queue", "layout: shared\n    return_queue: true", "return-queue", false},
-	{"levels", "layout: levels\n    return_queue: false", "levels", false},
-	{"native", "layout: native", "", true},
+	{"per-attempt", "layout: per-attempt\n    return_queue: false", "per-attempt", false, ""},
+	{"shared", "layout: shared\n    return_queue: false", "shared", false, ""},
+	{"return-queue", "layout: shared\n    return_queue: true", "return-queue", false, ""},
+	{"levels", "layout: levels\n    return_queue: false", "levels", false, ""},
+	{"native", "layout: native", "", true, ""},
+	// A schedule the broker does not compute: the binding shape, retried
+	// over AMQP 1.0, whose schedule changes in place.
+	{"native-binding", "layout: native", "", true, "2s, 5s"},
 }
 
 // custodySpec is the spec of a case, before or after its change.
@@ -65,11 +75,30 @@ type custodySpec struct {
 // is due after; custodyLongest the longest delay any case has.
 const (
 	custodyDelay   = 2 * time.Second
-	custodyLongest = 5 * time.Second
+	custodyLongest = 6 * time.Second
 )
 
+// custodyBaseDelays is the schedule a case starts from, but where its
+// layout has its own; the schedule change lengthens the last delay by 1s.
+const custodyBaseDelays = "2s, 4s"
+
 func custodyBase(l custodyLayout) custodySpec {
-	return custodySpec{name: "cw", present: true, typ: "quorum", layout: l, delays: "2s, 4s", dlq: true}
+	delays := l.delays
+	if delays == "" {
+		delays = custodyBaseDelays
+	}
+	return custodySpec{name: "cw", present: true, typ: "quorum", layout: l, delays: delays, dlq: true}
+}
+
+// longerLast is delays ("2s, 4s") with its last delay 1s longer.
+func longerLast(delays string) string {
+	words := strings.Split(delays, ", ")
+	last, err := time.ParseDuration(words[len(words)-1])
+	if err != nil {
+		panic(err)
+	}
+	words[len(words)-1] = (last + time.Second).String()
+	return strings.Join(words, ", ")
 }
 
 // yaml is the spec's text; a second queue keeps it from being empty when
@@ -100,7 +129,7 @@ type custodyChange struct {
 func anyLayout(custodyLayout) bool { return true }
 
 var custodyChanges = []custodyChange{
-	{name: "schedule", fits: anyLayout, after: func(c custodySpec) custodySpec { c.delays = "2s, 5s"; return c }},
+	{name: "schedule", fits: anyLayout, after: func(c custodySpec) custodySpec { c.delays = longerLast(c.delays); return c }},
 	{name: "type", fits: func(l custodyLayout) bool { return !l.native }, after: func(c custodySpec) custodySpec { c.typ = "classic"; return c }},
 	{name: "dlq-off", fits: anyLayout, after: func(c custodySpec) custodySpec { c.dlq = false; return c }},
 	{name: "layout", fits: anyLayout, after: func(c custodySpec) custodySpec { c.layout = nextLayout(c.layout); return c }},
@@ -138,6 +167,10 @@ var custodyPlaces = append([]custodyPlace{
 	}},
 	{"delayed", func(l custodyLayout) bool { return l.native }, func(t *testing.T, r *custodyRun, ids []string) {
 		r.publish(t, "", "cw", ids)
+		if r.layout.delays != "" {
+			r.failOnceModified(t, ids) // the binding shape: a basic.reject is not delayed
+			return
+		}
 		rejectAll(t, r.conn, "cw", len(ids))
 	}},
 	{"dlq", anyLayout, func(t *testing.T, r *custodyRun, ids []string) { r.publish(t, "", contract.DeadLetterQueue("cw"), ids) }},
@@ -302,6 +335,49 @@ func (r *custodyRun) publish(t *testing.T, exchange, key string, ids []string) {
 	t.Helper()
 	for _, id := range ids {
 		brokertest.PublishConfirmed(t, r.conn, exchange, key, amqp.Publishing{DeliveryMode: amqp.Persistent, MessageId: id, Body: []byte(id)})
+	}
+}
+
+// failOnceModified has retry.Consume take the work queue's messages ids
+// and fail each once: on the binding shape the helper retries over AMQP
+// 1.0 (modified, with a delivery time custodyDelay on), and the broker
+// holds each inside the queue. It returns once every id failed.
+func (r *custodyRun) failOnceModified(t *testing.T, ids []string) {
+	t.Helper()
+	var mu sync.Mutex
+	failed := map[string]bool{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- rtry.Consume(ctx, rtry.DialURL(r.o.b.AMQPURLFor(r.o.vhost), amqp.Config{}), "cw",
+			func(hctx context.Context, d amqp.Delivery) error {
+				mu.Lock()
+				again := failed[d.MessageId]
+				failed[d.MessageId] = true
+				mu.Unlock()
+				if again { // back before the consumer went: give it back unsettled
+					<-hctx.Done()
+					return hctx.Err()
+				}
+				return errors.New("fails once")
+			})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	for end := time.Now().Add(waitguard.For(10 * time.Second)); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(failed)
+		mu.Unlock()
+		if n == len(ids) {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("retry.Consume failed %d of %d messages", n, len(ids))
+		}
 	}
 }
 
