@@ -33,8 +33,9 @@ queues:
 // delay.
 func TestPlainApplyKeepsHeldRetries(t *testing.T) {
 	t.Parallel()
-	// A schedule change is made in place now (TestOnlineNativeScheduleInPlace):
-	// dlq off still replaces the queue (its dead-lettering argument).
+	// dlq off replaces a native queue of any shape (its dead-lettering
+	// argument); a schedule change does so only in the arguments shape
+	// (TestOnlineNativeScheduleInPlace and ...InBinding for the others).
 	conn, ids, stdout, stderr, code := applyOverHeldRetries(t, "3s, 3s", "    dlq: false\n")
 	if code != exitcode.Refused {
 		t.Fatalf("apply of a replace over 5 held retries: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitcode.Refused, stdout, stderr)
